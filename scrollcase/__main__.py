@@ -1,0 +1,5 @@
+import sys
+
+from scrollcase.cli import main
+
+sys.exit(main())

@@ -1,0 +1,134 @@
+"""Writing conda packages and local channels with the standard library.
+
+Used by the offline demo (a channel made from this machine's CPython and real wheels) and by the
+tests (small synthetic channels).  Packages are ``.tar.bz2`` (conda's v1 format, which every conda
+client reads); :func:`index_channel` has py-rattler write ``repodata.json``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import hashlib
+import io
+import json
+import tarfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# conda's prefix placeholder convention: a 255-char path that install-time code replaces.
+PREFIX_PLACEHOLDER = "/opt/anaconda1anaconda2anaconda3"
+_FIXED_MTIME = 1_700_000_000
+
+
+@dataclass(frozen=True)
+class PackageFile:
+    """One file of a package: path relative to the prefix, content, and how it embeds the prefix."""
+
+    path: str
+    data: bytes
+    mode: int = 0o644
+    # "text" or "binary" when ``data`` embeds PREFIX_PLACEHOLDER and conda must rewrite it.
+    prefix_mode: str | None = None
+    symlink_to: str | None = None
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    name: str
+    version: str
+    build: str = "0"
+    build_number: int = 0
+    subdir: str = "linux-64"
+    depends: Sequence[str] = ()
+    constrains: Sequence[str] = ()
+    files: Sequence[PackageFile] = ()
+    noarch: str | None = None
+    license: str = "MIT"
+    track_features: str = ""
+    extra_index: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.version}-{self.build}.tar.bz2"
+
+
+def _index_json(spec: PackageSpec) -> dict[str, object]:
+    index: dict[str, object] = {
+        "name": spec.name, "version": spec.version, "build": spec.build,
+        "build_number": spec.build_number, "depends": list(spec.depends),
+        "constrains": list(spec.constrains), "license": spec.license,
+        "subdir": spec.subdir, "timestamp": _FIXED_MTIME * 1000,
+    }
+    if spec.noarch:
+        index["noarch"] = spec.noarch
+    if spec.track_features:
+        index["track_features"] = spec.track_features
+    index.update(spec.extra_index)
+    return index
+
+
+def _paths_json(files: Iterable[PackageFile]) -> dict[str, object]:
+    entries: list[dict[str, object]] = []
+    for f in files:
+        if f.symlink_to is not None:
+            entries.append({"_path": f.path, "path_type": "softlink",
+                            "sha256": hashlib.sha256(f.symlink_to.encode()).hexdigest(), "size_in_bytes": 0})
+            continue
+        entry: dict[str, object] = {"_path": f.path, "path_type": "hardlink",
+                                    "sha256": hashlib.sha256(f.data).hexdigest(),
+                                    "size_in_bytes": len(f.data)}
+        if f.prefix_mode:
+            entry["file_mode"] = f.prefix_mode
+            entry["prefix_placeholder"] = PREFIX_PLACEHOLDER
+        entries.append(entry)
+    return {"paths": entries, "paths_version": 1}
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, _FIXED_MTIME
+    tar.addfile(info, io.BytesIO(data))
+
+
+def package_bytes(spec: PackageSpec) -> bytes:
+    """The ``.tar.bz2`` package for ``spec``, byte-for-byte reproducible."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for f in sorted(spec.files, key=lambda f: f.path):
+            if f.symlink_to is not None:
+                info = tarfile.TarInfo(f.path)
+                info.type, info.linkname, info.mtime = tarfile.SYMTYPE, f.symlink_to, _FIXED_MTIME
+                tar.addfile(info)
+            else:
+                _add(tar, f.path, f.data, f.mode)
+        _add(tar, "info/index.json", json.dumps(_index_json(spec), indent=2, sort_keys=True).encode())
+        _add(tar, "info/paths.json", json.dumps(_paths_json(spec.files), indent=2).encode())
+        _add(tar, "info/files", "".join(f.path + "\n" for f in sorted(spec.files, key=lambda f: f.path)).encode())
+        prefix_files = [f for f in spec.files if f.prefix_mode]
+        if prefix_files:
+            lines = "".join(f"{PREFIX_PLACEHOLDER} {f.prefix_mode} {f.path}\n" for f in prefix_files)
+            _add(tar, "info/has_prefix", lines.encode())
+    return bz2.compress(raw.getvalue(), 9)
+
+
+def write_package(channel: Path, spec: PackageSpec) -> Path:
+    """Write ``spec`` into ``channel/<subdir>/`` (temp file, then rename) and return its path."""
+    subdir = "noarch" if spec.noarch else spec.subdir
+    out = channel / subdir / spec.filename
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_bytes(package_bytes(spec))
+    tmp.replace(out)
+    return out
+
+
+def index_channel(channel: Path, subdirs: Iterable[str] = ("noarch",)) -> None:
+    """Write repodata.json for every subdir of ``channel`` (py-rattler's indexer)."""
+    import asyncio
+
+    from rattler.index import index_fs
+
+    for subdir in {*subdirs, "noarch"}:
+        (channel / subdir).mkdir(parents=True, exist_ok=True)
+    asyncio.run(index_fs(channel, force=True, write_zst=False, write_shards=False))

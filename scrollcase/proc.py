@@ -1,0 +1,77 @@
+"""Running a box's own interpreter, isolated from the host Python.  The one subprocess module.
+
+Isolation: ``-I`` (ignore PYTHON* variables, no user site, no script dir on sys.path) *and* an
+environment with every PYTHON* variable removed, so neither the host's site-packages nor its
+PYTHONPATH can make a missing import look present.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables a box run keeps from the host: what the OS and the GPU driver need, nothing Python.
+KEEP_ENV = ("PATH", "HOME", "USERPROFILE", "LANG", "LC_ALL", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
+            "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
+            "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    args: tuple[str, ...]
+    returncode: int | None  # None when it timed out
+    stdout: str
+    stderr: str
+    duration: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def isolated_env(extra: Mapping[str, str] | None = None,
+                 base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a box interpreter runs in: host basics, no PYTHON*, plus ``extra``."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k in KEEP_ENV}
+    env["PYTHONNOUSERSITE"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_python(python: Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
+               timeout: float = 300.0, cwd: Path | None = None) -> RunResult:
+    """Run ``python -I ARGS`` with a clean environment; never raises on failure or timeout."""
+    return run([str(python), "-I", *args], env=isolated_env(env), timeout=timeout, cwd=cwd)
+
+
+def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0,
+        cwd: Path | None = None) -> RunResult:
+    start = time.monotonic()
+    try:
+        done = subprocess.run(list(argv), env=None if env is None else dict(env), cwd=cwd,
+                              capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        return RunResult(tuple(argv), None, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start)
+    except OSError as exc:
+        return RunResult(tuple(argv), 127, "", f"cannot execute {argv[0]}: {exc.strerror}",
+                         time.monotonic() - start)
+    return RunResult(tuple(argv), done.returncode, done.stdout, done.stderr, time.monotonic() - start)
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode("utf-8", "replace")

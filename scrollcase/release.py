@@ -1,0 +1,152 @@
+"""The release manifest (``*.release.json``): what a host app reads to fetch, check and run a box."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scrollcase.errors import IntegrityError, Problem
+from scrollcase.recipe import Compatibility, Identifier, MajorMinor, RelPath, SemVer, Sha256, Target
+
+RELEASE_SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ArchiveInfo(_Model):
+    name: str
+    size: Annotated[int, Field(ge=0)]
+    sha256: Sha256
+    format: Literal["tar"] = "tar"
+    compression: Literal["zstd"] = "zstd"
+
+
+class ReleaseAsset(_Model):
+    name: str
+    path: RelPath
+    sha256: Sha256
+    size: Annotated[int, Field(ge=0)]
+    bundled: bool
+    url: str | None = None  # absolute URL, set for on-demand assets
+
+
+class ObjectKeys(_Model):
+    archive: str
+    release: str
+    sha256: str
+
+
+class BuiltBy(_Model):
+    scrollcase: str
+    pixi: str
+    lockSha256: Sha256
+    pythonVersion: MajorMinor
+
+
+class CheckOutcome(_Model):
+    """One self-test check (an import, a file, the pythonCode) as run by the box's interpreter."""
+
+    name: str
+    kind: Literal["import", "file", "code", "entrypoint"]
+    passed: bool
+    durationSeconds: float = 0.0
+    message: str = ""
+
+
+class SelfTestReport(_Model):
+    passed: bool
+    checks: list[CheckOutcome]
+
+
+class ParityOutcome(_Model):
+    """One output on one accelerator compared with the reference accelerator."""
+
+    accelerator: str
+    output: str
+    passed: bool
+    message: str = ""
+    maxAbsoluteError: float | None = None
+    maxRelativeError: float | None = None
+    cosine: float | None = None
+    worstIndex: list[int] | None = None
+    referenceValue: float | None = None
+    candidateValue: float | None = None
+
+
+class ParityReport(_Model):
+    passed: bool
+    reference: str
+    accelerators: list[str]
+    tolerances: dict[str, float]
+    results: list[ParityOutcome]
+    devices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class ReleaseManifest(_Model):
+    schemaVersion: Literal[1] = 1
+    boxId: Identifier
+    modelId: Identifier
+    runtimeId: Identifier
+    version: SemVer
+    sourceRevision: str
+    recipeId: Identifier
+    recipeVersion: SemVer
+    target: Target
+    targetId: str
+    compatibility: Compatibility
+    archive: ArchiveInfo
+    pythonEntryPoint: RelPath
+    modelCacheSubdir: RelPath
+    weights: Literal["bundled", "on-demand"]
+    assets: list[ReleaseAsset]
+    keys: ObjectKeys
+    builtBy: BuiltBy
+    selfTest: SelfTestReport | None = None
+    parity: ParityReport | None = None
+
+
+def object_prefix(box_id: str, version: str, target_id: str) -> str:
+    return f"boxes/{box_id}/{version}/{target_id}"
+
+
+def object_keys(box_id: str, version: str, target_id: str, archive_name: str) -> ObjectKeys:
+    prefix = object_prefix(box_id, version, target_id)
+    release_name = archive_name.removesuffix(".tar.zst") + ".release.json"
+    return ObjectKeys(
+        archive=f"{prefix}/{archive_name}",
+        release=f"{prefix}/{release_name}",
+        sha256=f"{prefix}/{archive_name}.sha256",
+    )
+
+
+def dump_release(manifest: ReleaseManifest) -> bytes:
+    """Canonical bytes: sorted keys, two-space indent, trailing newline."""
+    data = manifest.model_dump(mode="json", exclude_none=True)
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def parse_release(data: bytes | str, file: str = "release.json") -> ReleaseManifest:
+    try:
+        raw = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IntegrityError(f"{file} is not valid JSON: {exc}",
+                             fix="rebuild the box or re-download the release manifest") from None
+    try:
+        return ReleaseManifest.model_validate(raw)
+    except ValidationError as exc:
+        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]))
+                    for e in exc.errors()]
+        raise IntegrityError(f"{file} is not a valid release manifest", problems=problems,
+                             fix="rebuild the box with this scrollcase version") from None
+
+
+def release_json_schema() -> dict[str, Any]:
+    schema = ReleaseManifest.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://scrollcase.dev/schemas/release-1.json"
+    schema["title"] = "scrollcase release manifest"
+    return schema
