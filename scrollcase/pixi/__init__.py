@@ -1,0 +1,1 @@
+"""pixi workspaces: the manifest (pixi.toml) and the lock file (pixi.lock)."""
