@@ -35,3 +35,12 @@ def test_module_entry_point_runs_as_a_program():
     done = subprocess.run([sys.executable, "-m", "scrollcase", "--version"], capture_output=True, text=True,
                           env=env, check=False)
     assert done.returncode == 0 and done.stdout.startswith("scrollcase ")
+
+
+def test_json_flag_works_before_and_after_the_command():
+    parser = cli.build_parser()
+    for argv in (["--json", "demo"], ["demo", "--json"]):
+        if "demo" not in _subcommands():
+            pytest.skip("demo command not present")
+        assert parser.parse_args(argv).json is True
+    assert parser.parse_args(["demo"]).json is False
