@@ -163,6 +163,7 @@ class _Record:
     name: str | None = None
     version: str | None = None
     build: str | None = None
+    body: str = ""  # the record's unparsed fields (fast reader), read on demand
 
 
 def _resolve(record: _Record | None, kind: Kind, location: str, entry_line: int | None,
@@ -188,6 +189,11 @@ def _resolve(record: _Record | None, kind: Kind, location: str, entry_line: int 
 # --- the fast scanner (v4+) -----------------------------------------------------------------------
 
 
+_TOP_LEVEL = re.compile(r"\n(?=[^ \-\n])")
+# A literal prefix lets the regex engine skip ahead (``^`` with MULTILINE is ten times slower).
+_ENV_HEADER = re.compile(r"\n  ([^ \-#\n][^\n]*):(?=\n)")
+
+
 def _section(text: str, key: str) -> tuple[int, int] | None:
     """(start, end) offsets of the body of top-level ``key:``; None when absent."""
     marker = f"\n{key}:\n"
@@ -195,26 +201,21 @@ def _section(text: str, key: str) -> tuple[int, int] | None:
     if start < 0:
         return None
     body = start + len(marker)
-    end = body
-    while True:
-        nl = text.find("\n", end)
-        if nl < 0:
-            return body, len(text)
-        nxt = nl + 1
-        if nxt < len(text) and text[nxt] not in " -\n":
-            return body, nl + 1
-        end = nxt
-        if nxt >= len(text):
-            return body, len(text)
+    nxt = _TOP_LEVEL.search(text, body)
+    return body, (nxt.start() + 1 if nxt else len(text))
 
 
-def _scan_records(text: str, start: int, end: int) -> dict[tuple[str, str], _Record]:
-    """Every record under ``packages:`` by (kind, location), keeping the fields that name it.
+_RawRecord = tuple[int, str]  # (line, the record's text after its first line)
 
-    Records are split on ``\n- `` (C-speed) and only the few fields that name a package are looked
-    up inside each: the bulk (depends, hashes, licenses) is never parsed.
+
+def _scan_records(text: str, start: int, end: int) -> dict[tuple[str, str], _Record | _RawRecord]:
+    """Every record under ``packages:`` by (kind, location), with its line and unparsed body.
+
+    Records are split on ``\n- `` (C-speed); the few fields that name a package are read from a
+    record's body only when an environment entry needs it (:func:`_named`), so the bulk of a lock
+    (depends, hashes, licenses, records of other environments) is never parsed.
     """
-    records: dict[tuple[str, str], _Record] = {}
+    records: dict[tuple[str, str], _Record | _RawRecord] = {}
     body = text[start:end]
     if not body.startswith("- "):
         raise _LayoutError("packages: does not start with a record")
@@ -222,18 +223,22 @@ def _scan_records(text: str, start: int, end: int) -> dict[tuple[str, str], _Rec
     for chunk in body[2:].split("\n- "):
         head, _, rest = chunk.partition("\n")
         key, sep, value = head.partition(": ")
-        if not sep:
+        if key in ("conda", "pypi") and value[:1] not in ("'", '"'):
+            records[(key, value)] = (line, rest)
+        elif not sep:
             raise _LayoutError(f"record without a key at line {line}")
-        record = _start_record(key, _scalar(value), line)
-        if rest:
-            _fill_record(record, "\n" + rest)
-        if record.kind == "pypi" or record.location:
+        else:
+            record = _start_record(key, _scalar(value), line)
+            record.body = "\n" + rest
+            if key == "kind":  # v4/v5: the location is a field
+                _fill_record(record)
             records[(record.kind, record.location)] = record
         line += chunk.count("\n") + 1
     return records
 
 
-def _fill_record(record: _Record, rest: str) -> None:
+def _fill_record(record: _Record) -> None:
+    rest, record.body = record.body, ""
     for key in ("kind", "url", "path", "name", "version", "build"):
         pos = rest.find(f"\n  {key}: ")
         if pos < 0:
@@ -246,6 +251,20 @@ def _fill_record(record: _Record, rest: str) -> None:
             record.location = record.location or value
         else:
             setattr(record, key, value)
+
+
+def _named(records: dict[tuple[str, str], _Record | _RawRecord], kind: str, location: str) -> _Record | None:
+    """The record of an environment entry with its naming fields read (once)."""
+    found = records.get((kind, location))
+    if found is None or isinstance(found, _Record):
+        if found is not None and found.body:
+            _fill_record(found)
+        return found
+    line, rest = found
+    record = _Record("pypi" if kind == "pypi" else "conda", location, line, body="\n" + rest)
+    _fill_record(record)
+    records[(kind, location)] = record
+    return record
 
 
 def _start_record(key: str, value: str, line: int) -> _Record:
@@ -267,12 +286,28 @@ class _EnvDraft:
     packages: dict[str, list[tuple[str, str, int]]]  # platform -> (kind, location, line)
 
 
-def _scan_environments(text: str, start: int, end: int) -> list[_EnvDraft]:
+def _scan_environments(text: str, start: int, end: int, only: Collection[str] | None) -> list[_EnvDraft]:
+    """Environment headers are found with one regex; only the wanted environments are walked."""
+    headers = list(_ENV_HEADER.finditer(text, start - 1, end))
+    if not headers and text[start:end].strip():
+        raise _LayoutError("no environment headers")
     envs: list[_EnvDraft] = []
+    for i, header in enumerate(headers):
+        name = _scalar(header.group(1))
+        if only is not None and name not in only:
+            continue
+        stop = headers[i + 1].start() if i + 1 < len(headers) else end
+        line = text.count("\n", 0, header.start()) + 2
+        draft = _EnvDraft(name, line, [], [], {})
+        _scan_environment(draft, text[header.end() + 1: stop], line)
+        envs.append(draft)
+    return envs
+
+
+def _scan_environment(draft: _EnvDraft, body: str, line: int) -> None:
     key = ""
     platform = ""
-    line = text.count("\n", 0, start)
-    for raw in text[start:end].split("\n"):
+    for raw in body.split("\n"):
         line += 1
         if not raw.strip():
             continue
@@ -283,28 +318,24 @@ def _scan_environments(text: str, start: int, end: int) -> list[_EnvDraft]:
             kind = "conda" if kind in ("conda", "conda_source") else kind
             if kind not in ("conda", "pypi"):
                 raise _LayoutError(f"unknown package kind at line {line}")
-            envs[-1].packages[platform].append((kind, _scalar(location), line))
+            draft.packages[platform].append((kind, _scalar(location), line))
         elif raw.startswith("      ") and key == "packages":
             if not raw.endswith(":") or raw[6] == " ":
                 raise _LayoutError(f"unexpected platform line {line}")
             platform = _scalar(raw[6:-1])
-            envs[-1].packages.setdefault(platform, [])
+            draft.packages.setdefault(platform, [])
         elif raw.startswith("    - ") and key in ("channels", "indexes"):
             item = raw[6:]
             if key == "channels":
                 if not item.startswith("url: "):
                     raise _LayoutError(f"unexpected channel entry at line {line}")
-                envs[-1].channels.append(_scalar(item[5:]))
+                draft.channels.append(_scalar(item[5:]))
             else:
-                envs[-1].indexes.append(_scalar(item))
-        elif raw.startswith("    ") and raw[4] != " " and raw.endswith(":") and envs:
+                draft.indexes.append(_scalar(item))
+        elif raw.startswith("    ") and raw[4] != " " and raw.endswith(":"):
             key, platform = raw[4:-1], ""
-        elif raw.startswith("  ") and raw[2] not in " -" and raw.endswith(":"):
-            envs.append(_EnvDraft(_scalar(raw[2:-1]), line, [], [], {}))
-            key = ""
-        elif not (raw.startswith("      ") or (raw.startswith("    ") and key not in ("packages",))):
+        elif not (raw.startswith("      ") or (raw.startswith("    ") and key != "packages")):
             raise _LayoutError(f"unexpected line {line} in environments")
-    return envs
 
 
 def _scan(text: str, file: str, version: int, only: Collection[str] | None = None) -> LockFile:
@@ -314,11 +345,9 @@ def _scan(text: str, file: str, version: int, only: Collection[str] | None = Non
         raise _LayoutError("missing environments or packages section")
     records = _scan_records(text, *pkg_span)
     environments: dict[str, LockEnvironment] = {}
-    for draft in _scan_environments(text, *env_span):
-        if only is not None and draft.name not in only:
-            continue
+    for draft in _scan_environments(text, *env_span, only):
         packages = {
-            platform: tuple(_resolve(records.get((kind, loc)), kind, loc, line, file)  # type: ignore[arg-type]
+            platform: tuple(_resolve(_named(records, kind, loc), kind, loc, line, file)  # type: ignore[arg-type]
                             for kind, loc, line in entries)
             for platform, entries in draft.packages.items()
         }
@@ -422,7 +451,9 @@ def _from_yaml(data: Any, text: str, file: str, version: int) -> LockFile:
             resolved = []
             for entry in entries or []:
                 kind, location = _entry_kind(entry)
-                resolved.append(_resolve(records.get((kind, location)), kind, location, None, file))
+                record = records.get((kind, location))
+                line = None if record else _line_of(text, location)  # only to point at a broken entry
+                resolved.append(_resolve(record, kind, location, line, file))
             packages[str(platform)] = tuple(resolved)
         environments[str(name)] = LockEnvironment(str(name), channels,
                                                   tuple(str(i) for i in env.get("indexes") or ()), packages,
@@ -453,7 +484,7 @@ def _from_yaml_v3(data: Mapping[str, Any], text: str, file: str) -> LockFile:
             raise LockError(f"{file}: a package record is not a mapping", fix=_FIX)
         record = _record_from_mapping(item)
         record.line = _line_of(text, record.location, start) or 0
-        start = max(start, text.find(record.location, start))  # records repeat a URL per platform
+        start = max(start, text.find(record.location, start) + 1)  # records repeat a URL per platform
         package = _resolve(record, record.kind, record.location, record.line, file)
         grouped.setdefault(str(item.get("platform")), []).append(package)
     env = LockEnvironment("default", channels, (), {k: tuple(v) for k, v in grouped.items()}, None)
