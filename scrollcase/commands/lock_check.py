@@ -96,7 +96,8 @@ def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
         lock_file = str(Path(shown) / LOCK_FILE)
         lock = parse_lock(read_lock_text(folder / LOCK_FILE), lock_file, environments={ENVIRONMENT})
         inp = LockCheckInput(recipe.recipeId, recipe.target.spec, manifest, lock,
-                             engine.apply_overrides(manifest.channels, overrides))
+                             engine.apply_overrides(manifest.channels, overrides),
+                             pixi_version=recipe.pixiVersion)
         result = check_lock(inp)
     except ScrollcaseError as error:
         return Outcome(shown, recipe_id, None, problems_of(error, shown))

@@ -23,6 +23,18 @@ from scrollcase.pixi.manifest import Dependency, PixiManifest
 from scrollcase.targets import TargetSpec
 
 ENVIRONMENT = "default"
+# The oldest pixi that reads each lock format (pixi 0.67 stops with "Lock-file version 7 is newer
+# than supported"; v6 arrived with pixi 0.26).  Older formats are read by every newer pixi.
+MIN_PIXI_FOR_LOCK = {7: (0, 68, 0), 6: (0, 26, 0)}
+
+
+def pixi_reads(pixi_version: str, lock_version: int) -> bool:
+    """Whether pixi ``pixi_version`` (``0.73.0``) reads lock format ``lock_version``."""
+    needed = MIN_PIXI_FOR_LOCK.get(lock_version)
+    if needed is None:
+        return True
+    parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[:3])
+    return parts >= needed
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,7 @@ class LockCheckInput:
     lock: LockFile
     channels: tuple[str, ...]  # the channel URLs the lock must record (overrides applied)
     environment: str = ENVIRONMENT
+    pixi_version: str | None = None  # the recipe's pinned pixi
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,19 @@ def check_lock(inp: LockCheckInput) -> LockCheckResult:
         return LockCheckResult(inp.recipe_id, None, TorchBuild(), (problem,))
     packages = env.packages[platform]
     torch = classify_torch(packages)
-    problems = [*channel_problems(inp), *dependency_problems(inp, packages),
+    problems = [*format_problems(inp), *channel_problems(inp), *dependency_problems(inp, packages),
                 *pypi_problems(inp, packages), *accelerator_problems(inp, packages, torch)]
     return LockCheckResult(inp.recipe_id, platform, torch, tuple(problems))
+
+
+def format_problems(inp: LockCheckInput) -> list[Problem]:
+    if inp.pixi_version is None or pixi_reads(inp.pixi_version, inp.lock.version):
+        return []
+    needed = ".".join(str(p) for p in MIN_PIXI_FOR_LOCK[inp.lock.version])
+    return [Problem(
+        message=f"lock format v{inp.lock.version} needs pixi >= {needed}, but the recipe pins pixi "
+                f"{inp.pixi_version}", file=inp.lock.file, line=1, key="version",
+        value=str(inp.lock.version), fix=f"set pixiVersion to {needed} or newer in recipe.json")]
 
 
 def channel_problems(inp: LockCheckInput) -> list[Problem]:

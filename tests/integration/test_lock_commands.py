@@ -14,7 +14,7 @@ from lock_channel_kit import make_channel, make_recipe
 
 from scrollcase import engine
 from scrollcase.cli import main
-from scrollcase.errors import SolveError
+from scrollcase.errors import HostError, LockError, SolveError
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
 from scrollcase.recipe_loader import resolve_recipe
@@ -196,3 +196,31 @@ def test_cli_in_a_subprocess_annotates_and_inspects(two_locked: Path) -> None:
         "environment": "default", "platform": "linux-64", "subdir": "linux-64",
         "torch": {"provider": "conda", "version": "2.5.1", "build": "cpu_mkl_py311_h2_100",
                   "accelerator": "cpu"}}]}
+
+
+def test_lock_refuses_a_pixi_too_old_for_the_format(workspace: Path, channels: dict[str, str]) -> None:
+    folder = make_recipe(workspace / "recipes", channels["full"])
+    recipe = folder / "recipe.json"
+    recipe.write_text(recipe.read_text().replace('"pixiVersion": "0.73.0"', '"pixiVersion": "0.60.0"'))
+    with pytest.raises(LockError, match="cannot read the lock format") as info:
+        engine.lock_recipe(resolve_recipe(str(folder)))
+    assert info.value.problems[0].key == "pixiVersion"
+    assert not (folder / "pixi.lock").exists()
+
+
+def test_use_pixi_needs_the_pinned_pixi(workspace: Path, channels: dict[str, str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_recipe(workspace / "recipes", channels["full"])
+    bin_dir = workspace / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    code, _ = run_cli("lock", CUDA_ID, "--use-pixi")
+    assert code == HostError.exit_code  # no pixi on PATH
+    if os.name == "posix":  # a pixi of another version: refused before it runs anything
+        pixi = bin_dir / "pixi"
+        pixi.write_text("#!/bin/sh\necho 'pixi 0.40.0'\n")
+        pixi.chmod(0o755)
+        with pytest.raises(HostError, match=r"pixi 0\.40\.0, the recipe pins pixi 0\.73\.0"):
+            from scrollcase.pixi.runner import lock_with_pixi
+
+            lock_with_pixi(resolve_recipe(CUDA_ID, workspace / "recipes"))

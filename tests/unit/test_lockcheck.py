@@ -188,3 +188,13 @@ def test_v7_picks_the_platform_solved_with_cuda() -> None:
     inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,))
     result = check_lock(inp)
     assert result.platform == "p1" and result.problems == ()
+
+
+def test_lock_format_must_be_readable_by_the_pinned_pixi() -> None:
+    text = lock_text(*GOOD).replace("version: 6", "version: 7", 1)
+    for pixi, ok in (("0.73.0", True), ("0.68.0", True), ("0.67.2", False)):
+        inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,),
+                             pixi_version=pixi)
+        problems = check_lock(inp).problems
+        assert (problems == ()) is ok, problems
+    assert "needs pixi >= 0.68.0" in problems[0].message and problems[0].line == 1
