@@ -11,6 +11,7 @@ Rows not listed have no torch at all.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,10 @@ import pytest
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock, parse_lock
 
-ROOT = Path("/work/shared/real-world/pixi")
-if not ROOT.is_dir():  # the corpus lives beside the repository; CI checks it out there too
-    ROOT = Path(__file__).resolve().parents[2] / "shared" / "real-world" / "pixi"
+# The corpus lives in shared/ beside the repository checkout, locally and in CI.
+ROOT = Path(__file__).resolve().parents[3] / "shared" / "real-world" / "pixi"
+if not ROOT.is_dir() and os.environ.get("CI"):
+    raise RuntimeError(f"the real-world pixi corpus is missing at {ROOT}; CI must provide shared/ beside the clone")
 
 # workspace -> (lock version, number of (env, platform) rows, {"env/platform": (subdir, provider,
 #                                                                version, build, accelerator)})
