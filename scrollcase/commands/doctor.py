@@ -81,10 +81,15 @@ class DoctorReport:
 
 
 def diagnose(
-    recipe: Recipe, manifest_findings: list[Problem], facts: HostFacts, min_free_gb: float | None = None
+    recipe: Recipe,
+    manifest_findings: list[Problem],
+    facts: HostFacts,
+    min_free_gb: float | None = None,
+    recipe_file: str | None = None,
 ) -> DoctorReport:
     """Combine manifest findings and host facts into the report (pure)."""
-    return DoctorReport(recipe, tuple(manifest_findings), tuple(host_checks(facts, recipe, min_free_gb)))
+    checks = tuple(host_checks(facts, recipe, min_free_gb))
+    return DoctorReport(recipe, tuple(manifest_findings), checks, recipe_file)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
