@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from scrollcase.targets import SUPPORTED, TargetSpec, target_id, target_problem
+from scrollcase.targets import (
+    ACCELERATORS,
+    ARCHES,
+    PLATFORMS,
+    SUPPORTED,
+    TargetSpec,
+    target_id,
+    target_problem,
+)
 
 IDENTIFIER_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 SEMVER_RE = re.compile(
@@ -278,6 +286,8 @@ def target_rules(raw: Any, at: tuple[str | int, ...] = ("target",)) -> list[Rule
     plat, arch, accel, cuda = (_get(raw, k) for k in ("platform", "arch", "accelerator", "cudaVersion"))
     if not _strings(plat, arch, accel) or (cuda is not None and not isinstance(cuda, str)):
         return []
+    if plat not in PLATFORMS or arch not in ARCHES or accel not in ACCELERATORS:
+        return []  # the field itself is reported; a pair rule on top would only be noise
     if plat == "osx" and accel == "cuda":
         return [
             RuleViolation(

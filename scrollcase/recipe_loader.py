@@ -317,7 +317,7 @@ def recipe_problems(
                 line=line,
                 column=column,
                 key=render_path(v.path),
-                value=_render_value(v.value),
+                value=None if v.value is None else _render_value(v.value),
                 fix=v.fix,
             )
         )

@@ -126,9 +126,10 @@ def key_lines(text: str) -> dict[tuple[str, str], int]:
             key = _KEY.match(line)
             if key:
                 parts = _dotted(key.group(1))
-                for split in range(len(parts)):
+                for split in range(len(parts)):  # a.b.c = 1 also sets a (and a.b) here
                     inner = ".".join([table, *parts[:split]]).strip(".")
                     out.setdefault((inner, ".".join(parts[split:])), number)
+                    out.setdefault((inner, parts[split]), number)
         in_string, depth = _scan_value(line, depth)
     return out
 
@@ -272,9 +273,12 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
     try:
         data = _load_toml(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
+        # Python < 3.14 only puts the position in the message: "... (at line 3, column 7)".
+        where = re.search(r"at line (\d+), column (\d+)", str(exc))
+        line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
         raise ManifestError(f"{file} is not valid TOML", problems=[Problem(
-            message=str(exc), file=file, line=line, fix="fix the TOML syntax at that position")]) from None
+            message=str(exc), file=file, line=line, column=column,
+            fix="fix the TOML syntax at that position")]) from None
     workspace = data.get("workspace") or data.get("project")
     if not isinstance(workspace, Mapping):
         raise ManifestError(f"{file} has no [workspace] table", problems=[Problem(

@@ -83,96 +83,371 @@ def _osx_cuda(data: dict[str, Any]) -> None:
 
 
 BAD: list[Bad] = [
-    Bad("unknown-key-top", _set("pythonVersoin", "3.11"), "pythonVersoin", '"pythonVersoin"',
-        "did you mean 'pythonVersion'", "rename 'pythonVersoin' to 'pythonVersion'"),
-    Bad("unknown-key-nested", _set("target.cudaversion", "12.4"), "target.cudaversion", '"cudaversion"',
-        "did you mean 'cudaVersion'", "cudaVersion"),
-    Bad("unknown-key-selftest", _set("selfTest.pythoncode", "x"), "selfTest.pythoncode", '"pythoncode"',
-        "did you mean 'pythonCode'", "pythonCode"),
+    Bad(
+        "unknown-key-top",
+        _set("pythonVersoin", "3.11"),
+        "pythonVersoin",
+        '"pythonVersoin"',
+        "did you mean 'pythonVersion'",
+        "rename 'pythonVersoin' to 'pythonVersion'",
+    ),
+    Bad(
+        "unknown-key-nested",
+        _set("target.cudaversion", "12.4"),
+        "target.cudaversion",
+        '"cudaversion"',
+        "did you mean 'cudaVersion'",
+        "cudaVersion",
+    ),
+    Bad(
+        "unknown-key-selftest",
+        _set("selfTest.pythoncode", "x"),
+        "selfTest.pythoncode",
+        '"pythoncode"',
+        "did you mean 'pythonCode'",
+        "pythonCode",
+    ),
     Bad("unknown-key-no-match", _set("zzz", 1), "zzz", '"zzz"', "unknown field 'zzz'", "fields allowed here"),
     Bad("osx-cuda", _osx_cuda, "target.accelerator", '"accelerator": "cuda"', "use metal", "metal", '"cuda"'),
-    Bad("cuda-missing-version", _delete("target.cudaVersion"), "target.cudaVersion", '"target": {',
-        "required for a CUDA target", "cudaVersion"),
-    Bad("cuda-version-on-cpu", _set("target.cudaVersion", "12.4"), "target.cudaVersion", '"cudaVersion"',
-        "only allowed for CUDA", "remove target.cudaVersion", '"12.4"', base=cpu_recipe),
-    Bad("cuda-version-format", _set("target.cudaVersion", "12"), "target.cudaVersion", '"cudaVersion"',
-        "MAJOR.MINOR", "12.4", '"12"'),
-    Bad("metal-on-linux", _both(_set("target.accelerator", "metal"), _delete("target.cudaVersion")),
-        "target.accelerator", '"accelerator"', "not available on linux-x86_64", "cpu, cuda", '"metal"'),
-    Bad("unsupported-arch", _set("target.arch", "arm64"), "target.arch", '"arch"', "not a supported",
-        "linux/x86_64", '"arm64"'),
-    Bad("platform-alias", _set("target.platform", "macos"), "target.platform", '"platform"', "",
-        "did you mean 'osx'", '"macos"'),
-    Bad("semver-version", _set("version", "1.0"), "version", '"version"', "semantic version", "1.0.0", '"1.0"'),
-    Bad("semver-recipe-version", _set("recipeVersion", "v1.0.0"), "recipeVersion", '"recipeVersion"',
-        "semantic version", "MAJOR.MINOR.PATCH", '"v1.0.0"'),
-    Bad("semver-host-app", _set("compatibility.minHostAppVersion", "latest"), "compatibility.minHostAppVersion",
-        '"minHostAppVersion"', "semantic version", "MAJOR.MINOR.PATCH"),
-    Bad("uppercase-box-id", _set("boxId", "My-Model"), "boxId", '"boxId"', "lowercase", "'my-model'",
-        '"My-Model"'),
+    Bad(
+        "cuda-missing-version",
+        _delete("target.cudaVersion"),
+        "target.cudaVersion",
+        '"target": {',
+        "required for a CUDA target",
+        "cudaVersion",
+    ),
+    Bad(
+        "cuda-version-on-cpu",
+        _set("target.cudaVersion", "12.4"),
+        "target.cudaVersion",
+        '"cudaVersion"',
+        "only allowed for CUDA",
+        "remove target.cudaVersion",
+        '"12.4"',
+        base=cpu_recipe,
+    ),
+    Bad(
+        "cuda-version-format",
+        _set("target.cudaVersion", "12"),
+        "target.cudaVersion",
+        '"cudaVersion"',
+        "MAJOR.MINOR",
+        "12.4",
+        '"12"',
+    ),
+    Bad(
+        "metal-on-linux",
+        _both(_set("target.accelerator", "metal"), _delete("target.cudaVersion")),
+        "target.accelerator",
+        '"accelerator"',
+        "not available on linux-x86_64",
+        "cpu, cuda",
+        '"metal"',
+    ),
+    Bad(
+        "unsupported-arch",
+        _set("target.arch", "arm64"),
+        "target.arch",
+        '"arch"',
+        "not a supported",
+        "linux/x86_64",
+        '"arm64"',
+    ),
+    Bad(
+        "platform-alias",
+        _set("target.platform", "macos"),
+        "target.platform",
+        '"platform"',
+        "",
+        "did you mean 'osx'",
+        '"macos"',
+    ),
+    Bad(
+        "semver-version", _set("version", "1.0"), "version", '"version"', "semantic version", "1.0.0", '"1.0"'
+    ),
+    Bad(
+        "semver-recipe-version",
+        _set("recipeVersion", "v1.0.0"),
+        "recipeVersion",
+        '"recipeVersion"',
+        "semantic version",
+        "MAJOR.MINOR.PATCH",
+        '"v1.0.0"',
+    ),
+    Bad(
+        "semver-host-app",
+        _set("compatibility.minHostAppVersion", "latest"),
+        "compatibility.minHostAppVersion",
+        '"minHostAppVersion"',
+        "semantic version",
+        "MAJOR.MINOR.PATCH",
+    ),
+    Bad(
+        "uppercase-box-id",
+        _set("boxId", "My-Model"),
+        "boxId",
+        '"boxId"',
+        "lowercase",
+        "'my-model'",
+        '"My-Model"',
+    ),
     Bad("model-id-spaces", _set("modelId", "my model"), "modelId", '"modelId"', "lowercase", "'my-model'"),
-    Bad("recipe-id-mismatch", _set("recipeId", "my-model-linux-x86_64-cuda12.8"), "recipeId", '"recipeId"',
-        "<boxId>-<targetId>", "my-model-linux-x86_64-cuda12.4", "cuda12.8"),
-    Bad("tolerance-zero", _set("parity.tolerances.absolute", 0), "parity.tolerances.absolute", '"absolute"',
-        "greater than 0", "greater than 0", "0"),
-    Bad("tolerance-negative", _set("parity.tolerances.relative", -0.1), "parity.tolerances.relative",
-        '"relative"', "greater than 0", "greater than 0", "-0.1"),
-    Bad("cosine-above-one", _set("parity.tolerances.minimumCosine", 1.5), "parity.tolerances.minimumCosine",
-        '"minimumCosine"', "less than or equal to 1", "at most 1", "1.5"),
-    Bad("cosine-zero", _set("parity.tolerances.minimumCosine", 0), "parity.tolerances.minimumCosine",
-        '"minimumCosine"', "greater than 0", "greater than 0"),
-    Bad("duplicate-asset", _set("assets.1.name", "weights"), "assets[1].name", '"name": "weights"',
-        "already used by assets[0]", "unique", '"weights"', occurrence=2),
-    Bad("bad-sha256", _set("assets.0.sha256", "ABC123"), "assets[0].sha256", '"sha256"', "sha256",
-        "64 lowercase hex", '"ABC123"'),
-    Bad("negative-asset-size", _set("assets.1.size", -1), "assets[1].size", '"size": -1', "greater than or equal",
-        "at least 0", "-1"),
-    Bad("entry-point-dotdot", _set("pythonEntryPoint", "../python"), "pythonEntryPoint", '"pythonEntryPoint"',
-        "escapes its root", "relative path", '"../python"'),
-    Bad("cache-absolute", _set("modelCacheSubdir", "/var/cache/model"), "modelCacheSubdir", '"modelCacheSubdir"',
-        "absolute", "relative path", '"/var/cache/model"'),
-    Bad("prune-windows-absolute", _set("prunePaths.1", "C:/venv/doc"), "prunePaths[1]", '"C:/venv/doc"',
-        "absolute", "relative path"),
-    Bad("prune-backslash", _set("prunePaths.0", "venv\\share\\doc"), "prunePaths[0]", "venv\\\\share", "'\\'",
-        "venv/share/doc"),
-    Bad("parity-script-escapes", _set("parity.script", "../../etc/parity.py"), "parity.script", '"script"',
-        "escapes", "relative path"),
-    Bad("selftest-file-escapes", _set("selfTest.files.0", "model-cache/../../x"), "selfTest.files[0]",
-        '"model-cache/../../x"', "escapes", "relative path"),
-    Bad("wrong-type-string-for-number", _set("compatibility.minRamGb", "16"), "compatibility.minRamGb",
-        '"minRamGb"', "valid number", "without quotes", '"16"'),
-    Bad("wrong-type-object-for-list", _set("assets", {}), "assets", '"assets"', "valid list", "JSON array", "{}"),
+    Bad(
+        "recipe-id-mismatch",
+        _set("recipeId", "my-model-linux-x86_64-cuda12.8"),
+        "recipeId",
+        '"recipeId"',
+        "<boxId>-<targetId>",
+        "my-model-linux-x86_64-cuda12.4",
+        "cuda12.8",
+    ),
+    Bad(
+        "tolerance-zero",
+        _set("parity.tolerances.absolute", 0),
+        "parity.tolerances.absolute",
+        '"absolute"',
+        "greater than 0",
+        "greater than 0",
+        "0",
+    ),
+    Bad(
+        "tolerance-negative",
+        _set("parity.tolerances.relative", -0.1),
+        "parity.tolerances.relative",
+        '"relative"',
+        "greater than 0",
+        "greater than 0",
+        "-0.1",
+    ),
+    Bad(
+        "cosine-above-one",
+        _set("parity.tolerances.minimumCosine", 1.5),
+        "parity.tolerances.minimumCosine",
+        '"minimumCosine"',
+        "less than or equal to 1",
+        "at most 1",
+        "1.5",
+    ),
+    Bad(
+        "cosine-zero",
+        _set("parity.tolerances.minimumCosine", 0),
+        "parity.tolerances.minimumCosine",
+        '"minimumCosine"',
+        "greater than 0",
+        "greater than 0",
+    ),
+    Bad(
+        "duplicate-asset",
+        _set("assets.1.name", "weights"),
+        "assets[1].name",
+        '"name": "weights"',
+        "already used by assets[0]",
+        "unique",
+        '"weights"',
+        occurrence=2,
+    ),
+    Bad(
+        "bad-sha256",
+        _set("assets.0.sha256", "ABC123"),
+        "assets[0].sha256",
+        '"sha256"',
+        "sha256",
+        "64 lowercase hex",
+        '"ABC123"',
+    ),
+    Bad(
+        "negative-asset-size",
+        _set("assets.1.size", -1),
+        "assets[1].size",
+        '"size": -1',
+        "greater than or equal",
+        "at least 0",
+        "-1",
+    ),
+    Bad(
+        "entry-point-dotdot",
+        _set("pythonEntryPoint", "../python"),
+        "pythonEntryPoint",
+        '"pythonEntryPoint"',
+        "escapes its root",
+        "relative path",
+        '"../python"',
+    ),
+    Bad(
+        "cache-absolute",
+        _set("modelCacheSubdir", "/var/cache/model"),
+        "modelCacheSubdir",
+        '"modelCacheSubdir"',
+        "absolute",
+        "relative path",
+        '"/var/cache/model"',
+    ),
+    Bad(
+        "prune-windows-absolute",
+        _set("prunePaths.1", "C:/venv/doc"),
+        "prunePaths[1]",
+        '"C:/venv/doc"',
+        "absolute",
+        "relative path",
+    ),
+    Bad(
+        "prune-backslash",
+        _set("prunePaths.0", "venv\\share\\doc"),
+        "prunePaths[0]",
+        "venv\\\\share",
+        "'\\'",
+        "venv/share/doc",
+    ),
+    Bad(
+        "parity-script-escapes",
+        _set("parity.script", "../../etc/parity.py"),
+        "parity.script",
+        '"script"',
+        "escapes",
+        "relative path",
+    ),
+    Bad(
+        "selftest-file-escapes",
+        _set("selfTest.files.0", "model-cache/../../x"),
+        "selfTest.files[0]",
+        '"model-cache/../../x"',
+        "escapes",
+        "relative path",
+    ),
+    Bad(
+        "wrong-type-string-for-number",
+        _set("compatibility.minRamGb", "16"),
+        "compatibility.minRamGb",
+        '"minRamGb"',
+        "valid number",
+        "without quotes",
+        '"16"',
+    ),
+    Bad(
+        "wrong-type-object-for-list",
+        _set("assets", {}),
+        "assets",
+        '"assets"',
+        "valid list",
+        "JSON array",
+        "{}",
+    ),
     Bad("wrong-type-list-for-object", _set("target", ["linux"]), "target", '"target"', "", "JSON object"),
-    Bad("schema-version-string", _set("schemaVersion", "1"), "schemaVersion", '"schemaVersion"', "integer 1",
-        '"schemaVersion": 1', '"1"'),
-    Bad("schema-version-bool", _set("schemaVersion", True), "schemaVersion", '"schemaVersion"', "integer 1",
-        '"schemaVersion": 1', "true"),
+    Bad(
+        "schema-version-string",
+        _set("schemaVersion", "1"),
+        "schemaVersion",
+        '"schemaVersion"',
+        "integer 1",
+        '"schemaVersion": 1',
+        '"1"',
+    ),
+    Bad(
+        "schema-version-bool",
+        _set("schemaVersion", True),
+        "schemaVersion",
+        '"schemaVersion"',
+        "integer 1",
+        '"schemaVersion": 1',
+        "true",
+    ),
     Bad("schema-version-2", _set("schemaVersion", 2), "schemaVersion", '"schemaVersion"', "", "1", "2"),
     Bad("missing-model-id", _delete("modelId"), "modelId", "{", "'modelId' is missing", "add the required"),
-    Bad("python-version-patch", _set("pythonVersion", "3.11.4"), "pythonVersion", '"pythonVersion"',
-        "MAJOR.MINOR", "3.11", '"3.11.4"'),
-    Bad("asset-base-url-scheme", _set("assetBaseUrl", "assets.example.org"), "assetBaseUrl", '"assetBaseUrl"',
-        "URL", "https://", '"assets.example.org"'),
-    Bad("driver-on-cpu", _set("compatibility.minNvidiaDriverVersion", "550.54.14"),
-        "compatibility.minNvidiaDriverVersion", '"minNvidiaDriverVersion"', "only meaningful for CUDA", "remove",
-        '"550.54.14"', base=cpu_recipe),
-    Bad("driver-not-dotted", _set("compatibility.minNvidiaDriverVersion", "latest"),
-        "compatibility.minNvidiaDriverVersion", '"minNvidiaDriverVersion"', "driver version", "550.54.14"),
-    Bad("windows-entry-point", _both(_set("target.platform", "windows"),
-                                     _set("recipeId", "my-model-windows-x86_64-cuda12.4")),
-        "pythonEntryPoint", '"pythonEntryPoint"', "python.exe", "venv/python.exe", '"venv/bin/python"'),
-    Bad("parity-misses-target", _set("parity.accelerators", ["cpu"]), "parity.accelerators", '"accelerators"',
-        "exercise the target's accelerator 'cuda'", '["cpu", "cuda"]'),
-    Bad("parity-impossible-accelerator", _set("parity.accelerators", ["cpu", "cuda", "metal"]),
-        "parity.accelerators[2]", '"metal"', "cannot run on linux-x86_64", "use only"),
-    Bad("parity-twice", _set("parity.accelerators", ["cpu", "cuda", "cuda"]), "parity.accelerators[2]",
-        '"cuda"', "listed twice", "once", occurrence=3),
-    Bad("bad-import-name", _set("selfTest.imports", ["torch nn"]), "selfTest.imports[0]", '"torch nn"',
-        "module name", "torch.nn"),
-    Bad("empty-source-revision", _set("sourceRevision", ""), "sourceRevision", '"sourceRevision"', "",
-        "non-empty"),
-    Bad("nan-tolerance-as-string", _set("parity.tolerances.absolute", "NaN"), "parity.tolerances.absolute",
-        '"absolute"', "valid number", "without quotes"),
+    Bad(
+        "python-version-patch",
+        _set("pythonVersion", "3.11.4"),
+        "pythonVersion",
+        '"pythonVersion"',
+        "MAJOR.MINOR",
+        "3.11",
+        '"3.11.4"',
+    ),
+    Bad(
+        "asset-base-url-scheme",
+        _set("assetBaseUrl", "assets.example.org"),
+        "assetBaseUrl",
+        '"assetBaseUrl"',
+        "URL",
+        "https://",
+        '"assets.example.org"',
+    ),
+    Bad(
+        "driver-on-cpu",
+        _set("compatibility.minNvidiaDriverVersion", "550.54.14"),
+        "compatibility.minNvidiaDriverVersion",
+        '"minNvidiaDriverVersion"',
+        "only meaningful for CUDA",
+        "remove",
+        '"550.54.14"',
+        base=cpu_recipe,
+    ),
+    Bad(
+        "driver-not-dotted",
+        _set("compatibility.minNvidiaDriverVersion", "latest"),
+        "compatibility.minNvidiaDriverVersion",
+        '"minNvidiaDriverVersion"',
+        "driver version",
+        "550.54.14",
+    ),
+    Bad(
+        "windows-entry-point",
+        _both(_set("target.platform", "windows"), _set("recipeId", "my-model-windows-x86_64-cuda12.4")),
+        "pythonEntryPoint",
+        '"pythonEntryPoint"',
+        "python.exe",
+        "venv/python.exe",
+        '"venv/bin/python"',
+    ),
+    Bad(
+        "parity-misses-target",
+        _set("parity.accelerators", ["cpu"]),
+        "parity.accelerators",
+        '"accelerators"',
+        "exercise the target's accelerator 'cuda'",
+        '["cpu", "cuda"]',
+    ),
+    Bad(
+        "parity-impossible-accelerator",
+        _set("parity.accelerators", ["cpu", "cuda", "metal"]),
+        "parity.accelerators[2]",
+        '"metal"',
+        "cannot run on linux-x86_64",
+        "use only",
+    ),
+    Bad(
+        "parity-twice",
+        _set("parity.accelerators", ["cpu", "cuda", "cuda"]),
+        "parity.accelerators[2]",
+        '"cuda"',
+        "listed twice",
+        "once",
+        occurrence=3,
+    ),
+    Bad(
+        "bad-import-name",
+        _set("selfTest.imports", ["torch nn"]),
+        "selfTest.imports[0]",
+        '"torch nn"',
+        "module name",
+        "torch.nn",
+    ),
+    Bad(
+        "empty-source-revision",
+        _set("sourceRevision", ""),
+        "sourceRevision",
+        '"sourceRevision"',
+        "",
+        "non-empty",
+    ),
+    Bad(
+        "nan-tolerance-as-string",
+        _set("parity.tolerances.absolute", "NaN"),
+        "parity.tolerances.absolute",
+        '"absolute"',
+        "valid number",
+        "without quotes",
+    ),
 ]
 
 
@@ -219,8 +494,14 @@ def test_all_errors_of_a_file_are_reported_at_once() -> None:
     with pytest.raises(RecipeError) as info:
         parse_recipe(text, file="recipe.json", folder_name="some-folder")
     keys = {p.key for p in info.value.problems}
-    assert {"recipeId", "compatibility.minRamGb", "tolerances", "parity.tolerances.minimumCosine",
-            "assets[1].name", "boxId"} <= keys
+    assert {
+        "recipeId",
+        "compatibility.minRamGb",
+        "tolerances",
+        "parity.tolerances.minimumCosine",
+        "assets[1].name",
+        "boxId",
+    } <= keys
     messages = " ".join(p.message for p in info.value.problems)
     assert "folder must be named after recipeId" in messages
     assert "more than once" in messages
@@ -230,8 +511,16 @@ def test_all_errors_of_a_file_are_reported_at_once() -> None:
 
 
 def test_recipe_rules_never_fail_on_malformed_input() -> None:
-    for raw in (None, [], "x", {"target": "linux"}, {"target": {"platform": 1}}, {"parity": {"accelerators": 3}},
-                {"assets": [1, None, {"name": 2}]}, {"prunePaths": "x"}):
+    for raw in (
+        None,
+        [],
+        "x",
+        {"target": "linux"},
+        {"target": {"platform": 1}},
+        {"parity": {"accelerators": 3}},
+        {"assets": [1, None, {"name": 2}]},
+        {"prunePaths": "x"},
+    ):
         assert recipe_rules(raw) == []
 
 
@@ -249,6 +538,7 @@ def test_recipe_is_frozen() -> None:
 
 
 # --- text-level problems ----------------------------------------------------------------------------
+
 
 def _only(data: bytes | str) -> Problem:
     recipe, problems = recipe_problems(data, file="recipe.json")
@@ -278,8 +568,11 @@ def test_empty_file(data: bytes | str) -> None:
 
 
 def test_non_utf8_bytes_are_located() -> None:
-    data = to_text(cuda_recipe()).replace("my-model-v1.2.0", "my-model-v1.2.0\udcff").encode(
-        "utf-8", "surrogateescape")
+    data = (
+        to_text(cuda_recipe())
+        .replace("my-model-v1.2.0", "my-model-v1.2.0\udcff")
+        .encode("utf-8", "surrogateescape")
+    )
     problem = _only(data)
     assert "not valid UTF-8" in problem.message
     assert problem.line == line_containing(data.decode("utf-8", "replace"), "sourceRevision")
@@ -303,8 +596,9 @@ def test_top_level_must_be_an_object() -> None:
 
 
 def test_duplicate_key_points_at_second_occurrence() -> None:
-    text = to_text(cuda_recipe()).replace('"pythonVersion": "3.11",', '"pythonVersion": "3.11",\n'
-                                          '  "pythonVersion": "3.12",')
+    text = to_text(cuda_recipe()).replace(
+        '"pythonVersion": "3.11",', '"pythonVersion": "3.11",\n  "pythonVersion": "3.12",'
+    )
     problem = _only(text)
     assert problem.key == "pythonVersion"
     assert problem.line == line_containing(text, '"3.12"')
@@ -333,8 +627,10 @@ def test_folder_problems_check_parity_script_and_pixi_toml() -> None:
 
 # --- reading from disk ------------------------------------------------------------------------------
 
-def test_fifty_megabyte_file_is_refused_by_size_before_reading(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_fifty_megabyte_file_is_refused_by_size_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     big = tmp_path / "recipe.json"
     with big.open("wb") as handle:  # sparse: costs no disk
         handle.truncate(50 * 1024 * 1024)

@@ -38,8 +38,13 @@ def test_registry_ids_and_subdirs(spec: tuple[str, str, str, str | None], tid: s
 
 
 def test_subdirs_match_the_spec() -> None:
-    assert SUBDIRS == {("linux", "x86_64"): "linux-64", ("linux", "aarch64"): "linux-aarch64",
-                       ("windows", "x86_64"): "win-64", ("osx", "arm64"): "osx-arm64", ("osx", "x86_64"): "osx-64"}
+    assert SUBDIRS == {
+        ("linux", "x86_64"): "linux-64",
+        ("linux", "aarch64"): "linux-aarch64",
+        ("windows", "x86_64"): "win-64",
+        ("osx", "arm64"): "osx-arm64",
+        ("osx", "x86_64"): "osx-64",
+    }
 
 
 @pytest.mark.parametrize(
@@ -77,12 +82,20 @@ def test_virtual_packages() -> None:
 
 def test_all_targets_expand_cuda_versions() -> None:
     ids = {t.target_id for t in all_targets(("12.4", "12.8"))}
-    assert {"linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8", "windows-x86_64-cuda12.8", "osx-arm64-metal"} <= ids
+    assert {
+        "linux-x86_64-cuda12.4",
+        "linux-x86_64-cuda12.8",
+        "windows-x86_64-cuda12.8",
+        "osx-arm64-metal",
+    } <= ids
     assert not any(t.platform == "osx" and t.is_cuda for t in all_targets(("12.4",)))
 
 
 def test_split_recipe_id() -> None:
-    assert split_recipe_id("tiny-mlp-linux-x86_64-cuda12.4") == ("tiny-mlp", TargetSpec("linux", "x86_64", "cuda", "12.4"))
+    assert split_recipe_id("tiny-mlp-linux-x86_64-cuda12.4") == (
+        "tiny-mlp",
+        TargetSpec("linux", "x86_64", "cuda", "12.4"),
+    )
     assert split_recipe_id("a.b-osx-arm64-metal") == ("a.b", TargetSpec("osx", "arm64", "metal"))
     assert split_recipe_id("tiny-mlp") is None
     assert split_recipe_id("tiny-osx-arm64-cuda12.4") is None
