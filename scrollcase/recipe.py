@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -90,7 +90,7 @@ def _relative_path(value: str) -> str:
         )
     if value.startswith("/") or re.match(r"^[A-Za-z]:", value) or value.startswith("~"):
         raise rule_error("path is absolute", fix)
-    if ".." in PurePosixPath(value).parts:
+    if ".." in value.split("/"):
         raise rule_error("path escapes its root with '..'", fix)
     return value
 

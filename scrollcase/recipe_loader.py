@@ -376,10 +376,23 @@ def folder_problems(
 
 # --- reading from disk ----------------------------------------------------------------------------
 
+def display_path(path: Path) -> str:
+    """``path`` as messages show it: as given when relative, else relative to the working directory
+    when inside it.  Cheap (no resolve of relative paths): validate calls it for every recipe."""
+    if not path.is_absolute():
+        return path.as_posix()
+    return (describe_path(path) or str(path)).replace("\\", "/")
 
-def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES) -> bytes:
+
+def folder_name_of(file: Path) -> str:
+    parent = file.parent
+    return parent.name if parent.name not in ("", ".", "..") else parent.resolve().name
+
+
+
+def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES, shown: str | None = None) -> bytes:
     """The bytes of ``path``; refuses (by size, before reading) anything over ``limit``."""
-    shown = describe_path(path) or str(path)
+    shown = shown or display_path(path)
     too_big = RecipeError(
         f"{shown} is larger than {limit} bytes; a recipe.json is small metadata",
         fix="recipe.json holds metadata only: move large data into assets",
@@ -409,12 +422,12 @@ def check_recipe_dir(path: Path) -> tuple[Recipe | None, list[Problem]]:
     """Everything ``validate`` checks for one folder (or recipe.json path): the file and the folder.
     The recipe is returned whenever recipe.json itself is valid, even if the folder has problems."""
     file = path / RECIPE_FILE if path.is_dir() else path
-    shown = describe_path(file) or str(file)
+    shown = display_path(file)
     try:
-        data = read_recipe_bytes(file)
+        data = read_recipe_bytes(file, shown=shown)
     except RecipeError as error:
         return None, [Problem(message=error.message, file=shown, fix=error.fix)]
-    recipe, problems = recipe_problems(data, file=shown, folder_name=file.parent.resolve().name)
+    recipe, problems = recipe_problems(data, file=shown, folder_name=folder_name_of(file))
     if recipe is not None:
         text = data.decode("utf-8-sig")
         problems = folder_problems(recipe, shown, lambda rel: (file.parent / rel).is_file(), text)
@@ -424,9 +437,9 @@ def check_recipe_dir(path: Path) -> tuple[Recipe | None, list[Problem]]:
 def load_recipe(path: Path) -> Recipe:
     """Read and validate ``path`` (a recipe.json or a recipe folder); RecipeError lists every problem."""
     file = path / RECIPE_FILE if path.is_dir() else path
-    shown = describe_path(file) or str(file)
-    data = read_recipe_bytes(file)
-    return parse_recipe(data, file=shown, folder_name=file.parent.resolve().name)
+    shown = display_path(file)
+    data = read_recipe_bytes(file, shown=shown)
+    return parse_recipe(data, file=shown, folder_name=folder_name_of(file))
 
 
 def resolve_recipe(arg: str, recipes_root: Path = Path("recipes")) -> RecipeDir:
