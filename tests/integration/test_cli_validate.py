@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
@@ -17,6 +18,7 @@ from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "recipes"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fake tools are shell scripts")
+LINUX_X86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
 
 
 def cli(
@@ -83,8 +85,8 @@ def test_validate_reports_every_problem_with_lines(tmp_path: Path) -> None:
     good = write_recipe(tmp_path, cpu_recipe(), manifest="")
     bad = cuda_recipe()
     bad["boxId"] = "My-Model"
-    bad["target"]["cudaversion"] = "12.4"  # type: ignore[index]
-    bad["parity"]["tolerances"]["minimumCosine"] = 1.5  # type: ignore[index]
+    bad["target"]["cudaversion"] = "12.4"
+    bad["parity"]["tolerances"]["minimumCosine"] = 1.5
     write_recipe(tmp_path, bad, folder="my-model-linux-x86_64-cuda12.4", parity=False, manifest="")
     done = cli("validate", cwd=tmp_path, github=True)
     assert done.returncode == 3
@@ -155,7 +157,7 @@ def test_schema_command_is_usable_by_jsonschema(tmp_path: Path) -> None:
     for example in EXAMPLES.glob("*/recipe.json"):
         validator.validate(json.loads(example.read_text(encoding="utf-8")))
     bad = cuda_recipe()
-    bad["target"]["cudaVersion"] = 12.4  # type: ignore[index]
+    bad["target"]["cudaVersion"] = 12.4
     assert list(validator.iter_errors(bad))
     printed = cli("schema", "release", cwd=tmp_path)
     assert json.loads(printed.stdout)["title"] == "scrollcase release manifest"
@@ -193,6 +195,8 @@ def cuda_doctor_setup(tmp_path: Path) -> Path:
     ],
 )
 def test_doctor_driver_check_with_fake_nvidia_smi(tmp_path: Path, driver: str, code: int, line: str) -> None:
+    if not LINUX_X86_64:
+        pytest.skip("the example CUDA recipe targets linux-x86_64")
     bin_dir = cuda_doctor_setup(tmp_path)
     fake_tool(bin_dir, "nvidia-smi", f'[ "$1" = "--query-gpu=driver_version" ] || exit 2\necho "{driver}"')
     done = cli(
@@ -204,8 +208,6 @@ def test_doctor_driver_check_with_fake_nvidia_smi(tmp_path: Path, driver: str, c
         cwd=tmp_path,
         path=str(bin_dir),
     )
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
-        pytest.skip("the example CUDA recipe targets linux-x86_64")
     assert done.returncode == code, done.stdout + done.stderr
     assert line in done.stdout
     if code:
@@ -257,7 +259,7 @@ def test_doctor_on_this_machine(tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     cpu = cli("doctor", "--recipe", "tiny-mlp-linux-x86_64-cpu", cwd=tmp_path, path=str(empty))
-    native = sys.platform == "linux" and os.uname().machine == "x86_64"
+    native = LINUX_X86_64
     assert "doctor tiny-mlp-linux-x86_64-cpu (target linux-x86_64-cpu)" in cpu.stdout
     assert "skip  pixi           no pixi on PATH" in cpu.stdout
     assert "skip  nvidia-driver  not a CUDA target (cpu)" in cpu.stdout
