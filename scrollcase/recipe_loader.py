@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from scrollcase.errors import Problem, RecipeError, UsageError, collect, describe_path
+from scrollcase.errors import Problem, RecipeError, UsageError, collect
 from scrollcase.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
 from scrollcase.recipe import CROSS_FIELD, Recipe, recipe_rules
 
@@ -381,7 +381,10 @@ def display_path(path: Path) -> str:
     when inside it.  Cheap (no resolve of relative paths): validate calls it for every recipe."""
     if not path.is_absolute():
         return path.as_posix()
-    return (describe_path(path) or str(path)).replace("\\", "/")
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def folder_name_of(file: Path) -> str:
