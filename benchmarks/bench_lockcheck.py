@@ -22,10 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
-from lock_channel_kit import recipe_json  # noqa: E402
-
 from scrollcase.cli import main  # noqa: E402
 from scrollcase.pixi.lockfile import parse_lock  # noqa: E402
+from tests.integration.lock_channel_kit import recipe_json  # noqa: E402
 
 SOURCE = Path("/work/shared/real-world/pixi/data-apis__array-api-extra/pixi.lock")
 TARGET_BUDGET_S = 3.0

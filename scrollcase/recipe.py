@@ -1,4 +1,4 @@
-# ruff: noqa: N815  -- field names are the recipe.json keys users write (camelCase by the spec)
+
 """The recipe model (recipe.json) and its rules.
 
 The model is pure data: :mod:`scrollcase.recipe_loader` reads files and turns failures into located

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from lock_channel_kit import make_channel, make_recipe
 
 from scrollcase import engine
 from scrollcase.cli import main
@@ -18,6 +17,7 @@ from scrollcase.errors import HostError, LockError, SolveError
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
 from scrollcase.recipe_loader import resolve_recipe
+from tests.integration.lock_channel_kit import make_channel, make_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 CUDA_ID = "demo-linux-x86_64-cuda12.4"
