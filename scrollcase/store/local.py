@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, sha256_bytes, sha256_file
@@ -41,8 +41,8 @@ class LocalStore:
         return str(self.path_for(key))
 
     def path_for(self, key: str) -> Path:
-        parts = PurePosixPath(key).parts
-        if not parts or key.startswith("/") or any(p in ("", ".", "..") or "\\" in p for p in parts):
+        parts = key.split("/")
+        if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts):
             raise StoreError(f"object key {key!r} is not a safe relative key",
                              fix="keys come from scrollcase.release.object_keys; do not edit them by hand")
         return self.root.joinpath(*parts)

@@ -21,7 +21,6 @@ from scrollcase.store.index import (
     IndexEntry,
     entry_for,
     index_key,
-    merge_entry,
     parse_index,
     update_index,
 )
@@ -165,7 +164,9 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     key = index_key(manifest.boxId)
     blob = store.get_bytes(key)
     current = parse_index(blob.data, store.url_for(key)) if blob else None
-    listed = merge_entry(current, manifest.boxId, manifest.version, entry_for(manifest)) is None
+    # Only "is it listed?": a disagreeing entry is reported by update_index, after the object checks.
+    listed = current is not None and current.versions.get(manifest.version, {}).get(
+        manifest.targetId) == entry_for(manifest)
     return RemoteState(objects=objects, index_lists_release=listed)
 
 
