@@ -50,7 +50,8 @@ def make_store(server: S3Server, bucket: str, *, prefix: str = "releases", traff
     client = s3_client(server, secret=secret, endpoint=endpoint)
     if traffic is not None:
         client.meta.events.register("before-send.s3", traffic.hook)
-    return S3Store(client, bucket, prefix, endpoint_url=endpoint or server.endpoint, part_size=PART, workers=4)
+    return S3Store(client, bucket, prefix, endpoint_url=endpoint or server.endpoint, part_size=PART,
+                   workers=4)
 
 
 def keys_in(server: S3Server, bucket: str) -> list[str]:
@@ -75,15 +76,16 @@ def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed
     keys = release.manifest.keys
     assert list(result.uploaded) == [keys.archive, keys.sha256, keys.release]
     assert result.index_written
-    assert keys_in(weed, weed_bucket) == sorted(f"releases/{k}" for k in
-                                                (keys.archive, keys.sha256, keys.release, index_key("demo-box")))
+    expected = (keys.archive, keys.sha256, keys.release, index_key("demo-box"))
+    assert keys_in(weed, weed_bucket) == sorted(f"releases/{k}" for k in expected)
     assert get(weed, weed_bucket, f"releases/{keys.archive}") == release.archive_path.read_bytes()
     assert get(weed, weed_bucket, f"releases/{keys.release}") == dump_release(release.manifest)
     sidecar = get(weed, weed_bucket, f"releases/{keys.sha256}").decode()
     assert sidecar == f"{release.manifest.archive.sha256}  {release.manifest.archive.name}\n"
     # Three parts, each sent with a SHA-256 the server checked; the object keeps the composite checksum.
     assert traffic.writes.count("PUT UploadPart") == 3
-    head = s3_client(weed).head_object(Bucket=weed_bucket, Key=f"releases/{keys.archive}", ChecksumMode="ENABLED")
+    head = s3_client(weed).head_object(Bucket=weed_bucket, Key=f"releases/{keys.archive}",
+                                       ChecksumMode="ENABLED")
     assert head["ChecksumSHA256"].endswith("-3")
     assert head["Metadata"]["scrollcase-sha256"] == release.manifest.archive.sha256
     index = parse_index(get(weed, weed_bucket, "releases/boxes/demo-box/index.json"), "index.json")
@@ -245,7 +247,8 @@ def test_moto_publish_and_republish(moto_s3: S3Server, moto_bucket: str, tmp_pat
     assert again.uploaded == () and traffic.sent == 0
 
 
-def test_store_without_conditional_writes_falls_back_to_head_compare(moto_s3: S3Server, tmp_path: Path) -> None:
+def test_store_without_conditional_writes_falls_back_to_head_compare(moto_s3: S3Server,
+                                                                      tmp_path: Path) -> None:
     bucket = new_bucket(moto_s3)
     release = write_release(tmp_path, size=MULTIPART_SIZE)
     with refusing_conditional_writes(moto_s3.port) as (endpoint, refused):
@@ -259,7 +262,8 @@ def test_store_without_conditional_writes_falls_back_to_head_compare(moto_s3: S3
             store.put_bytes(release.manifest.keys.release, b"other", if_none_match=True)
         # ...and a republish is still a no-op.
         assert do_publish(make_store(moto_s3, bucket, endpoint=endpoint), release).uploaded == ()
-    assert get(moto_s3, bucket, f"releases/{release.manifest.keys.archive}") == release.archive_path.read_bytes()
+    archive = get(moto_s3, bucket, f"releases/{release.manifest.keys.archive}")
+    assert archive == release.archive_path.read_bytes()
 
 
 @pytest.mark.slow
@@ -279,7 +283,7 @@ def test_server_killed_mid_upload_then_rerun_completes(tmp_path: Path) -> None:
                     server.kill()
 
         store.client.meta.events.register("before-send.s3", kill_after_two_parts)
-        with pytest.raises(StoreError, match="cannot reach|failed"):
+        with pytest.raises(StoreError, match=r"cannot reach|failed"):
             do_publish(store, release)
         server.restart()
         # In between: no manifest (and no archive) is visible to readers.

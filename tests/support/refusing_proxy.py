@@ -52,7 +52,7 @@ def _handler(upstream_port: int, refused: list[str]) -> type[BaseHTTPRequestHand
 
         do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 — silence access logs
+        def log_message(self, format: str, *args: object) -> None:
             return
 
     return Handler

@@ -45,11 +45,15 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float, log:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited early ({proc.returncode}):\n{log.read_text(errors='replace')[-4000:]}")
+            raise RuntimeError(f"server exited early ({proc.returncode}):\n{_tail(log)}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"server did not listen on {port} within {timeout}s:\n{log.read_text(errors='replace')[-4000:]}")
+    raise RuntimeError(f"server did not listen on {port} within {timeout}s:\n{_tail(log)}")
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-4000:]
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -60,7 +64,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except (ProcessLookupError, PermissionError):
         proc.terminate()
     try:
-        proc.wait(timeout=10)
+        proc.wait(timeout=1)  # test data is thrown away: no need for a long graceful shutdown
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -92,7 +96,7 @@ class S3Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
 
-    def restart(self, timeout: float = 60) -> None:
+    def restart(self, timeout: float = 90) -> None:
         self.kill()
         log = self.workdir / "server.log"
         self.proc = _spawn(self.argv, log, self.workdir)
@@ -117,9 +121,13 @@ def _wait_s3_ready(server: S3Server, timeout: float = 60) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            client.list_buckets()
+            # Listing works before volumes are; only a real write and read prove readiness.
+            if "readiness-probe" not in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
+                client.create_bucket(Bucket="readiness-probe")
+            client.put_object(Bucket="readiness-probe", Key="probe", Body=b"ok")
+            client.get_object(Bucket="readiness-probe", Key="probe")["Body"].read()
             return
-        except Exception as exc:  # noqa: BLE001 — any failure means "not ready yet"
+        except Exception as exc:
             last = exc
             time.sleep(0.3)
     raise RuntimeError(f"S3 at {server.endpoint} not ready: {last}")
@@ -130,7 +138,8 @@ def seaweedfs() -> Iterator[S3Server]:
     workdir = Path(tempfile.mkdtemp(prefix="scrollcase-weed-"))
     ports = {name: free_port() for name in ("master", "volume", "filer", "s3", "metrics")}
     config = {"identities": [{"name": "tester", "credentials": [
-        {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+        {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
     (workdir / "s3.json").write_text(json.dumps(config))
     (workdir / "data").mkdir()
     argv = [weed_binary(), "server", "-s3", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
@@ -138,10 +147,12 @@ def seaweedfs() -> Iterator[S3Server]:
             f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
             f"-s3.port={ports['s3']}", f"-s3.config={workdir / 's3.json'}",
             "-s3.port.iceberg=0", "-s3.port.lance=0", f"-metricsPort={ports['metrics']}",
-            "-master.volumeSizeLimitMB=1024", "-volume.max=0", "-volume.preStopSeconds=0"]
+            "-master.volumeSizeLimitMB=1024", "-volume.max=0", "-volume.preStopSeconds=0",
+            "-master.electionTimeout=1s", "-master.resumeState=false"]
     log = workdir / "server.log"
     proc = _spawn(argv, log, workdir)
-    server = S3Server(f"http://127.0.0.1:{ports['s3']}", ACCESS_KEY, SECRET_KEY, proc, workdir, argv, ports["s3"])
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    server = S3Server(endpoint, ACCESS_KEY, SECRET_KEY, proc, workdir, argv, ports["s3"])
     try:
         wait_for_port(ports["s3"], proc, 60, log)
         _wait_s3_ready(server)
