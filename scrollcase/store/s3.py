@@ -30,11 +30,11 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from scrollcase.errors import ConflictError, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.store.base import SHA256_METADATA, Blob, ObjectInfo, ProgressCallback
 
-DEFAULT_PART_SIZE = 32 * 1024 * 1024
-DEFAULT_WORKERS = 8
+DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFAULT_PART_SIZE
+DEFAULT_WORKERS = 6
 MIN_PART_SIZE = 5 * 1024 * 1024  # S3's minimum for every part but the last
 MAX_PARTS = 10_000
 
@@ -193,7 +193,12 @@ class S3Store:
                 Bucket=self.bucket, Key=full, ChecksumAlgorithm="SHA256", ContentType="application/zstd",
                 Metadata={SHA256_METADATA: sha256})["UploadId"])
         try:
+            before = _fingerprint(path)
             parts = self._upload_parts(key, upload_id, path, size, progress)
+            if _fingerprint(path) != before or before[0] != size:
+                # The parts' checksums match what was read, not what the manifest promised.
+                raise IntegrityError(f"{path} changed while it was being uploaded",
+                                     fix="do not modify the archive during publish; rerun")
             args: dict[str, Any] = {"Bucket": self.bucket, "Key": full, "UploadId": upload_id,
                                     "MultipartUpload": {"Parts": parts}}
             self._conditional(key, args, True, None, lambda a: self.client.complete_multipart_upload(**a))
@@ -279,6 +284,11 @@ class S3Store:
 _CREDENTIALS_FIX = ("give valid credentials for the bucket: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
                     "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
                     "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket")
+
+
+def _fingerprint(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 class _NotFoundError(Exception):

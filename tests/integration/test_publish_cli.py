@@ -12,9 +12,8 @@ import pytest
 
 from scrollcase.release import dump_release
 from scrollcase.store.index import parse_index
-from tests.integration.conftest import new_bucket, s3_client
 from tests.support.releases import write_release
-from tests.support.s3servers import S3Server
+from tests.support.s3servers import S3Server, new_bucket, s3_client
 
 REPO = Path(__file__).resolve().parents[2]
 

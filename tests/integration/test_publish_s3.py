@@ -17,10 +17,9 @@ from scrollcase.release import dump_release
 from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.publish import publish
 from scrollcase.store.s3 import S3Store
-from tests.integration.conftest import new_bucket, s3_client
 from tests.support.refusing_proxy import refusing_conditional_writes
 from tests.support.releases import SyntheticRelease, write_release
-from tests.support.s3servers import S3Server, free_port, seaweedfs
+from tests.support.s3servers import S3Server, free_port, new_bucket, s3_client, seaweedfs
 
 PART = 5 * 1024 * 1024
 MULTIPART_SIZE = 2 * PART + 12345  # three parts

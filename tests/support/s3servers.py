@@ -16,9 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ACCESS_KEY = "scrollcase-test"
 SECRET_KEY = "scrollcase-test-secret-0123456789"
@@ -177,3 +179,21 @@ def moto() -> Iterator[S3Server]:
     finally:
         stop(server.proc)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def s3_client(server: S3Server, *, secret: str | None = None, endpoint: str | None = None) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3", endpoint_url=endpoint or server.endpoint, aws_access_key_id=server.access_key,
+        aws_secret_access_key=secret or server.secret_key, region_name="us-east-1",
+        config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=3, read_timeout=60,
+                      max_pool_connections=32, request_checksum_calculation="when_required",
+                      response_checksum_validation="when_required"))
+
+
+def new_bucket(server: S3Server) -> str:
+    name = f"bucket-{uuid.uuid4().hex[:12]}"  # unique even if this module is imported twice
+    s3_client(server).create_bucket(Bucket=name)
+    return name
