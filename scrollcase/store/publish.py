@@ -9,6 +9,7 @@ skipped (republishing is a no-op), with different bytes it is a ConflictError.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,7 +211,8 @@ def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archi
     progress(f"uploading {store.url_for(step.key)} ({step.size} bytes)")
     try:
         if step.data is None:
-            store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256)
+            store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256,
+                           progress=byte_progress(step.size, progress))
         else:
             store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
         return True
@@ -226,6 +228,23 @@ def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archi
         if existing.size == step.size and existing.sha256 == step.sha256:
             return False
         raise conflict(manifest, step.key, existing, step.size, step.sha256) from None
+
+
+def byte_progress(total: int, progress: Progress, steps: int = 10) -> Callable[[int], None]:
+    """A byte counter (safe across upload threads) that reports every ``1/steps`` of ``total``."""
+    lock = threading.Lock()
+    state = {"sent": 0, "reported": 0}
+
+    def advance(count: int) -> None:
+        with lock:
+            state["sent"] += count
+            tenth = state["sent"] * steps // max(total, 1)
+            if tenth <= state["reported"]:
+                return
+            state["reported"] = tenth
+        progress(f"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)")
+
+    return advance
 
 
 def _content_type(kind: ObjectKind) -> str:

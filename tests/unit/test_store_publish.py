@@ -107,3 +107,14 @@ def test_plan_json_has_no_payloads() -> None:
     assert data["release"] == {"boxId": "demo-box", "version": "1.0.0", "targetId": "linux-x86_64-cuda12.4"}
     assert all("data" not in u for u in data["uploads"])
     assert data["index"]["action"] == "update"
+
+
+def test_byte_progress_reports_each_tenth_once() -> None:
+    from scrollcase.store.publish import byte_progress
+
+    lines: list[str] = []
+    advance = byte_progress(1000, lines.append)
+    for _ in range(100):
+        advance(10)
+    assert len(lines) == 10
+    assert lines[-1] == "  100% (1000 of 1000 bytes)"
