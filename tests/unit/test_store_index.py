@@ -83,3 +83,16 @@ def test_schema_comes_from_the_model() -> None:
     assert schema["title"] == "scrollcase box index"
     assert set(schema["required"]) == {"boxId"}
     assert BoxIndex.model_json_schema()["properties"].keys() == schema["properties"].keys()
+
+
+def test_a_real_index_validates_against_the_published_schema() -> None:
+    import jsonschema
+
+    index = merge_entry(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)), "demo-box", "1.0.0",
+                        entry_for(CPU))
+    assert index is not None
+    validator = jsonschema.Draft202012Validator(index_json_schema())
+    assert list(validator.iter_errors(json.loads(dump_index(index)))) == []
+    broken = json.loads(dump_index(index))
+    del broken["versions"]["1.0.0"]["linux-x86_64-cpu"]["sha256"]
+    assert list(validator.iter_errors(broken)) != []
