@@ -1,0 +1,104 @@
+"""Publishing a large archive to a loopback SeaweedFS: scrollcase vs plain boto3 ``upload_file``.
+
+    python benchmarks/bench_publish.py [--size-mb 1024] [--rounds 1]
+
+Each contender runs in its own child process (so peak RSS is its own) against the same server, into
+its own bucket.  scrollcase's time includes everything `scrollcase publish` does: hashing the archive
+to check it against the manifest, uploading with per-part SHA-256 checksums, sidecar, manifest and
+index.  boto3 runs ``upload_file`` with default settings (8 MiB parts, 10 threads, CRC32 checksums).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.releases import make_manifest, write_large_archive  # noqa: E402
+from tests.support.s3servers import S3Server, seaweedfs  # noqa: E402
+
+
+def child_scrollcase(endpoint: str, bucket: str, archive: Path, manifest_json: Path) -> dict[str, float]:
+    from scrollcase.commands.publish import make_s3_client
+    from scrollcase.release import parse_release
+    from scrollcase.store.publish import publish
+    from scrollcase.store.s3 import S3Store
+
+    manifest = parse_release(manifest_json.read_bytes())
+    store = S3Store(make_s3_client(endpoint), bucket, "bench", endpoint_url=endpoint)
+    start = time.perf_counter()
+    publish(store, manifest, archive)
+    return {"seconds": time.perf_counter() - start}
+
+
+def child_boto3(endpoint: str, bucket: str, archive: Path, _: Path) -> dict[str, float]:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=endpoint)
+    start = time.perf_counter()
+    client.upload_file(str(archive), bucket, f"plain/{archive.name}")
+    return {"seconds": time.perf_counter() - start}
+
+
+CHILDREN = {"scrollcase": child_scrollcase, "boto3": child_boto3}
+
+
+def run_child(name: str, server: S3Server, bucket: str, archive: Path, manifest: Path) -> dict[str, float]:
+    env = {"AWS_ACCESS_KEY_ID": server.access_key, "AWS_SECRET_ACCESS_KEY": server.secret_key,
+           "AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true"}
+    done = subprocess.run([sys.executable, __file__, "--child", name, server.endpoint, bucket, str(archive),
+                           str(manifest)], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--child", nargs=5, metavar=("NAME", "ENDPOINT", "BUCKET", "ARCHIVE", "MANIFEST"))
+    args = parser.parse_args()
+    if args.child:
+        name, endpoint, bucket, archive, manifest = args.child
+        result = CHILDREN[name](endpoint, bucket, Path(archive), Path(manifest))
+        result["peakRssMiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result))
+        return
+    import boto3
+
+    size = args.size_mb * 1024 * 1024
+    with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp, seaweedfs() as server:
+        archive = Path(tmp) / "bench-box-1.0.0-linux-x86_64-cuda12.4.tar.zst"
+        sha = write_large_archive(archive, size)
+        from scrollcase.release import dump_release
+
+        manifest = make_manifest(box_id="bench-box", size=size, sha256=sha)
+        manifest_path = Path(tmp) / "bench.release.json"
+        manifest_path.write_bytes(dump_release(manifest))
+        client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
+                              aws_secret_access_key=server.secret_key, region_name="us-east-1")
+        rows: list[tuple[str, int, dict[str, float]]] = []
+        for round_number in range(args.rounds):
+            for name in ("boto3", "scrollcase"):  # alternate order would be fairer over many rounds
+                bucket = f"bench-{name}-{round_number}"
+                client.create_bucket(Bucket=bucket)
+                rows.append((name, round_number, run_child(name, server, bucket, archive, manifest_path)))
+    print(f"archive: {args.size_mb} MiB, server: SeaweedFS on 127.0.0.1")
+    print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13}")
+    for name, round_number, result in rows:
+        seconds, rss = result["seconds"], result["peakRssMiB"]
+        print(f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f}")
+
+
+if __name__ == "__main__":
+    main()

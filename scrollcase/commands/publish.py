@@ -1,0 +1,112 @@
+"""``scrollcase publish RELEASE.json``: upload a built box to a directory or an S3-compatible bucket."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from scrollcase.console import Console
+from scrollcase.errors import IntegrityError, UsageError, describe_path
+from scrollcase.release import parse_release
+from scrollcase.store.base import Store
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import PublishResult, publish
+from scrollcase.store.s3 import S3Store, parse_s3_url
+
+NAME = "publish"
+DEFAULT_STORE = ".scrollcase/store"
+STORE_ENV = "SCROLLCASE_STORE"
+
+DESCRIPTION = """\
+Publish one release (archive, .sha256 sidecar, release manifest) under
+boxes/<boxId>/<version>/<targetId>/ and add it to boxes/<boxId>/index.json.
+The archive's size and sha256 are checked against the manifest before anything is
+uploaded; the archive goes up before the manifest; a key that already holds different
+bytes is never overwritten (ConflictError); republishing identical bytes uploads nothing.
+S3 credentials come from the standard AWS chain (environment, profile, OIDC web identity).
+"""
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(NAME, parents=[common], help="publish a release to a directory or S3 bucket",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("release", type=Path, metavar="RELEASE.json", help="the release manifest written by build")
+    p.add_argument("--to", metavar="STORE", default=None,
+                   help=f"s3://bucket/prefix or a directory (default: ${STORE_ENV} or {DEFAULT_STORE})")
+    p.add_argument("--archive", type=Path, default=None,
+                   help="the archive (default: the manifest's archive name beside RELEASE.json)")
+    p.add_argument("--endpoint-url", default=None,
+                   help="S3-compatible endpoint such as MinIO or R2 (default: AWS, or $AWS_ENDPOINT_URL_S3)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    p.set_defaults(handler=run)
+
+
+def make_s3_client(endpoint_url: str | None) -> Any:
+    """A boto3 S3 client from the standard credential chain; created only when a command needs it."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10, read_timeout=120,
+                    max_pool_connections=32,
+                    # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
+                    request_checksum_calculation="when_required",
+                    response_checksum_validation="when_required")
+    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+
+
+def make_store(destination: str | None, endpoint_url: str | None) -> Store:
+    target = destination or os.environ.get(STORE_ENV) or DEFAULT_STORE
+    if target.startswith("s3://"):
+        bucket, prefix = parse_s3_url(target)
+        return S3Store(make_s3_client(endpoint_url), bucket, prefix, endpoint_url=endpoint_url)
+    if "://" in target:
+        raise UsageError(f"--to {target}: unsupported store URL",
+                         fix="use s3://bucket/prefix or a directory path")
+    if endpoint_url:
+        raise UsageError("--endpoint-url only applies to s3:// stores",
+                         fix=f"drop it, or publish to --to s3://... instead of {target}")
+    return LocalStore(Path(target))
+
+
+def read_release_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such release manifest",
+                         fix="pass the .release.json from .scrollcase/dist/") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}", fix="check the path and its permissions") from None
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    manifest_file = describe_path(args.release) or str(args.release)
+    manifest = parse_release(read_release_file(args.release), manifest_file)
+    archive = args.archive or args.release.with_name(manifest.archive.name)
+    if args.archive is None and not archive.is_file():
+        raise IntegrityError(f"{archive} (named by {manifest_file}) does not exist",
+                             fix="keep the archive beside its release manifest, or pass --archive PATH")
+    store = make_store(args.to, args.endpoint_url)
+    result = publish(store, manifest, archive, dry_run=args.dry_run, manifest_file=manifest_file,
+                     progress=console.progress)
+    console.result(result.to_json(), render(result))
+    return 0
+
+
+def render(result: PublishResult) -> str:
+    plan = result.plan
+    verb = "would upload" if result.dry_run else "uploaded"
+    lines = [f"{'dry run: ' if result.dry_run else ''}release {plan.release} -> {result.store}"]
+    for step in plan.uploads:
+        if step.action == "upload" and (result.dry_run or step.key in result.uploaded):
+            lines.append(f"  {verb:12} {step.key} ({step.size} bytes)")
+        else:
+            reason = step.reason if step.action == "skip" else "written by a concurrent publisher"
+            lines.append(f"  {'skip':12} {step.key} ({reason})")
+    index_verb = ("would update" if plan.index_action == "update" else "skip") if result.dry_run else (
+        "updated" if result.index_written else "skip")
+    lines.append(f"  {index_verb:12} {plan.index_key}")
+    if not result.dry_run and not result.uploaded and not result.index_written:
+        lines.append("already published with identical bytes: nothing to do")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""The small protocol every object store implements, and the facts it returns.
+
+Keys are relative to the store's root (a directory or ``s3://bucket/prefix``) and always use ``/``.
+Conditional writes are the core of the safety story: ``put_file``/``put_bytes`` with
+``if_none_match=True`` create a key only when it is absent, ``if_match=ETAG`` replaces a key only
+when it still holds the version that was read.  A failed condition raises
+:class:`~scrollcase.errors.ConflictError`; callers decide whether that is a conflict or a race to retry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+CHUNK = 1024 * 1024
+SHA256_METADATA = "scrollcase-sha256"  # stored as x-amz-meta-scrollcase-sha256 on S3
+
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a store knows about one key without downloading it.  ``sha256`` is hex, None if unknown."""
+
+    key: str
+    size: int
+    sha256: str | None
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class Blob:
+    """An object's bytes plus the ETag to pass back as ``if_match`` for a compare-and-swap."""
+
+    data: bytes
+    etag: str
+
+
+class Store(Protocol):
+    """Where releases go.  Implementations: ``LocalStore`` (directory) and ``S3Store``."""
+
+    @property
+    def url(self) -> str:
+        """Human-readable location of the store root (``s3://bucket/prefix`` or a directory)."""
+        ...
+
+    def url_for(self, key: str) -> str:
+        """Human-readable location of one key, for messages."""
+        ...
+
+    def check(self) -> None:
+        """Fail early with a clear StoreError when the store is unreachable, missing or refuses us."""
+        ...
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """Size and sha256 of ``key``; None when it does not exist."""
+        ...
+
+    def get_bytes(self, key: str) -> Blob | None:
+        """The bytes of a small object with its ETag; None when it does not exist."""
+        ...
+
+    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
+                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+        """Write a small object (conditionally); return its new ETag.
+
+        ConflictError when the condition fails.
+        """
+        ...
+
+    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
+                 progress: ProgressCallback | None = None) -> None:
+        """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists."""
+        ...
+
+
+def sha256_stream(stream: BinaryIO, progress: ProgressCallback | None = None) -> tuple[str, int]:
+    """Hex sha256 and byte count of a stream, read in bounded chunks."""
+    digest = hashlib.sha256()
+    total = 0
+    while chunk := stream.read(CHUNK * 8):
+        digest.update(chunk)
+        total += len(chunk)
+        if progress:
+            progress(len(chunk))
+    return digest.hexdigest(), total
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    with path.open("rb") as stream:
+        return sha256_stream(stream)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sidecar_text(sha256: str, file_name: str) -> bytes:
+    """The ``.sha256`` sidecar in ``sha256sum`` format, checkable with ``sha256sum -c``."""
+    return f"{sha256}  {file_name}\n".encode()

@@ -1,0 +1,135 @@
+"""The per-box index ``boxes/<boxId>/index.json``: every published version and target of one box.
+
+Host apps read it to pick the release for their platform and NVIDIA driver without listing the
+bucket.  Writers update it with optimistic concurrency: read it with its ETag, merge one entry
+(pure: :func:`merge_entry`), write it back with ``If-Match`` (``If-None-Match: *`` when creating it)
+and, when another writer got there first, read again and retry with backoff.
+"""
+
+# ruff: noqa: N815  (field names are the JSON format's camelCase)
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scrollcase.errors import ConflictError, Problem, StoreError
+from scrollcase.recipe import Identifier, SemVer, Sha256, Target
+from scrollcase.release import ReleaseManifest
+from scrollcase.store.base import Store
+
+INDEX_SCHEMA_VERSION = 1
+MAX_ATTEMPTS = 10
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class IndexEntry(_Model):
+    """One published (version, target): where its files are and what a host needs to choose it."""
+
+    targetId: str
+    target: Target
+    archive: str  # object key of the .tar.zst
+    release: str  # object key of the .release.json
+    sha256Key: str  # object key of the .sha256 sidecar
+    sha256: Sha256
+    size: Annotated[int, Field(ge=0)]
+    minNvidiaDriverVersion: str | None = None
+    minHostAppVersion: SemVer
+    minRamGb: float
+
+
+class BoxIndex(_Model):
+    schemaVersion: Literal[1] = 1
+    boxId: Identifier
+    versions: dict[str, dict[str, IndexEntry]] = Field(default_factory=dict)  # version -> targetId -> entry
+
+
+def index_key(box_id: str) -> str:
+    return f"boxes/{box_id}/index.json"
+
+
+def entry_for(manifest: ReleaseManifest) -> IndexEntry:
+    return IndexEntry(
+        targetId=manifest.targetId, target=manifest.target, archive=manifest.keys.archive,
+        release=manifest.keys.release, sha256Key=manifest.keys.sha256, sha256=manifest.archive.sha256,
+        size=manifest.archive.size,
+        minNvidiaDriverVersion=manifest.compatibility.minNvidiaDriverVersion,
+        minHostAppVersion=manifest.compatibility.minHostAppVersion,
+        minRamGb=manifest.compatibility.minRamGb,
+    )
+
+
+def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexEntry) -> BoxIndex | None:
+    """The index with ``entry`` added; None when it is already there (nothing to write).
+
+    A different entry for the same (version, target) means the index disagrees with an immutable
+    release: that is a ConflictError, never silently rewritten.
+    """
+    current = index or BoxIndex(boxId=box_id)
+    existing = current.versions.get(version, {}).get(entry.targetId)
+    if existing == entry:
+        return None
+    if existing is not None:
+        raise ConflictError(
+            f"index {index_key(box_id)} already lists {box_id} {version} {entry.targetId} with sha256 "
+            f"{existing.sha256} ({existing.size} bytes), not {entry.sha256} ({entry.size} bytes)",
+            fix="releases are immutable: bump the version in recipe.json and rebuild")
+    versions = {v: dict(targets) for v, targets in current.versions.items()}
+    versions.setdefault(version, {})[entry.targetId] = entry
+    return current.model_copy(update={"versions": versions})
+
+
+def dump_index(index: BoxIndex) -> bytes:
+    data = index.model_dump(mode="json", exclude_none=True)
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def parse_index(data: bytes, file: str) -> BoxIndex:
+    try:
+        return BoxIndex.model_validate(json.loads(data))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{file} is not valid JSON: {exc}",
+                         fix="restore the index from the release manifests beside it") from None
+    except ValidationError as exc:
+        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]))
+                    for e in exc.errors()]
+        raise StoreError(f"{file} is not a valid scrollcase box index", problems=problems,
+                         fix="restore the index from the release manifests beside it") from None
+
+
+def update_index(store: Store, box_id: str, version: str, entry: IndexEntry, *,
+                 sleep: Callable[[float], None] = time.sleep, attempts: int = MAX_ATTEMPTS) -> bool:
+    """Add ``entry`` to the box's index with compare-and-swap; True when the index was written."""
+    key = index_key(box_id)
+    for attempt in range(attempts):
+        blob = store.get_bytes(key)
+        current = parse_index(blob.data, store.url_for(key)) if blob else None
+        merged = merge_entry(current, box_id, version, entry)
+        if merged is None:
+            return False
+        try:
+            if blob is None:
+                store.put_bytes(key, dump_index(merged), if_none_match=True, content_type="application/json")
+            else:
+                store.put_bytes(key, dump_index(merged), if_match=blob.etag, content_type="application/json")
+            return True
+        except ConflictError:
+            # Another publisher updated the index between our read and write: read again.
+            sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    raise StoreError(f"{store.url_for(key)} kept changing: gave up after {attempts} attempts",
+                     fix="rerun publish: the release itself is published; the rerun only updates the index")
+
+
+def index_json_schema() -> dict[str, Any]:
+    schema = BoxIndex.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://scrollcase.dev/schemas/index-1.json"
+    schema["title"] = "scrollcase box index"
+    return schema

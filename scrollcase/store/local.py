@@ -1,0 +1,199 @@
+"""A directory as an object store: the default, for local use and for CI artifacts.
+
+Every write goes to a temp file in the destination folder, is fsynced, then becomes visible in one
+atomic step, so a reader never sees half an object:
+
+* create-if-absent (``if_none_match``): ``os.link(temp, final)``, which fails when ``final`` exists —
+  atomic on every POSIX filesystem.  On Windows ``os.rename`` has the same refuse-if-exists meaning.
+* compare-and-swap (``if_match``, used for the index): a lock file created with ``O_CREAT | O_EXCL``
+  serializes writers of one key; under it the current content's sha256 (the local ETag) is compared
+  and the new content is ``os.replace``-d in.  A lock older than ``STALE_LOCK_SECONDS`` (a writer that
+  crashed) is broken.  Readers never take the lock: they only ever see a whole old or whole new file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, sha256_bytes, sha256_file
+
+STALE_LOCK_SECONDS = 60.0
+LOCK_WAIT_SECONDS = 30.0
+
+
+class LocalStore:
+    """Objects are files below ``root``; a key ``a/b/c`` is the file ``root/a/b/c``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def url(self) -> str:
+        return str(self.root)
+
+    def url_for(self, key: str) -> str:
+        return str(self.path_for(key))
+
+    def path_for(self, key: str) -> Path:
+        parts = key.split("/")
+        if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts):
+            raise StoreError(f"object key {key!r} is not a safe relative key",
+                             fix="keys come from scrollcase.release.object_keys; do not edit them by hand")
+        return self.root.joinpath(*parts)
+
+    def check(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"store {self.root} exists but is not a directory",
+                             fix="pass --to a directory (or s3://bucket/prefix)")
+
+    def head(self, key: str) -> ObjectInfo | None:
+        path = self.path_for(key)
+        if not path.is_file():
+            return None
+        sha, size = sha256_file(path)
+        return ObjectInfo(key=key, size=size, sha256=sha, etag=sha)
+
+    def get_bytes(self, key: str) -> Blob | None:
+        path = self.path_for(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}",
+                             fix="check the store directory's permissions") from None
+        return Blob(data=data, etag=sha256_bytes(data))
+
+    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
+                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+        target = self._prepare(key)
+        with self._temp_beside(target) as temp:
+            _write_synced(temp, data)
+            if if_none_match:
+                _create_exclusive(temp, target, key)
+            elif if_match is not None:
+                with _key_lock(target):
+                    current = target.read_bytes() if target.exists() else None
+                    if current is None or sha256_bytes(current) != if_match:
+                        raise ConflictError(f"{target} changed since it was read (ETag mismatch)",
+                                            fix="read it again and retry")
+                    temp.replace(target)
+            else:
+                temp.replace(target)
+        return sha256_bytes(data)
+
+    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
+                 progress: ProgressCallback | None = None) -> None:
+        target = self._prepare(key)
+        with self._temp_beside(target) as temp:
+            copied_sha, copied_size = _copy_synced(path, temp, progress)
+            if (copied_sha, copied_size) != (sha256, size):
+                raise IntegrityError(
+                    f"{path} changed while it was being published (sha256 {copied_sha}, {copied_size} bytes; "
+                    f"expected {sha256}, {size} bytes)",
+                    fix="do not modify the archive during publish; rerun")
+            _create_exclusive(temp, target, key)
+
+    def _prepare(self, key: str) -> Path:
+        target = self.path_for(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {target.parent}: {exc}",
+                             fix="pass --to a writable directory (or set SCROLLCASE_STORE)") from None
+        return target
+
+    @contextlib.contextmanager
+    def _temp_beside(self, target: Path) -> Iterator[Path]:
+        # Same directory as the target, so link/rename never crosses a filesystem.
+        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            yield temp
+        except OSError as exc:
+            raise StoreError(f"writing {target} failed: {exc}",
+                             fix="check free disk space and permissions") from None
+        finally:
+            temp.unlink(missing_ok=True)
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with path.open("xb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _copy_synced(source: Path, dest: Path, progress: ProgressCallback | None) -> tuple[str, int]:
+    import hashlib
+
+    digest = hashlib.sha256()
+    total = 0
+    with source.open("rb") as src, dest.open("xb") as out:
+        while chunk := src.read(CHUNK * 8):
+            digest.update(chunk)
+            out.write(chunk)
+            total += len(chunk)
+            if progress:
+                progress(len(chunk))
+        out.flush()
+        os.fsync(out.fileno())
+    return digest.hexdigest(), total
+
+
+def _create_exclusive(temp: Path, target: Path, key: str) -> None:
+    """Make ``temp`` visible as ``target`` only if ``target`` does not exist (atomically)."""
+    try:
+        if os.name == "nt":
+            temp.rename(target)  # Windows: refuses an existing target, atomically
+        else:
+            os.link(temp, target)  # POSIX: refuses an existing target, atomically
+    except FileExistsError:
+        raise ConflictError(f"{target} already exists", fix="releases are immutable") from None
+    except OSError:
+        # A filesystem without hard links: claim the name with O_EXCL, then fill it atomically.
+        _claim_then_replace(temp, target)
+
+
+def _claim_then_replace(temp: Path, target: Path) -> None:
+    try:
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise ConflictError(f"{target} already exists", fix="releases are immutable") from None
+    os.close(fd)
+    temp.replace(target)
+
+
+@contextlib.contextmanager
+def _key_lock(target: Path) -> Iterator[None]:
+    lock = target.with_name(target.name + ".lock")
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            _break_stale(lock)
+            if time.monotonic() > deadline:
+                raise StoreError(f"{lock} has been held for over {LOCK_WAIT_SECONDS:.0f}s",
+                                 fix=f"if no publish is running, delete {lock}") from None
+            time.sleep(0.02)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.close(fd)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _break_stale(lock: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+            lock.unlink(missing_ok=True)
+
+

@@ -1,0 +1,252 @@
+"""Publishing a release: a pure plan, then a thin executor that works with any :class:`Store`.
+
+Order is the guarantee: the archive, then its ``.sha256`` sidecar, then the release manifest, then
+the box index.  A reader that sees a manifest can therefore always fetch its archive, and an
+interrupted publish leaves at most an archive without a manifest, which a rerun completes.
+Every object is created with create-if-absent semantics: an existing key with the same bytes is
+skipped (republishing is a no-op), with different bytes it is a ConflictError.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.release import ReleaseManifest, dump_release, object_keys
+from scrollcase.store.base import ObjectInfo, Store, sha256_bytes, sha256_file, sidecar_text
+from scrollcase.store.index import (
+    IndexEntry,
+    entry_for,
+    index_key,
+    parse_index,
+    update_index,
+)
+
+ObjectKind = Literal["archive", "sha256", "release"]
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LocalArchive:
+    """The archive file on disk as measured just now (not as the manifest claims)."""
+
+    path: Path
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Upload:
+    kind: ObjectKind
+    key: str
+    size: int
+    sha256: str
+    action: Literal["upload", "skip"]
+    reason: str
+    data: bytes | None = None  # the bytes of small objects; None for the archive (streamed from disk)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "size": self.size, "sha256": self.sha256,
+                "action": self.action, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """What the store holds now for the release's keys (None: absent) and whether the index lists it."""
+
+    objects: Mapping[str, ObjectInfo | None]
+    index_lists_release: bool
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    box_id: str
+    version: str
+    target_id: str
+    uploads: tuple[Upload, ...]
+    index_key: str
+    index_entry: IndexEntry
+    index_action: Literal["update", "skip"]
+
+    @property
+    def release(self) -> str:
+        return f"{self.box_id} {self.version} {self.target_id}"
+
+    @property
+    def bytes_to_upload(self) -> int:
+        return sum(u.size for u in self.uploads if u.action == "upload")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
+                "uploads": [u.to_json() for u in self.uploads], "bytesToUpload": self.bytes_to_upload,
+                "index": {"key": self.index_key, "action": self.index_action}}
+
+
+def release_label(manifest: ReleaseManifest) -> str:
+    return f"{manifest.boxId} {manifest.version} {manifest.targetId}"
+
+
+def check_archive(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str) -> None:
+    """The archive on disk must be exactly the one the manifest describes (before anything goes up)."""
+    expected = manifest.archive
+    if archive.size != expected.size or archive.sha256 != expected.sha256:
+        raise IntegrityError(
+            f"{archive.path} does not match {manifest_file}: it is {archive.size} bytes with sha256 "
+            f"{archive.sha256}, the manifest says {expected.size} bytes with sha256 {expected.sha256}",
+            fix="publish the archive that was built with this release manifest (rebuild the box if it was "
+                "modified or truncated)")
+    keys = object_keys(manifest.boxId, manifest.version, manifest.targetId, expected.name)
+    if manifest.keys != keys:
+        raise IntegrityError(
+            f"{manifest_file}: keys are {manifest.keys.model_dump()}, but this release's keys are "
+            f"{keys.model_dump()}", fix="rebuild the box; the release manifest was edited by hand")
+
+
+def plan_publish(manifest: ReleaseManifest, archive: LocalArchive, remote: RemoteState,
+                 manifest_file: str = "release.json") -> PublishPlan:
+    """Decide what to upload and what to skip; raise before anything is written when that is unsafe."""
+    check_archive(manifest, archive, manifest_file)
+    release_bytes = dump_release(manifest)
+    sidecar = sidecar_text(archive.sha256, manifest.archive.name)
+    wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [
+        ("archive", manifest.keys.archive, archive.size, archive.sha256, None),
+        ("sha256", manifest.keys.sha256, len(sidecar), sha256_bytes(sidecar), sidecar),
+        ("release", manifest.keys.release, len(release_bytes), sha256_bytes(release_bytes), release_bytes),
+    ]
+    uploads = tuple(_decide(manifest, kind, key, size, sha, data, remote.objects.get(key))
+                    for kind, key, size, sha, data in wanted)
+    return PublishPlan(box_id=manifest.boxId, version=manifest.version, target_id=manifest.targetId,
+                       uploads=uploads, index_key=index_key(manifest.boxId), index_entry=entry_for(manifest),
+                       index_action="skip" if remote.index_lists_release else "update")
+
+
+def _decide(manifest: ReleaseManifest, kind: ObjectKind, key: str, size: int, sha: str,
+            data: bytes | None, existing: ObjectInfo | None) -> Upload:
+    if existing is None:
+        return Upload(kind, key, size, sha, "upload", "not in the store yet", data)
+    if existing.size == size and existing.sha256 == sha:
+        return Upload(kind, key, size, sha, "skip", "identical bytes already published", data)
+    raise conflict(manifest, key, existing, size, sha)
+
+
+def conflict(manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: int, sha: str) -> ConflictError:
+    theirs = f"sha256 {existing.sha256}" if existing.sha256 else "an unknown sha256"
+    return ConflictError(
+        f"release {release_label(manifest)} is already published with different bytes: {key} holds "
+        f"{existing.size} bytes with {theirs}, this publish has {size} bytes with sha256 {sha}",
+        fix="published releases are immutable: bump `version` in recipe.json, rebuild and publish the new "
+            "version (or publish to a different store/prefix)")
+
+
+# ----------------------------------------------------------------------------------------- executors
+
+
+def measure_archive(path: Path) -> LocalArchive:
+    if not path.is_file():
+        raise IntegrityError(f"archive {path} does not exist",
+                             fix="build the box first, or pass --archive with the archive's path")
+    sha, size = sha256_file(path)
+    return LocalArchive(path=path, size=size, sha256=sha)
+
+
+def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
+    """HEAD every key of the release; small objects without a stored sha256 are fetched and hashed."""
+    objects: dict[str, ObjectInfo | None] = {}
+    for key in (manifest.keys.archive, manifest.keys.sha256, manifest.keys.release):
+        info = store.head(key)
+        if info is not None and info.sha256 is None and key != manifest.keys.archive:
+            blob = store.get_bytes(key)
+            info = ObjectInfo(key, len(blob.data), sha256_bytes(blob.data), blob.etag) if blob else None
+        objects[key] = info
+    key = index_key(manifest.boxId)
+    blob = store.get_bytes(key)
+    current = parse_index(blob.data, store.url_for(key)) if blob else None
+    # Only "is it listed?": a disagreeing entry is reported by update_index, after the object checks.
+    listed = current is not None and current.versions.get(manifest.version, {}).get(
+        manifest.targetId) == entry_for(manifest)
+    return RemoteState(objects=objects, index_lists_release=listed)
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    plan: PublishPlan
+    store: str
+    dry_run: bool
+    uploaded: tuple[str, ...]  # keys actually written by this run
+    index_written: bool
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.plan.to_json()
+        out.update({"store": self.store, "dryRun": self.dry_run, "uploaded": list(self.uploaded),
+                    "indexWritten": self.index_written})
+        return out
+
+
+def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_run: bool = False,
+            manifest_file: str = "release.json", progress: Progress = lambda _: None) -> PublishResult:
+    """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``."""
+    progress(f"checking {archive_path} against {manifest_file}")
+    archive = measure_archive(archive_path)
+    check_archive(manifest, archive, manifest_file)
+    store.check()
+    plan = plan_publish(manifest, archive, read_remote_state(store, manifest), manifest_file)
+    if dry_run:
+        return PublishResult(plan, store.url, True, (), False)
+    uploaded: list[str] = []
+    for step in plan.uploads:  # in order: archive, sidecar, manifest
+        if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress):
+            uploaded.append(step.key)
+    progress(f"updating {store.url_for(plan.index_key)}")
+    written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
+    return PublishResult(plan, store.url, False, tuple(uploaded), written)
+
+
+def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archive: LocalArchive,
+                    progress: Progress) -> bool:
+    """Create one object; True if this run wrote it, False if a concurrent publisher wrote the same bytes."""
+    progress(f"uploading {store.url_for(step.key)} ({step.size} bytes)")
+    try:
+        if step.data is None:
+            store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256,
+                           progress=byte_progress(step.size, progress))
+        else:
+            store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
+        return True
+    except ConflictError:
+        # Lost a race with another publisher: fine if it wrote exactly our bytes.
+        existing = store.head(step.key)
+        if existing is None:
+            raise StoreError(f"{store.url_for(step.key)} was refused as existing but is absent",
+                             fix="rerun publish") from None
+        if existing.sha256 is None and step.data is not None:
+            blob = store.get_bytes(step.key)
+            existing = ObjectInfo(step.key, len(blob.data), sha256_bytes(blob.data)) if blob else existing
+        if existing.size == step.size and existing.sha256 == step.sha256:
+            return False
+        raise conflict(manifest, step.key, existing, step.size, step.sha256) from None
+
+
+def byte_progress(total: int, progress: Progress, steps: int = 10) -> Callable[[int], None]:
+    """A byte counter (safe across upload threads) that reports every ``1/steps`` of ``total``."""
+    lock = threading.Lock()
+    state = {"sent": 0, "reported": 0}
+
+    def advance(count: int) -> None:
+        with lock:
+            state["sent"] += count
+            tenth = state["sent"] * steps // max(total, 1)
+            if tenth <= state["reported"]:
+                return
+            state["reported"] = tenth
+        progress(f"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)")
+
+    return advance
+
+
+def _content_type(kind: ObjectKind) -> str:
+    return {"archive": "application/zstd", "sha256": "text/plain; charset=utf-8",
+            "release": "application/json"}[kind]

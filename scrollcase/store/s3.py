@@ -1,0 +1,305 @@
+"""Any S3-compatible bucket (AWS S3, MinIO, Cloudflare R2, SeaweedFS) as an object store.
+
+The boto3 client is injected (see ``scrollcase.commands.publish.make_s3_client``); nothing here
+creates one.  Integrity: every request carries a SHA-256 checksum the server verifies
+(``ChecksumSHA256`` on PutObject and on every UploadPart; the multipart object gets a composite
+checksum), and the whole archive's sha256 is stored as ``x-amz-meta-scrollcase-sha256`` so a later
+HEAD can compare without downloading.  Immutability: ``If-None-Match: *`` on PutObject and
+CompleteMultipartUpload.  A store that answers those with 501 NotImplemented is remembered as
+lacking conditional writes, and a HEAD-then-write fallback is used instead (which narrows, but
+cannot close, the race between two publishers).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, TypeVar
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+)
+
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.store.base import SHA256_METADATA, Blob, ObjectInfo, ProgressCallback
+
+DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFAULT_PART_SIZE
+DEFAULT_WORKERS = 6
+MIN_PART_SIZE = 5 * 1024 * 1024  # S3's minimum for every part but the last
+MAX_PARTS = 10_000
+
+T = TypeVar("T")
+
+_CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
+_UNSUPPORTED_CODES = {"NotImplemented", "501"}
+_AUTH_CODES = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+               "ExpiredToken", "InvalidToken", "InvalidClientTokenId"}
+_NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``)."""
+    rest = url.removeprefix("s3://")
+    bucket, _, prefix = rest.partition("/")
+    if not url.startswith("s3://") or not bucket:
+        raise StoreError(f"{url!r} is not an S3 URL", fix="write it as s3://bucket or s3://bucket/prefix")
+    return bucket, prefix.strip("/")
+
+
+def plan_parts(size: int, part_size: int) -> list[tuple[int, int, int]]:
+    """(part number, offset, length) for a multipart upload; parts grow when 10,000 would not do."""
+    part_size = max(part_size, MIN_PART_SIZE, -(-size // MAX_PARTS))
+    return [(n + 1, offset, min(part_size, size - offset))
+            for n, offset in enumerate(range(0, size, part_size))]
+
+
+def _b64_sha256_to_hex(value: str | None) -> str | None:
+    # A composite multipart checksum ("...-N") is not the object's sha256; only a full one is.
+    if not value or "-" in value:
+        return None
+    try:
+        return base64.b64decode(value).hex()
+    except ValueError:
+        return None
+
+
+def _b64(hex_digest: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+class S3Store:
+    """Objects live at ``s3://bucket/prefix/<key>``; ``client`` is a boto3 S3 client."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
+                 part_size: int = DEFAULT_PART_SIZE, workers: int = DEFAULT_WORKERS) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.endpoint_url = endpoint_url
+        self.part_size = part_size
+        self.workers = workers
+        self.conditional_writes = True  # until the server answers 501 NotImplemented
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+
+    def url_for(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self._full(key)}"
+
+    def _full(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    # ------------------------------------------------------------------------------------ reads
+
+    def check(self) -> None:
+        with self._errors("check", None):
+            self.client.head_bucket(Bucket=self.bucket)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            with self._errors("HEAD", key):
+                response = self.client.head_object(Bucket=self.bucket, Key=self._full(key),
+                                                   ChecksumMode="ENABLED")
+        except _NotFoundError:
+            return None
+        metadata: dict[str, str] = response.get("Metadata", {})
+        sha = metadata.get(SHA256_METADATA) or _b64_sha256_to_hex(response.get("ChecksumSHA256"))
+        return ObjectInfo(key=key, size=int(response["ContentLength"]), sha256=sha, etag=response.get("ETag"))
+
+    def get_bytes(self, key: str) -> Blob | None:
+        try:
+            with self._errors("GET", key):
+                response = self.client.get_object(Bucket=self.bucket, Key=self._full(key))
+                data: bytes = response["Body"].read()
+        except _NotFoundError:
+            return None
+        return Blob(data=data, etag=str(response["ETag"]))
+
+    # ----------------------------------------------------------------------------------- writes
+
+    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
+                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+        import hashlib
+
+        sha = hashlib.sha256(data).hexdigest()
+        args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key), "Body": data,
+                                "ChecksumSHA256": _b64(sha), "ContentType": content_type,
+                                "Metadata": {SHA256_METADATA: sha}}
+        response = self._conditional(key, args, if_none_match, if_match,
+                                     lambda a: self.client.put_object(**a))
+        return str(response["ETag"])
+
+    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
+                 progress: ProgressCallback | None = None) -> None:
+        if size <= self.part_size:
+            with path.open("rb") as stream:
+                data = stream.read()
+            args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key), "Body": data,
+                                    "ChecksumSHA256": _b64(sha256), "ContentType": "application/zstd",
+                                    "Metadata": {SHA256_METADATA: sha256}}
+            self._conditional(key, args, True, None, lambda a: self.client.put_object(**a))
+            if progress:
+                progress(size)
+            return
+        self._put_multipart(key, path, size, sha256, progress)
+
+    def _conditional(self, key: str, args: dict[str, Any], if_none_match: bool, if_match: str | None,
+                     call: Callable[[dict[str, Any]], Any]) -> Any:
+        """Run a write with If-None-Match / If-Match, falling back to HEAD-compare where unsupported."""
+        if if_none_match and self.conditional_writes:
+            args = {**args, "IfNoneMatch": "*"}
+        if if_match is not None and self.conditional_writes:
+            args = {**args, "IfMatch": if_match}
+        if not self.conditional_writes:
+            self._check_without_conditions(key, if_none_match, if_match)
+        try:
+            with self._errors("PUT", key):
+                return call(args)
+        except _UnsupportedError:
+            self.conditional_writes = False
+            args = {k: v for k, v in args.items() if k not in ("IfNoneMatch", "IfMatch")}
+            self._check_without_conditions(key, if_none_match, if_match)
+            with self._errors("PUT", key):
+                return call(args)
+
+    def _check_without_conditions(self, key: str, if_none_match: bool, if_match: str | None) -> None:
+        if not (if_none_match or if_match):
+            return
+        current = self.head(key)
+        if if_none_match and current is not None:
+            raise ConflictError(f"{self.url_for(key)} already exists", fix="releases are immutable")
+        if if_match is not None and (current is None or current.etag != if_match):
+            raise ConflictError(f"{self.url_for(key)} changed since it was read",
+                                fix="read it again and retry")
+
+    def _put_multipart(self, key: str, path: Path, size: int, sha256: str,
+                       progress: ProgressCallback | None) -> None:
+        full = self._full(key)
+        if not self.conditional_writes:
+            self._check_without_conditions(key, True, None)
+        with self._errors("CreateMultipartUpload", key):
+            upload_id = str(self.client.create_multipart_upload(
+                Bucket=self.bucket, Key=full, ChecksumAlgorithm="SHA256", ContentType="application/zstd",
+                Metadata={SHA256_METADATA: sha256})["UploadId"])
+        try:
+            before = _fingerprint(path)
+            parts = self._upload_parts(key, upload_id, path, size, progress)
+            if _fingerprint(path) != before or before[0] != size:
+                # The parts' checksums match what was read, not what the manifest promised.
+                raise IntegrityError(f"{path} changed while it was being uploaded",
+                                     fix="do not modify the archive during publish; rerun")
+            args: dict[str, Any] = {"Bucket": self.bucket, "Key": full, "UploadId": upload_id,
+                                    "MultipartUpload": {"Parts": parts}}
+            self._conditional(key, args, True, None, lambda a: self.client.complete_multipart_upload(**a))
+        except BaseException:
+            # Never leave the parts behind (they cost storage and are invisible to readers).
+            with contextlib.suppress(Exception):
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
+            raise
+
+    def _upload_parts(self, key: str, upload_id: str, path: Path, size: int,
+                      progress: ProgressCallback | None) -> list[dict[str, Any]]:
+        """Upload parts in parallel; memory stays near ``workers * part_size``."""
+        plan = plan_parts(size, self.part_size)
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="scrollcase-part") as pool:
+            futures = [pool.submit(self._upload_part, key, upload_id, path, number, offset, length, progress)
+                       for number, offset, length in plan]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in done if f.exception() is not None]
+            if failed:
+                for future in futures:
+                    future.cancel()
+                _raise_first(failed)
+        return [f.result() for f in futures]
+
+    def _upload_part(self, key: str, upload_id: str, path: Path, number: int, offset: int, length: int,
+                     progress: ProgressCallback | None) -> dict[str, Any]:
+        import hashlib
+
+        with path.open("rb") as stream:
+            stream.seek(offset)
+            data = stream.read(length)
+        checksum = base64.b64encode(hashlib.sha256(data).digest()).decode()
+        with self._errors("UploadPart", key):
+            response = self.client.upload_part(Bucket=self.bucket, Key=self._full(key), UploadId=upload_id,
+                                               PartNumber=number, Body=data, ChecksumSHA256=checksum)
+        if progress:
+            progress(length)
+        return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
+
+    # ----------------------------------------------------------------------------------- errors
+
+    @contextlib.contextmanager
+    def _errors(self, action: str, key: str | None) -> Iterator[None]:
+        where = self.url_for(key) if key else f"s3://{self.bucket}"
+        try:
+            yield
+        except ClientError as exc:
+            raise self._client_error(exc, action, key, where) from None
+        except (NoCredentialsError, PartialCredentialsError):
+            raise StoreError(f"no AWS credentials found for {where}", fix=_CREDENTIALS_FIX) from None
+        except (EndpointConnectionError, ConnectTimeoutError, ConnectionClosedError, ReadTimeoutError) as exc:
+            raise StoreError(f"cannot reach the S3 endpoint {self._endpoint()} ({action} {where}): {exc}",
+                             fix="check --endpoint-url (or AWS_ENDPOINT_URL_S3) and that the server is "
+                                 "running and reachable from this machine") from None
+        except BotoCoreError as exc:
+            raise StoreError(f"{action} {where} failed: {exc}",
+                             fix="check the endpoint, credentials and network, then rerun") from None
+
+    def _endpoint(self) -> str:
+        return self.endpoint_url or str(getattr(getattr(self.client, "meta", None), "endpoint_url", "AWS S3"))
+
+    def _client_error(self, exc: ClientError, action: str, key: str | None, where: str) -> Exception:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        message = str(error.get("Message", "")) or code
+        if code in _CONFLICT_CODES or status in ("412", "409"):
+            return ConflictError(f"{where}: the write condition failed ({code or status})",
+                                 fix="another publisher wrote this key first; rerun to compare")
+        if code in _UNSUPPORTED_CODES or status == "501":
+            return _UnsupportedError(code)
+        if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES or status == "404")):
+            return StoreError(f"bucket {self.bucket!r} does not exist at {self._endpoint()}",
+                              fix=f"create it (aws s3 mb s3://{self.bucket}) or fix the bucket name in --to")
+        if key is not None and (code in _NOT_FOUND_CODES or status == "404"):
+            return _NotFoundError(code)
+        if code in _AUTH_CODES or status == "403":
+            return StoreError(f"access denied: {action} {where} ({message})", fix=_CREDENTIALS_FIX)
+        return StoreError(f"{action} {where} failed: {code} {message}".strip(),
+                          fix="check the endpoint, bucket and credentials, then rerun")
+
+
+_CREDENTIALS_FIX = ("give valid credentials for the bucket: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+                    "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
+                    "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket")
+
+
+def _fingerprint(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+class _NotFoundError(Exception):
+    """Internal: the key does not exist (turned into None by head/get)."""
+
+
+class _UnsupportedError(Exception):
+    """Internal: the store answered a conditional write with 501 NotImplemented."""
+
+
+def _raise_first(failed: list[Future[T]]) -> None:
+    error = failed[0].exception()
+    assert error is not None
+    raise error

@@ -1,0 +1,118 @@
+"""`scrollcase publish` end to end through the real CLI (a subprocess), to a directory and to S3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrollcase.release import dump_release
+from scrollcase.store.index import parse_index
+from tests.support.releases import write_release
+from tests.support.s3servers import S3Server, new_bucket, s3_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scrollcase(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SCROLLCASE_"))}
+    full_env.update({"PYTHONPATH": str(REPO), "AWS_CONFIG_FILE": os.devnull,
+                     "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_EC2_METADATA_DISABLED": "true"})
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "scrollcase", "publish", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_default_store_is_a_local_directory(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    done = scrollcase(str(release.manifest_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    store = tmp_path / ".scrollcase" / "store"
+    keys = release.manifest.keys
+    assert (store / keys.archive).read_bytes() == release.archive_path.read_bytes()
+    assert (store / keys.release).read_bytes() == dump_release(release.manifest)
+    assert (store / keys.sha256).read_text().endswith(f"  {release.manifest.archive.name}\n")
+    index = parse_index((store / "boxes/demo-box/index.json").read_bytes(), "index.json")
+    assert "linux-x86_64-cuda12.4" in index.versions["1.0.0"]
+    assert "uploaded" in done.stdout and keys.archive in done.stdout
+
+
+def test_sidecar_verifies_with_sha256sum(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    assert scrollcase(str(release.manifest_path), "--to", str(tmp_path / "s"), cwd=tmp_path).returncode == 0
+    folder = (tmp_path / "s" / release.manifest.keys.archive).parent
+    if not any((Path(p) / "sha256sum").exists() for p in os.environ.get("PATH", "").split(os.pathsep)):
+        pytest.skip("sha256sum is not installed")
+    check = subprocess.run(["sha256sum", "-c", Path(release.manifest.keys.sha256).name], cwd=folder,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_env_store_republish_json_and_conflict_exit_code(tmp_path: Path) -> None:
+    env = {"SCROLLCASE_STORE": str(tmp_path / "env-store")}
+    release = write_release(tmp_path / "dist")
+    assert scrollcase(str(release.manifest_path), cwd=tmp_path, env=env).returncode == 0
+    again = scrollcase(str(release.manifest_path), "--json", cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr
+    data = json.loads(again.stdout)
+    assert data["uploaded"] == [] and data["indexWritten"] is False
+    assert [u["action"] for u in data["uploads"]] == ["skip", "skip", "skip"]
+    rebuilt = write_release(tmp_path / "rebuilt")
+    refused = scrollcase(str(rebuilt.manifest_path), "--json", cwd=tmp_path, env=env)
+    assert refused.returncode == 10
+    error = json.loads(refused.stdout)
+    assert error["error"] == "ConflictError" and "demo-box 1.0.0 linux-x86_64-cuda12.4" in error["message"]
+    assert "Traceback" not in refused.stderr
+
+
+def test_tampered_archive_exit_code_and_nothing_written(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    release.archive_path.write_bytes(release.archive_path.read_bytes()[:-1])
+    done = scrollcase(str(release.manifest_path), "--to", str(tmp_path / "s"), cwd=tmp_path)
+    assert done.returncode == 8
+    assert "does not match" in done.stderr and "fix:" in done.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    done = scrollcase(str(release.manifest_path), "--to", str(tmp_path / "s"), "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "dry run" in done.stdout and "would upload" in done.stdout
+    assert release.manifest.keys.release in done.stdout
+    assert not (tmp_path / "s").exists()
+
+
+def test_missing_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    done = scrollcase(str(tmp_path / "nope.release.json"), cwd=tmp_path)
+    assert done.returncode == 2 and "no such release manifest" in done.stderr
+
+
+def test_help_documents_the_options(tmp_path: Path) -> None:
+    done = scrollcase("--help", cwd=tmp_path)
+    assert done.returncode == 0
+    for option in ("--to", "--endpoint-url", "--dry-run", "--json", "--archive"):
+        assert option in done.stdout
+
+
+def test_publish_to_s3_with_standard_credentials(weed: S3Server, tmp_path: Path) -> None:
+    bucket = new_bucket(weed)
+    release = write_release(tmp_path / "dist", size=10_000)
+    env = {"AWS_ACCESS_KEY_ID": weed.access_key, "AWS_SECRET_ACCESS_KEY": weed.secret_key,
+           "AWS_DEFAULT_REGION": "us-east-1"}
+    args = (str(release.manifest_path), "--to", f"s3://{bucket}/team", "--endpoint-url", weed.endpoint,
+            "--json")
+    done = scrollcase(*args, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["store"] == f"s3://{bucket}/team"
+    key = f"team/{release.manifest.keys.archive}"
+    body = s3_client(weed).get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert body == release.archive_path.read_bytes()
+    wrong = scrollcase(*args, cwd=tmp_path, env={**env, "AWS_SECRET_ACCESS_KEY": "wrong"})
+    assert wrong.returncode == 9 and "access denied" in wrong.stderr and "Traceback" not in wrong.stderr
+    missing = scrollcase(*args, cwd=tmp_path, env={})
+    assert missing.returncode == 9 and "no AWS credentials" in missing.stderr

@@ -1,0 +1,99 @@
+"""The directory store: atomic create-if-absent, compare-and-swap for the index, safe keys."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import pytest
+
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.store.local import LocalStore
+
+
+def test_put_bytes_create_if_absent(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    etag = store.put_bytes("a/b.json", b"one", if_none_match=True)
+    assert etag == hashlib.sha256(b"one").hexdigest()
+    with pytest.raises(ConflictError):
+        store.put_bytes("a/b.json", b"two", if_none_match=True)
+    assert (tmp_path / "store/a/b.json").read_bytes() == b"one"
+    assert not list((tmp_path / "store/a").glob(".*.tmp")), "temp files must not be left behind"
+
+
+def test_head_and_get(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    assert store.head("x") is None and store.get_bytes("x") is None
+    store.put_bytes("x", b"data")
+    info = store.head("x")
+    assert info is not None and (info.size, info.sha256) == (4, hashlib.sha256(b"data").hexdigest())
+    blob = store.get_bytes("x")
+    assert blob is not None and blob.data == b"data" and blob.etag == info.etag
+
+
+def test_if_match_compare_and_swap(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    first = store.put_bytes("index.json", b"v1", if_none_match=True)
+    second = store.put_bytes("index.json", b"v2", if_match=first)
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.put_bytes("index.json", b"v3", if_match=first)  # stale ETag
+    assert store.get_bytes("index.json") == store.get_bytes("index.json")
+    blob = store.get_bytes("index.json")
+    assert blob is not None and blob.data == b"v2" and blob.etag == second
+    assert not (tmp_path / "index.json.lock").exists()
+
+
+def test_put_file_copies_and_refuses_existing(tmp_path: Path) -> None:
+    source = tmp_path / "archive.tar.zst"
+    source.write_bytes(b"z" * 100_000)
+    sha = hashlib.sha256(source.read_bytes()).hexdigest()
+    store = LocalStore(tmp_path / "store")
+    seen: list[int] = []
+    store.put_file("boxes/a.tar.zst", source, size=100_000, sha256=sha, progress=seen.append)
+    assert sum(seen) == 100_000
+    assert (tmp_path / "store/boxes/a.tar.zst").read_bytes() == source.read_bytes()
+    with pytest.raises(ConflictError):
+        store.put_file("boxes/a.tar.zst", source, size=100_000, sha256=sha)
+
+
+def test_put_file_detects_an_archive_changed_after_hashing(tmp_path: Path) -> None:
+    source = tmp_path / "archive.tar.zst"
+    source.write_bytes(b"changed")
+    store = LocalStore(tmp_path / "store")
+    with pytest.raises(IntegrityError, match="changed while it was being published"):
+        store.put_file("a.tar.zst", source, size=7, sha256="0" * 64)
+    assert store.head("a.tar.zst") is None
+
+
+@pytest.mark.parametrize("key", ["../escape", "/abs", "a/../../b", "a//b", "a\\b", "", "C:/x"])
+def test_unsafe_keys_are_refused(tmp_path: Path, key: str) -> None:
+    with pytest.raises(StoreError, match="not a safe relative key"):
+        LocalStore(tmp_path).head(key)
+
+
+def test_store_root_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="not a directory"):
+        LocalStore(tmp_path / "file").check()
+
+
+def test_concurrent_creators_exactly_one_wins(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def create(i: int) -> None:
+        barrier.wait()
+        try:
+            store.put_bytes("k", f"writer {i}".encode(), if_none_match=True)
+            outcomes.append("won")
+        except ConflictError:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["conflict"] * 7 + ["won"]
