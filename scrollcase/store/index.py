@@ -6,7 +6,7 @@ bucket.  Writers update it with optimistic concurrency: read it with its ETag, m
 and, when another writer got there first, read again and retry with backoff.
 """
 
-# ruff: noqa: N815  (field names are the JSON format's camelCase)
+
 from __future__ import annotations
 
 import json
