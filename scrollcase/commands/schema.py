@@ -1,4 +1,4 @@
-"""``scrollcase schema recipe|release``: JSON Schema (draft 2020-12) for editors and CI linters."""
+"""``scrollcase schema recipe|release|index``: JSON Schema (draft 2020-12) for editors and CI linters."""
 
 from __future__ import annotations
 
@@ -13,20 +13,21 @@ from scrollcase.console import Console
 from scrollcase.errors import UsageError
 from scrollcase.recipe import recipe_json_schema
 from scrollcase.release import release_json_schema
+from scrollcase.store.index import index_json_schema
 
 NAME = "schema"
-SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema}
+SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema, "index": index_json_schema}
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
-        help="print the JSON Schema of recipe.json or *.release.json",
+        help="print the JSON Schema of recipe.json, *.release.json or a box index",
         description="Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
         'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.',
     )
-    p.add_argument("which", choices=sorted(SCHEMAS), help="recipe (recipe.json) or release (*.release.json)")
+    p.add_argument("which", choices=sorted(SCHEMAS), help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)")
     p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
     p.set_defaults(handler=run)
 
