@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "tried before the defaults")
     p.add_argument("--all-on", action="append", default=[], metavar="GLOB",
                    help="another repository path glob whose change selects every recipe (repeatable)")
+    p.add_argument("--hosted-only", action="store_true",
+                   help="leave out jobs for self-hosted runners (use for pull requests from forks)")
     p.set_defaults(handler=run)
 
 
@@ -98,13 +100,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
     changed: list[str] | None = None
     base: Path | None = None
     patterns = [*DEFAULT_GLOBAL_PATTERNS, *args.all_on]
-    if args.changed_since is not None:
+    if args.changed_since is not None and set(args.changed_since) == {"0"}:
+        # A push that creates a branch has no "before" commit (GitHub sends forty zeros).
+        console.progress("matrix: --changed-since is the null commit; selecting every recipe")
+    elif args.changed_since is not None:
         base = gitdiff.toplevel(Path.cwd())
         changed = gitdiff.changed_files(args.changed_since, Path.cwd())
         if args.runner_map is not None:
             patterns.append(_relative(args.runner_map, base))
     entries = _load_entries(args.recipes, base)
-    plan = plan_matrix(entries, changed, runner_map, patterns)
+    plan = plan_matrix(entries, changed, runner_map, patterns, hosted_only=args.hosted_only)
     console.progress(f"matrix: {plan.reason}")
     report.set_outputs({"matrix": plan.matrix(), "empty": plan.empty, "count": len(plan.include)})
     console.result(plan.matrix(), _text(plan))

@@ -13,6 +13,8 @@ from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
 from scrollcase.github.junit import JUnitResult, read_junit, repo_relative, result_problem
+from scrollcase.recipe_loader import resolve_recipe
+from scrollcase.release import ReleaseManifest, parse_release
 
 NAME = "report"
 STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}
@@ -45,6 +47,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="skip files that do not exist (a step that failed before writing its report)")
     j.add_argument("--strict", action="store_true", help="exit 1 when any case failed")
     j.set_defaults(handler=run)
+    r = kinds.add_parser("release", parents=[common], help="expose a release manifest as step outputs",
+                         description="Read a *.release.json and write its facts as step outputs (release, "
+                                     "archive, sha256, size, box-id, version, target-id, recipe-id, "
+                                     "archive-key, release-key, self-test, parity) and a summary table.")
+    r.add_argument("release", type=Path, nargs="?", metavar="RELEASE.json",
+                   help="the manifest (or give --recipe to find it in --out)")
+    r.add_argument("--recipe", metavar="RECIPE", help="recipe ID or folder whose release to report")
+    r.add_argument("--out", type=Path, default=Path(".scrollcase/dist"), metavar="DIR",
+                   help="where build wrote the release (default: .scrollcase/dist)")
+    r.set_defaults(handler=run_release)
 
 
 @dataclass(frozen=True)
@@ -131,3 +143,54 @@ def run(args: argparse.Namespace, console: Console) -> int:
         text += "\n" + "\n".join(p.render() for p in problems)
     console.result(data, text)
     return 1 if args.strict and counts.failed else 0
+
+
+def _gate(report_passed: bool | None) -> str:
+    return "not run" if report_passed is None else ("passed" if report_passed else "failed")
+
+
+def release_outputs(manifest: ReleaseManifest, release_path: Path) -> dict[str, object]:
+    """Step outputs for a release manifest; the archive lies next to it (build's --out folder)."""
+    return {
+        "release": str(release_path),
+        "archive": str(release_path.with_name(manifest.archive.name)),
+        "sha256": manifest.archive.sha256,
+        "size": manifest.archive.size,
+        "box-id": manifest.boxId,
+        "version": manifest.version,
+        "target-id": manifest.targetId,
+        "recipe-id": manifest.recipeId,
+        "archive-key": manifest.keys.archive,
+        "release-key": manifest.keys.release,
+        "self-test": _gate(manifest.selfTest.passed if manifest.selfTest else None),
+        "parity": _gate(manifest.parity.passed if manifest.parity else None),
+    }
+
+
+def _release_path(args: argparse.Namespace) -> Path:
+    if (args.release is None) == (args.recipe is None):
+        raise UsageError("give either RELEASE.json or --recipe", fix="e.g. `scrollcase report release "
+                         "--recipe tiny-mlp-linux-x86_64-cpu --out .scrollcase/dist`")
+    if args.release is not None:
+        path: Path = args.release
+        return path
+    out: Path = args.out
+    return out / resolve_recipe(args.recipe).recipe.release_name
+
+
+def run_release(args: argparse.Namespace, console: Console) -> int:
+    env = report.RunnerEnv.from_environ()
+    path = _release_path(args)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}",
+                         fix="pass the *.release.json written by `scrollcase build`") from None
+    manifest = parse_release(data, file=str(path))
+    outputs = release_outputs(manifest, path)
+    table = report.SummaryTable(title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
+                                columns=["Field", "Value"], rows=[[k, str(v)] for k, v in outputs.items()])
+    report.write_summary(report.render_summary([table], report.summary_room(env)), env)
+    report.set_outputs(outputs, env)
+    console.result(outputs, "\n".join(f"{k}: {v}" for k, v in outputs.items()))
+    return 0

@@ -33,8 +33,8 @@ DEFAULT_RUNNERS: dict[str, list[str]] = {
     "linux-x86_64-cpu": ["ubuntu-24.04"],
     "linux-aarch64-cpu": ["ubuntu-24.04-arm"],
     "windows-x86_64-cpu": ["windows-2022"],
-    "osx-arm64-*": ["macos-14"],
-    "osx-x86_64-cpu": ["macos-13"],
+    "osx-arm64-*": ["macos-15"],
+    "osx-x86_64-cpu": ["macos-15-intel"],
 }
 
 DEFAULT_GLOBAL_PATTERNS: tuple[str, ...] = ("pyproject.toml", "scrollcase/*", "actions/*")
@@ -146,10 +146,20 @@ def select(entries: Sequence[RecipeEntry], changed: Sequence[str] | None,
 def plan_matrix(entries: Sequence[RecipeEntry], changed: Sequence[str] | None = None,
                 runner_map: RunnerMap | None = None,
                 global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS,
-                max_jobs: int = MAX_JOBS) -> MatrixPlan:
-    """The matrix for ``entries``, filtered by ``changed``; fails above GitHub's job limit."""
+                max_jobs: int = MAX_JOBS, hosted_only: bool = False) -> MatrixPlan:
+    """The matrix for ``entries``, filtered by ``changed``; fails above GitHub's job limit.
+
+    ``hosted_only`` drops jobs for self-hosted runners: pull requests from forks must never run
+    their code on them.
+    """
     selected, reason = select(entries, changed, global_patterns)
-    include = tuple(matrix_entry(e, runner_map) for e in sorted(selected, key=lambda e: e.recipe.recipeId))
+    ordered = sorted(selected, key=lambda e: e.recipe.recipeId)
+    include = tuple(matrix_entry(e, runner_map) for e in ordered)
+    if hosted_only:
+        kept = tuple(e for e in include if not e["selfHosted"])
+        if len(kept) != len(include):
+            reason += f"; {len(include) - len(kept)} self-hosted job(s) left out (hosted runners only)"
+        include = kept
     if len(include) > max_jobs:
         raise GitHubError(
             f"the matrix has {len(include)} jobs; GitHub allows at most {max_jobs} per matrix",
