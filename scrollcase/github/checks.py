@@ -31,7 +31,7 @@ class RepositoryLike(Protocol):
 
 
 class GithubLike(Protocol):
-    def get_repo(self, full_name_or_id: str, lazy: bool = ...) -> Any: ...
+    def get_repo(self, full_name_or_id: str) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,11 @@ def make_client(token: str, base_url: str, seconds_between_writes: float = 1.0) 
     """A PyGithub client; imported here so nothing talks to GitHub at import time."""
     from github import Auth, Github
 
-    return Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), retry=None,
+    # lazy: a repository handle costs no request; the check run POST is the first one.
+    return Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), retry=None, lazy=True,
                   seconds_between_writes=seconds_between_writes, seconds_between_requests=0)
 
 
 def repository(client: GithubLike, full_name: str) -> Any:
-    """The repository handle, lazily: no request until the check run is created."""
-    return client.get_repo(full_name, lazy=True)
+    """The repository handle (no request with a lazy client such as :func:`make_client`'s)."""
+    return client.get_repo(full_name)
