@@ -30,7 +30,7 @@ class FakeGitHub:
 
 def _handler(api: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _body(self) -> dict[str, Any]:
@@ -57,21 +57,21 @@ def _handler(api: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     "url": f"{api.url}/repos/{repo}/check-runs/7",
                     "html_url": f"https://github.example/{repo}/runs/7"}
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        def do_POST(self) -> None:
             entry = self._record()
             if entry.path.startswith("/repos/") and entry.path.endswith("/check-runs"):
                 self._reply(201, self._check_run(entry))
             else:
                 self._reply(404, {"message": "Not Found"})
 
-        def do_PATCH(self) -> None:  # noqa: N802
+        def do_PATCH(self) -> None:
             entry = self._record()
             if entry.path.startswith("/repos/") and "/check-runs/" in entry.path:
                 self._reply(200, self._check_run(entry))
             else:
                 self._reply(404, {"message": "Not Found"})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._record()
             self._reply(404, {"message": "Not Found"})
 

@@ -77,7 +77,8 @@ def test_report_junit_annotates_summarises_outputs_and_creates_a_check_run(tmp_p
     with fake_github() as api:
         env = step_env(tmp_path, GITHUB_API_URL=api.url, GITHUB_TOKEN="secret-token",
                        GITHUB_REPOSITORY="octo/boxes", GITHUB_SHA="m" * 40, GITHUB_EVENT_PATH=str(event))
-        done = scrollcase(["report", "junit", str(junit), "--check-run-name", "self-test (box)"], tmp_path, env)
+        args = ["report", "junit", str(junit), "--check-run-name", "self-test (box)"]
+        done = scrollcase(args, tmp_path, env)
     assert done.returncode == 0, done.stderr
     annotations = [x for x in done.stdout.splitlines() if x.startswith("::")]
     assert len([x for x in annotations if x.startswith("::error ")]) == 10
@@ -99,7 +100,8 @@ def test_report_junit_strict_and_missing_ok(tmp_path: Path) -> None:
     junit = write_junit(tmp_path / "r.xml", "parity", self_test_cases(1, passed=0))
     env = step_env(tmp_path)
     assert scrollcase(["report", "junit", str(junit), "--strict"], tmp_path, env).returncode == 1
-    done = scrollcase(["report", "junit", str(tmp_path / "none.xml"), "--missing-ok", "--json"], tmp_path, env)
+    missing_ok = ["report", "junit", str(tmp_path / "none.xml"), "--missing-ok", "--json"]
+    done = scrollcase(missing_ok, tmp_path, env)
     assert done.returncode == 0 and json.loads(done.stdout)["total"] == 0
     missing = scrollcase(["report", "junit", str(tmp_path / "none.xml")], tmp_path, env)
     assert missing.returncode == 12 and "none.xml does not exist" in missing.stderr

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ACTIONS = [str(p.relative_to(ROOT)) for p in sorted([ROOT / "action.yml", *(ROOT / "actions").glob("*/action.yml")])]
+ACTION_PATHS = sorted([ROOT / "action.yml", *(ROOT / "actions").glob("*/action.yml")])
+ACTIONS = [str(p.relative_to(ROOT)) for p in ACTION_PATHS]
 WORKFLOWS = [str(p.relative_to(ROOT)) for p in sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
 
 
@@ -38,7 +39,8 @@ def test_workflows_match_githubs_workflow_schema() -> None:
 
 
 def test_jactionlint_correctness_profile_is_clean() -> None:
-    done = run(tool("jactionlint"), "--profile", "correctness", "--no-online", "--no-color", *WORKFLOWS, *ACTIONS)
+    done = run(tool("jactionlint"), "--profile", "correctness", "--no-online", "--no-color",
+               *WORKFLOWS, *ACTIONS)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
