@@ -47,3 +47,11 @@ def test_jactionlint_correctness_profile_is_clean() -> None:
 def test_zizmor_offline_is_clean() -> None:
     done = run(tool("zizmor"), "--offline", "--no-progress", *WORKFLOWS, *ACTIONS)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_action_or_workflow_is_git_ignored() -> None:
+    """An ignored action.yml is never committed and linters that honour .gitignore skip it."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = run("git", "check-ignore", "--no-index", *ACTIONS, *WORKFLOWS)
+    assert done.returncode == 1, f"ignored by .gitignore: {done.stdout}"
