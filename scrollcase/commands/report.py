@@ -65,15 +65,20 @@ class Tally:
     passed: int
     failed: int
     skipped: int
+    files: int = 1
 
     @property
     def conclusion(self) -> str:
-        return "failure" if self.failed else "success"
+        """failure, success, or missing when no report was found (the step died before writing one)."""
+        if self.failed:
+            return "failure"
+        return "success" if self.files else "missing"
 
 
-def tally(results: Sequence[JUnitResult]) -> Tally:
+def tally(results: Sequence[JUnitResult], files: int = 1) -> Tally:
     return Tally(total=len(results), passed=sum(r.status == "passed" for r in results),
-                 failed=sum(r.failed for r in results), skipped=sum(r.status == "skipped" for r in results))
+                 failed=sum(r.failed for r in results), skipped=sum(r.status == "skipped" for r in results),
+                 files=files)
 
 
 def summary_table(title: str, results: Sequence[JUnitResult], counts: Tally) -> report.SummaryTable:
@@ -86,17 +91,19 @@ def summary_table(title: str, results: Sequence[JUnitResult], counts: Tally) -> 
                                rows=rows, lead=lead)
 
 
-def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult], list[Problem]]:
+def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult], list[Problem], int]:
     results: list[JUnitResult] = []
     problems: list[Problem] = []
+    read = 0
     for path in files:
         if missing_ok and not path.exists():
             continue
         found = read_junit(path)
+        read += 1
         fallback = repo_relative(path)
         results.extend(found)
         problems.extend(result_problem(r, fallback) for r in found if r.failed)
-    return results, problems
+    return results, problems, read
 
 
 def _check_run(args: argparse.Namespace, env: report.RunnerEnv, problems: Sequence[Problem],
@@ -118,8 +125,8 @@ def _check_run(args: argparse.Namespace, env: report.RunnerEnv, problems: Sequen
 
 def run(args: argparse.Namespace, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
-    results, problems = _read_all(args.files, args.missing_ok)
-    counts = tally(results)
+    results, problems, read = _read_all(args.files, args.missing_ok)
+    counts = tally(results, read)
     title = args.title or args.check_run_name or "scrollcase results"
     markdown = report.render_summary([summary_table(title, results, counts)], report.summary_room(env))
     if env.in_actions:
@@ -187,7 +194,7 @@ def run_release(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"cannot read {path}: {exc.strerror}",
                          fix="pass the *.release.json written by `scrollcase build`") from None
     manifest = parse_release(data, file=str(path))
-    outputs = release_outputs(manifest, path)
+    outputs = release_outputs(manifest, path.resolve())
     table = report.SummaryTable(title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
                                 columns=["Field", "Value"], rows=[[k, str(v)] for k, v in outputs.items()])
     report.write_summary(report.render_summary([table], report.summary_room(env)), env)

@@ -126,6 +126,7 @@ def matrix_entry(entry: RecipeEntry, runner_map: RunnerMap | None = None) -> dic
         "cudaVersion": recipe.target.cudaVersion or "",
         "runs-on": labels,
         "selfHosted": "self-hosted" in labels,
+        "parity": recipe.parity is not None,  # lets workflows skip the parity step for recipes without one
         "recipePath": entry.path,
     }
 

@@ -103,6 +103,7 @@ def test_report_junit_strict_and_missing_ok(tmp_path: Path) -> None:
     missing_ok = ["report", "junit", str(tmp_path / "none.xml"), "--missing-ok", "--json"]
     done = scrollcase(missing_ok, tmp_path, env)
     assert done.returncode == 0 and json.loads(done.stdout)["total"] == 0
+    assert json.loads(done.stdout)["conclusion"] == "missing"  # not "success": nothing was tested
     missing = scrollcase(["report", "junit", str(tmp_path / "none.xml")], tmp_path, env)
     assert missing.returncode == 12 and "none.xml does not exist" in missing.stderr
 

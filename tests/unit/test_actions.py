@@ -133,6 +133,8 @@ def test_recipes_workflow_keeps_forks_off_self_hosted_runners() -> None:
     assert "head.repo.fork" in guard["if"] and "exit 1" in guard["run"]
     aggregator = data["jobs"]["recipes-ok"]
     assert aggregator["if"] == "always()" and set(aggregator["needs"]) == set(data["jobs"]) - {"recipes-ok"}
+    parity = next(s for s in build["steps"] if s.get("id") == "parity")
+    assert parity["if"] == "matrix.parity"
     uploads = [s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and uploads[0]["if"] == "always()"
 

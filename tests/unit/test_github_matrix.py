@@ -45,7 +45,7 @@ def test_entry_fields_and_order() -> None:
         "targetId": "linux-x86_64-cuda12.4", "version": "1.0.0", "platform": "linux", "arch": "x86_64",
         "accelerator": "cuda", "cudaVersion": "12.4",
         "runs-on": ["self-hosted", "linux", "x64", "gpu", "cuda-12.4"], "selfHosted": True,
-        "recipePath": "recipes/tiny-mlp-linux-x86_64-cuda12.4",
+        "parity": False, "recipePath": "recipes/tiny-mlp-linux-x86_64-cuda12.4",
     }
     assert json.loads(json.dumps(plan.matrix())) == {"include": list(plan.include)}
     assert not plan.empty
