@@ -127,6 +127,7 @@ class Harness:
     uses_outputs: dict[str, Callable[[dict[str, str]], dict[str, str]]] = field(default_factory=dict)
     extra_env: dict[str, str] = field(default_factory=dict)
     timeout: float = 300
+    runner_os: str = "Linux"  # RUNNER_OS: "Windows" makes the actions use the Scripts/python.exe layout
 
     def base_env(self, action_dir: Path, files: Mapping[str, Path]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
@@ -137,7 +138,7 @@ class Harness:
             "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_WORKSPACE": str(self.workspace),
             "GITHUB_ACTION_PATH": str(action_dir), "GITHUB_EVENT_PATH": str(event_path),
             "GITHUB_REPOSITORY": "octo/boxes", "GITHUB_SHA": "0" * 39 + "1",
-            "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": "Linux", "RUNNER_ARCH": "X64",
+            "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": self.runner_os, "RUNNER_ARCH": "X64",
             **{k: str(v) for k, v in files.items()}, **self.extra_env,
         })
         return env
@@ -155,7 +156,7 @@ class Harness:
             raise ValueError(f"required inputs missing: {missing}")
         contexts: dict[str, Any] = {
             "inputs": values, "steps": {},
-            "runner": {"temp": str(self.runner_temp), "os": "Linux", "arch": "X64"},
+            "runner": {"temp": str(self.runner_temp), "os": self.runner_os, "arch": "X64"},
             "github": {"action_path": str(action_dir), "workspace": str(self.workspace), "event": self.event},
         }
         records: list[StepRecord] = []
@@ -211,9 +212,12 @@ class Harness:
         return record
 
 
-def scrollcase_venv(runner_temp: Path) -> Path:
-    """What a cache hit restores: a venv whose python runs this checkout's scrollcase."""
-    python = runner_temp / "scrollcase-venv" / "bin" / "python"
+def scrollcase_venv(runner_temp: Path, windows: bool = False) -> Path:
+    """What a cache hit restores: a venv whose python runs this checkout's scrollcase.
+
+    ``windows`` lays it out as a Windows venv does (``Scripts/python.exe``)."""
+    relative = ("Scripts", "python.exe") if windows else ("bin", "python")
+    python = runner_temp.joinpath("scrollcase-venv", *relative)
     python.parent.mkdir(parents=True, exist_ok=True)
     python.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n', encoding="utf-8")
     python.chmod(0o755)

@@ -142,6 +142,20 @@ exec "{sys.executable}" "$@"
     assert json.loads(result.outputs["matrix"])["include"]
 
 
+def test_windows_runner_uses_the_scripts_layout(harness: Harness) -> None:
+    """On Windows a venv's interpreter is Scripts/python.exe; the cache key names the OS."""
+    harness.runner_os = "Windows"
+    scrollcase_venv(harness.runner_temp, windows=True)
+    (harness.runner_temp / "scrollcase-venv" / "bin" / "python").unlink()
+    result = harness.run(ACTIONS / "matrix", {})
+    assert not result.failed, result.log()
+    located = result.step("Locate scrollcase").outputs
+    assert located["python"] == f"{harness.runner_temp}/scrollcase-venv/Scripts/python.exe"
+    assert located["key"].startswith("scrollcase-venv-Windows-X64-")
+    assert result.step("Compute the matrix").env["SCROLLCASE_PYTHON"] == located["python"]
+    assert result.outputs["count"] == "3"
+
+
 def test_root_action_runs_any_command_with_one_argument_per_line(harness: Harness) -> None:
     result = harness.run(ROOT, {"command": "matrix", "args": "--recipes\nrecipes\n--hosted-only\n"})
     assert not result.failed, result.log()
