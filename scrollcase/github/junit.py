@@ -6,8 +6,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from scrollcase.errors import GitHubError, Problem
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,6 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, s
 
 def _inject_case_properties(xml: str, cases: Sequence[JUnitCase]) -> str:
     """junit-xml has no per-case properties; add them the way pytest and GitLab read them."""
-    from xml.etree import ElementTree as ET
-
     if not any(c.properties for c in cases):
         return xml
     root = ET.fromstring(xml)  # noqa: S314 - our own document
@@ -66,3 +67,101 @@ def write_junit(path: Path, suite: str, cases: Sequence[JUnitCase],
     tmp.write_text(junit_xml(suite, cases, properties), encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+# --- reading back ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JUnitResult:
+    """One ``<testcase>`` read from a JUnit file, whoever wrote it."""
+
+    suite: str
+    name: str
+    classname: str
+    status: str  # "passed" | "failed" | "error" | "skipped"
+    message: str = ""
+    details: str = ""
+    seconds: float = 0.0
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "error")
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text or 0)
+    except ValueError:
+        return 0.0
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
+
+
+def _status(case: ET.Element) -> tuple[str, str, str]:
+    for tag, status in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+        element = case.find(tag)
+        if element is not None:
+            return status, element.get("message") or "", (element.text or "").strip()
+    return "passed", "", ""
+
+
+def parse_junit(text: str, file: str = "junit.xml") -> list[JUnitResult]:
+    """Every test case in a JUnit document (``<testsuites>`` or a bare ``<testsuite>``)."""
+    try:
+        root = ET.fromstring(text)  # noqa: S314 - CI artifacts of this repository, not user uploads
+    except ET.ParseError as exc:
+        raise GitHubError(f"{file} is not valid JUnit XML: {exc}",
+                          fix="pass the file written by --junit (or any JUnit XML report)") from None
+    suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
+    results: list[JUnitResult] = []
+    for suite in suites:
+        for case in suite.findall("testcase"):
+            status, message, details = _status(case)
+            results.append(JUnitResult(
+                suite=suite.get("name") or "", name=case.get("name") or "",
+                classname=case.get("classname") or "", status=status, message=message,
+                details=details or (case.findtext("system-out") or "").strip(),
+                seconds=_float(case.get("time")), file=case.get("file") or None, line=_int(case.get("line"))))
+    return results
+
+
+def read_junit(path: Path) -> list[JUnitResult]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GitHubError(f"JUnit file {path} does not exist",
+                          fix="check the --junit path of the step that should have written it") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitHubError(f"cannot read JUnit file {path}: {exc}") from None
+    return parse_junit(text, file=str(path))
+
+
+def result_problem(result: JUnitResult, fallback_file: str | None = None) -> Problem:
+    """A failed case as a located problem (for annotations and check runs)."""
+    label = ".".join(p for p in (result.classname, result.name) if p)
+    message = f"{label}: {result.message or result.status}"
+    if result.details and result.details != result.message:
+        message += f"\n{result.details[:2000]}"
+    return Problem(message=message, file=result.file or fallback_file, line=result.line,
+                   severity="error" if result.failed else "notice")
+
+
+def repo_relative(path: Path | str, root: Path | None = None) -> str:
+    """``path`` as a POSIX path relative to the repository root (GITHUB_WORKSPACE or the cwd).
+
+    Annotations only attach to files named relative to the repository; anything outside stays as is.
+    """
+    base = (root or Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())).resolve()
+    candidate = Path(path)
+    try:
+        return candidate.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return candidate.as_posix()

@@ -1,0 +1,116 @@
+"""``scrollcase matrix``: the GitHub Actions job matrix for the recipes under recipes/."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scrollcase.console import Console
+from scrollcase.errors import Problem, RecipeError, UsageError
+from scrollcase.github import gitdiff, report
+from scrollcase.github.matrix import (
+    DEFAULT_GLOBAL_PATTERNS,
+    DEFAULT_RUNNERS,
+    MAX_JOBS,
+    MatrixPlan,
+    RecipeEntry,
+    RunnerMap,
+    parse_runner_map,
+    plan_matrix,
+)
+from scrollcase.recipe_loader import discover_recipes, load_recipe
+
+NAME = "matrix"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+             common: argparse.ArgumentParser) -> None:
+    defaults = "; ".join(f"{k} -> {', '.join(v)}" for k, v in DEFAULT_RUNNERS.items())
+    p = sub.add_parser(
+        NAME, parents=[common], help="emit the GitHub Actions job matrix for the recipes",
+        description="Read every recipes/<recipeId>/recipe.json and print {\"include\": [...]} with one job "
+                    "per recipe and the runs-on labels its target needs.  Under GitHub Actions the "
+                    "outputs `matrix`, `empty` and `count` are written to GITHUB_OUTPUT.",
+        epilog=f"default runner map: {defaults}.  Matrices above {MAX_JOBS} jobs are an error.")
+    p.add_argument("--recipes", type=Path, default=Path("recipes"), metavar="DIR",
+                   help="folder holding the recipe folders (default: recipes)")
+    p.add_argument("--changed-since", metavar="REF",
+                   help="only recipes with files changed in `git diff REF...HEAD` (all of them when a "
+                        "global file changed: " + ", ".join(DEFAULT_GLOBAL_PATTERNS) + ", the runner map)")
+    p.add_argument("--runner-map", type=Path, metavar="FILE",
+                   help="YAML/JSON {version: 1, runners: {<targetId glob>: [labels]}}, "
+                        "tried before the defaults")
+    p.add_argument("--all-on", action="append", default=[], metavar="GLOB",
+                   help="another repository path glob whose change selects every recipe (repeatable)")
+    p.add_argument("--hosted-only", action="store_true",
+                   help="leave out jobs for self-hosted runners (use for pull requests from forks)")
+    p.set_defaults(handler=run)
+
+
+def _read_runner_map(path: Path | None) -> RunnerMap | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read runner map {path}: {exc.strerror}",
+                         fix="pass an existing YAML/JSON file to --runner-map") from None
+    return parse_runner_map(text, file=str(path))
+
+
+def _load_entries(recipes_root: Path, base: Path | None) -> list[RecipeEntry]:
+    """Every recipe, paths relative to ``base`` (the git root) when given; all errors at once."""
+    entries: list[RecipeEntry] = []
+    problems: list[Problem] = []
+    for folder in discover_recipes(recipes_root):
+        try:
+            recipe = load_recipe(folder)
+        except RecipeError as error:
+            problems.extend(error.problems or [Problem(message=error.message, file=str(folder))])
+            continue
+        entries.append(RecipeEntry(path=_relative(folder, base), recipe=recipe))
+    if problems:
+        raise RecipeError(f"{len(problems)} problem(s) in the recipes under {recipes_root}",
+                          problems=problems)
+    return entries
+
+
+def _relative(path: Path, base: Path | None) -> str:
+    if base is None:
+        return path.as_posix()
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _text(plan: MatrixPlan) -> str:
+    if plan.empty:
+        return f"no jobs ({plan.reason})"
+    lines = [f"{len(plan.include)} job(s) ({plan.reason}):"]
+    lines += [f"  {e['recipeId']:<48} runs-on: {', '.join(e['runs-on'])}" for e in plan.include]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if not args.recipes.is_dir():
+        raise UsageError(f"no recipes folder {args.recipes}",
+                         fix="run from the repository root or pass --recipes")
+    runner_map = _read_runner_map(args.runner_map)
+    changed: list[str] | None = None
+    base: Path | None = None
+    patterns = [*DEFAULT_GLOBAL_PATTERNS, *args.all_on]
+    if args.changed_since is not None and set(args.changed_since) == {"0"}:
+        # A push that creates a branch has no "before" commit (GitHub sends forty zeros).
+        console.progress("matrix: --changed-since is the null commit; selecting every recipe")
+    elif args.changed_since is not None:
+        base = gitdiff.toplevel(Path.cwd())
+        changed = gitdiff.changed_files(args.changed_since, Path.cwd())
+        if args.runner_map is not None:
+            patterns.append(_relative(args.runner_map, base))
+    entries = _load_entries(args.recipes, base)
+    plan = plan_matrix(entries, changed, runner_map, patterns, hosted_only=args.hosted_only)
+    console.progress(f"matrix: {plan.reason}")
+    report.set_outputs({"matrix": plan.matrix(), "empty": plan.empty, "count": len(plan.include)})
+    console.result(plan.matrix(), _text(plan))
+    return 0

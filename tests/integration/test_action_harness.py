@@ -1,0 +1,259 @@
+"""Each composite action run step by step as GitHub would (see action_harness.py), on generated
+recipes: outputs, step summaries and annotations are what a workflow sees."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrollcase.cli import build_parser
+from scrollcase.github.junit import JUnitCase, write_junit
+from tests.github_helpers import write_recipe
+from tests.integration.action_harness import ROOT, Harness, scrollcase_venv, standard_uses
+
+ACTIONS = ROOT / "actions"
+pytestmark = pytest.mark.slow  # each action runs several real interpreters (~3 s per action)
+
+
+def has_command(name: str) -> bool:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return name in sub.choices
+
+
+def needs_command(name: str) -> None:
+    if not has_command(name):
+        pytest.skip(f"`scrollcase {name}` is not on this branch yet; this test runs once it lands")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with three recipes on main and a branch that changes the CUDA one."""
+    workspace = tmp_path / "workspace"
+    for target in ("linux-x86_64-cpu", "linux-x86_64-cuda12.4", "osx-arm64-metal"):
+        write_recipe(workspace / "recipes", "tiny-mlp", target)
+    git(tmp_path, "init", "-q", "-b", "main", str(workspace))
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-q", "-m", "recipes")
+    git(workspace, "checkout", "-q", "-b", "pr")
+    (workspace / "recipes" / "tiny-mlp-linux-x86_64-cuda12.4" / "pixi.lock").write_text("version: 6\n")
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-q", "-m", "lock")
+    return workspace
+
+
+@pytest.fixture
+def harness(repo: Path, tmp_path: Path) -> Harness:
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    scrollcase_venv(temp)
+    return Harness(workspace=repo, runner_temp=temp, uses_outputs=standard_uses(),
+                   event={"pull_request": {"head": {"sha": "a" * 40}, "base": {"sha": "b" * 40}}})
+
+
+def test_matrix_action_selects_the_changed_recipe(harness: Harness) -> None:
+    result = harness.run(ACTIONS / "matrix", {"changed-since": "main"})
+    assert not result.failed, result.log()
+    matrix = json.loads(result.outputs["matrix"])
+    assert [e["recipeId"] for e in matrix["include"]] == ["tiny-mlp-linux-x86_64-cuda12.4"]
+    assert matrix["include"][0]["runs-on"][:2] == ["self-hosted", "linux"]
+    assert result.outputs["empty"] == "false" and result.outputs["count"] == "1"
+    assert result.annotations == []
+    # The nested actions got what the action promises: no PATH change, a venv cache under RUNNER_TEMP.
+    setup = result.step("Set up Python for scrollcase")
+    assert setup.with_ == {"python-version": "3.11", "update-environment": "false"}
+    cache = result.step("Restore scrollcase's venv")
+    assert cache.with_["path"] == str(harness.runner_temp / "scrollcase-venv")
+    assert cache.with_["key"].startswith("scrollcase-venv-Linux-X64-3.11")
+    assert result.step("Install scrollcase").status == "skipped"  # cache hit
+
+
+def test_matrix_action_empty_and_hosted_only(harness: Harness) -> None:
+    git(harness.workspace, "checkout", "-q", "main")
+    empty = harness.run(ACTIONS / "matrix", {"changed-since": "main"})
+    assert empty.outputs == {"matrix": '{"include":[]}', "empty": "true", "count": "0"}, empty.log()
+    hosted = harness.run(ACTIONS / "matrix", {"hosted-only": "true"})
+    entries = json.loads(hosted.outputs["matrix"])["include"]
+    assert [e["targetId"] for e in entries] == ["linux-x86_64-cpu", "osx-arm64-metal"]
+
+
+def test_matrix_action_runner_map_and_all_on_inputs(harness: Harness) -> None:
+    (harness.workspace / "runners.yml").write_text('version: 1\nrunners:\n  "*-cpu": [cpu-pool]\n')
+    (harness.workspace / "docs.md").write_text("changed\n")
+    git(harness.workspace, "add", ".")
+    git(harness.workspace, "commit", "-q", "-m", "docs")
+    result = harness.run(ACTIONS / "matrix", {"changed-since": "main", "runner-map": "runners.yml",
+                                              "all-on": "docs.md\n*.txt\n"})
+    entries = json.loads(result.outputs["matrix"])["include"]
+    assert len(entries) == 3, result.log()
+    assert next(e for e in entries if e["targetId"] == "linux-x86_64-cpu")["runs-on"] == ["cpu-pool"]
+
+
+def test_matrix_action_bad_recipe_fails_with_an_annotation(harness: Harness) -> None:
+    recipe = harness.workspace / "recipes" / "tiny-mlp-linux-x86_64-cpu" / "recipe.json"
+    data = json.loads(recipe.read_text())
+    data["target"]["accelerator"] = "gpu"
+    recipe.write_text(json.dumps(data))
+    result = harness.run(ACTIONS / "matrix", {})
+    assert result.failed and result.step("Compute the matrix").status == "failure"
+    assert any(a.startswith("::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json") and
+               "target.accelerator" in a for a in result.annotations), result.log()
+
+
+def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tmp_path: Path) -> None:
+    """With cache: false the venv is created by the base python and scrollcase pip-installed from
+    the action's own checkout (two folders above actions/<name>)."""
+    log = tmp_path / "calls.log"
+    venv_python = harness.runner_temp / "scrollcase-venv" / "bin" / "python"
+    venv_python.unlink()
+    base = tmp_path / "base-python"
+    base.write_text(f"""#!/bin/bash
+if [ "$1 $2" = "-m venv" ]; then
+  echo "venv $*" >> "{log}"
+  mkdir -p "$4/bin"
+  cat > "$4/bin/python" <<'EOS'
+#!/bin/bash
+if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; exit 0; fi
+PYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"
+EOS
+  chmod +x "$4/bin/python"
+  exit 0
+fi
+exec "{sys.executable}" "$@"
+""")
+    base.chmod(0o755)
+    harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    result = harness.run(ACTIONS / "matrix", {"cache": "false"})
+    assert not result.failed, result.log()
+    assert result.step("Restore scrollcase's venv").status == "skipped"
+    assert result.step("Install scrollcase").status == "success"
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"venv -m venv --clear {harness.runner_temp}/scrollcase-venv"
+    assert calls[1].startswith("pip -m pip install") and calls[1].endswith(f"{ACTIONS}/matrix/../..")
+    assert json.loads(result.outputs["matrix"])["include"]
+
+
+def test_windows_runner_uses_the_scripts_layout(harness: Harness) -> None:
+    """On Windows a venv's interpreter is Scripts/python.exe; the cache key names the OS."""
+    harness.runner_os = "Windows"
+    scrollcase_venv(harness.runner_temp, windows=True)
+    (harness.runner_temp / "scrollcase-venv" / "bin" / "python").unlink()
+    result = harness.run(ACTIONS / "matrix", {})
+    assert not result.failed, result.log()
+    located = result.step("Locate scrollcase").outputs
+    assert located["python"] == f"{harness.runner_temp}/scrollcase-venv/Scripts/python.exe"
+    assert located["key"].startswith("scrollcase-venv-Windows-X64-")
+    assert result.step("Compute the matrix").env["SCROLLCASE_PYTHON"] == located["python"]
+    assert result.outputs["count"] == "3"
+
+
+def test_root_action_runs_any_command_with_one_argument_per_line(harness: Harness) -> None:
+    result = harness.run(ROOT, {"command": "matrix", "args": "--recipes\nrecipes\n--hosted-only\n"})
+    assert not result.failed, result.log()
+    assert result.outputs["empty"] == "false" and result.outputs["count"] == "2"
+    assert harness.run(ROOT, {"command": "matrix", "args": "--recipes\nno such dir"}).failed
+
+
+def make_junit(harness: Harness, failures: int) -> Path:
+    cases = [JUnitCase(f"check {i}", "selftest.code", passed=False, message=f"assert {i} failed",
+                       file="recipes/tiny-mlp-linux-x86_64-cpu/recipe.json", line=i + 1)
+             for i in range(failures)]
+    cases.append(JUnitCase("import json", "selftest.import", passed=True))
+    return write_junit(harness.runner_temp / "given.xml", "self-test", cases)
+
+
+def test_lock_check_action(harness: Harness) -> None:
+    needs_command("lock-check")
+    result = harness.run(ACTIONS / "lock-check", {"recipes": "tiny-mlp-linux-x86_64-cpu"})
+    # The generated recipes have no committed lock: the check must fail and say where.
+    assert result.failed, result.log()
+    assert any("tiny-mlp-linux-x86_64-cpu" in a for a in result.annotations), result.log()
+    assert Path(result.outputs["result-json"]).is_file()
+
+
+def test_verify_action_reports_junit_annotations_and_summary(harness: Harness) -> None:
+    needs_command("verify")
+    result = harness.run(ACTIONS / "verify", {"release": "missing.release.json"})
+    assert result.failed and result.step("Verify the box").status == "failure"
+    assert result.outputs["junit"].endswith("verify-missing.xml")
+    assert result.step("Report results").status == "success", result.log()
+
+
+def test_publish_action_exposes_release_keys_before_uploading(harness: Harness) -> None:
+    needs_command("publish")
+    inputs = {"release": "missing.release.json", "to": str(harness.runner_temp)}
+    result = harness.run(ACTIONS / "publish", inputs)
+    assert result.failed and result.step("Describe the release").status == "failure", result.log()
+    assert result.step("Publish the box").status == "skipped"  # nothing uploads without a valid manifest
+
+
+def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) -> None:
+    """The report step alone (parity's own step needs `scrollcase parity`): 15 failures give 10 error
+    annotations, one counting notice, a summary table and the outputs."""
+    junit = make_junit(harness, 15)
+    result = harness.run(ACTIONS / "parity", {"target": "tiny-mlp-linux-x86_64-cpu", "junit": str(junit)})
+    report = result.step("Report results")
+    assert report.status == "success", result.log()
+    errors = [a for a in report.stdout.splitlines() if a.startswith("::error ")]
+    assert len(errors) == 10 and errors[0].startswith(
+        "::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json,line=1,title=scrollcase parity tiny-mlp")
+    notices = [a for a in report.stdout.splitlines() if a.startswith("::notice")]
+    assert len(notices) == 1 and notices[0].startswith("::notice title=More findings::5 more finding(s)")
+    assert "**1 passed, 15 failed, 0 skipped** of 16" in report.summary
+    assert result.outputs["failed"] == "15" and result.outputs["conclusion"] == "failure"
+    assert result.outputs["junit"] == str(junit)
+    if not has_command("parity"):
+        assert result.step("Check parity").status == "failure"
+
+
+def test_build_verify_publish_actions_end_to_end(tmp_path: Path) -> None:
+    """The real chain on the offline demo recipe: `scrollcase demo` makes the channel, recipe and lock;
+    then the build, verify and publish actions run as a release job would, outputs feeding inputs."""
+    for command in ("demo", "build", "verify", "publish"):
+        needs_command(command)
+    workspace = tmp_path / "workspace"
+    demo_command = [sys.executable, "-m", "scrollcase", "demo", "--workdir", str(workspace), "--quiet"]
+    demo = subprocess.run(demo_command, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=900, check=False)
+    if demo.returncode == 11:  # HostError: the demo cannot package this machine's Python
+        pytest.skip(demo.stderr.strip())
+    assert demo.returncode == 0, demo.stderr
+    (recipe_id,) = [p.name for p in (workspace / "recipes").iterdir()]
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    scrollcase_venv(temp)
+    harness = Harness(workspace=workspace, runner_temp=temp, uses_outputs=standard_uses())
+
+    build = harness.run(ACTIONS / "build", {"recipe": recipe_id, "out": "dist"})
+    assert not build.failed, build.log()
+    release = Path(build.outputs["release"])
+    archive = Path(build.outputs["archive"])
+    assert release.is_absolute() and release.is_file() and archive.is_file()
+    assert release.parent == workspace / "dist"
+    assert len(build.outputs["sha256"]) == 64 and build.outputs["self-test"] == "passed"
+    assert build.outputs["target-id"] in recipe_id and build.outputs["failed"] == "0"
+    assert Path(build.outputs["junit"]).is_file()
+    assert json.loads(Path(build.outputs["result-json"]).read_text(encoding="utf-8"))
+    assert "passed, 0 failed" in build.summary and build.annotations == []
+
+    verify = harness.run(ACTIONS / "verify", {"release": build.outputs["release"]})
+    assert not verify.failed, verify.log()
+    assert verify.outputs["conclusion"] == "success" and Path(verify.outputs["junit"]).is_file()
+
+    store = tmp_path / "store"
+    publish = harness.run(ACTIONS / "publish", {"release": build.outputs["release"], "to": str(store)})
+    assert not publish.failed, publish.log()
+    assert (store / publish.outputs["archive-key"]).read_bytes() == archive.read_bytes()
+    assert (store / publish.outputs["release-key"]).is_file()
+    assert publish.outputs["sha256"] == build.outputs["sha256"]
+    again = harness.run(ACTIONS / "publish", {"release": build.outputs["release"], "to": str(store)})
+    assert not again.failed, again.log()  # identical bytes: a no-op, not a conflict

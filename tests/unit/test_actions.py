@@ -1,0 +1,155 @@
+"""Static rules for every composite action and workflow: inputs via env, no ${{ }} in run, shells,
+pinned nested actions, outputs that point at real steps."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTION_FILES = sorted([ROOT / "action.yml", *(ROOT / "actions").glob("*/action.yml")])
+WORKFLOW_FILES = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+SUB_ACTIONS = {"matrix", "lock-check", "build", "parity", "verify", "publish"}
+PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@\s]+)?@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"@[0-9a-f]{40} # v\d+(\.\d+)*$")
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if True in data:  # YAML 1.1 reads the key `on` as a boolean
+        data["on"] = data.pop(True)
+    return data  # type: ignore[no-any-return]
+
+
+def action_steps(path: Path) -> list[dict[str, Any]]:
+    return load(path)["runs"]["steps"]  # type: ignore[no-any-return]
+
+
+def workflow_steps(path: Path) -> list[dict[str, Any]]:
+    return [s for job in load(path)["jobs"].values() for s in job.get("steps", [])]
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_every_action_and_workflow_exists() -> None:
+    assert {p.parent.name for p in ACTION_FILES if p.parent != ROOT} == SUB_ACTIONS
+    assert {p.name for p in WORKFLOW_FILES} >= {"ci.yml", "recipes.yml", "release.yml", "major-tag.yml"}
+
+
+@pytest.mark.parametrize("path", ACTION_FILES, ids=rel)
+def test_every_input_is_forwarded_through_env(path: Path) -> None:
+    data = load(path)
+    env_values = " ".join(str(v) for s in data["runs"]["steps"] for v in (s.get("env") or {}).values())
+    for name in data["inputs"]:
+        assert f"${{{{ inputs.{name} }}}}" in env_values, f"{rel(path)}: input {name!r} never reaches env:"
+    assert data["runs"]["using"] == "composite"
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=rel)
+def test_run_steps_have_a_shell_and_no_expressions(path: Path) -> None:
+    steps = action_steps(path) if path in ACTION_FILES else workflow_steps(path)
+    for step in (s for s in steps if "run" in s):
+        where = f"{rel(path)}: step {step.get('name')!r}"
+        assert "${{" not in step["run"], f"{where} expands an expression in run:"
+        assert step.get("shell") == "bash", f"{where} has no shell: bash"
+
+
+@pytest.mark.parametrize("path", ACTION_FILES + WORKFLOW_FILES, ids=rel)
+def test_nested_actions_are_pinned_by_full_sha_with_version_comment(path: Path) -> None:
+    data = load(path)
+    steps = action_steps(path) if path in ACTION_FILES else workflow_steps(path)
+    uses = [s["uses"] for s in steps if "uses" in s]
+    if path in WORKFLOW_FILES:
+        uses += [j["uses"] for j in data["jobs"].values() if "uses" in j]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for ref in uses:
+        if ref.startswith("./"):
+            continue
+        assert PINNED.match(ref), f"{rel(path)}: {ref} is not pinned by a 40-hex SHA"
+        line = next(x for x in lines if ref in x)
+        assert VERSION_COMMENT.search(line), f"{rel(path)}: {ref} has no `# vX.Y.Z` comment"
+
+
+@pytest.mark.parametrize("path", ACTION_FILES, ids=rel)
+def test_setup_python_leaves_the_users_python_alone(path: Path) -> None:
+    setup = action_steps(path)[0]
+    assert setup["uses"].startswith("actions/setup-python@")
+    assert setup["with"]["update-environment"] is False
+
+
+def test_setup_steps_are_identical_in_every_action() -> None:
+    heads = {rel(p): action_steps(p)[:4] for p in ACTION_FILES}
+    first = next(iter(heads.values()))
+    assert all(head == first for head in heads.values())
+    cache = first[2]
+    assert cache["uses"].startswith("actions/cache@") and cache["if"] == "steps.venv.outputs.cache == 'true'"
+    assert first[3]["if"] == "steps.cache.outputs.cache-hit != 'true'"
+
+
+@pytest.mark.parametrize("path", ACTION_FILES, ids=rel)
+def test_outputs_point_at_existing_steps(path: Path) -> None:
+    data = load(path)
+    ids = {s.get("id") for s in data["runs"]["steps"]}
+    for name, output in (data.get("outputs") or {}).items():
+        found = re.fullmatch(r"\$\{\{ steps\.([\w-]+)\.outputs\.([\w-]+) \}\}", output["value"])
+        assert found and found.group(1) in ids, f"{rel(path)}: output {name} -> {output['value']}"
+
+
+def test_build_action_exposes_the_promised_outputs() -> None:
+    outputs = load(ROOT / "actions" / "build" / "action.yml")["outputs"]
+    assert {"archive", "release", "sha256", "junit", "result-json"} <= set(outputs)
+    assert {"matrix", "empty"} <= set(load(ROOT / "actions" / "matrix" / "action.yml")["outputs"])
+
+
+def test_workflows_start_with_no_permissions_and_grant_per_job() -> None:
+    for path in WORKFLOW_FILES:
+        data = load(path)
+        assert data["permissions"] == {}, rel(path)
+        for name, job in data["jobs"].items():
+            assert "permissions" in job, f"{rel(path)}: job {name} does not declare permissions"
+
+
+def test_checkouts_do_not_persist_credentials() -> None:
+    for path in WORKFLOW_FILES:
+        for step in workflow_steps(path):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, rel(path)
+
+
+def test_recipes_workflow_keeps_forks_off_self_hosted_runners() -> None:
+    data = load(ROOT / ".github" / "workflows" / "recipes.yml")
+    assert "pull_request_target" not in data["on"]
+    matrix_step = next(s for s in data["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
+    assert "head.repo.fork" in matrix_step["with"]["hosted-only"]
+    build = data["jobs"]["build"]
+    assert build["runs-on"] == "${{ matrix.runs-on }}"
+    guard = build["steps"][0]
+    assert "head.repo.fork" in guard["if"] and "exit 1" in guard["run"]
+    aggregator = data["jobs"]["recipes-ok"]
+    assert aggregator["if"] == "always()" and set(aggregator["needs"]) == set(data["jobs"]) - {"recipes-ok"}
+    parity = next(s for s in build["steps"] if s.get("id") == "parity")
+    assert parity["if"] == "matrix.parity"
+    uploads = [s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert uploads and uploads[0]["if"] == "always()"
+
+
+def test_release_workflow_publishes_from_a_protected_environment_with_oidc() -> None:
+    data = load(ROOT / ".github" / "workflows" / "release.yml")
+    publish = data["jobs"]["publish"]
+    assert publish["environment"] == "release"
+    assert publish["permissions"] == {"contents": "read", "id-token": "write"}
+    aws = "aws-actions/configure-aws-credentials@"
+    assert any(s.get("uses", "").startswith(aws) for s in publish["steps"])
+    for name, job in data["jobs"].items():
+        if name != "publish":
+            assert "id-token" not in job["permissions"], name
+    # No caches on the release path: every scrollcase action gets cache: "false".
+    for step in workflow_steps(ROOT / ".github" / "workflows" / "release.yml"):
+        if step.get("uses", "").startswith("./actions/"):
+            assert step["with"]["cache"] == "false", step["uses"]
