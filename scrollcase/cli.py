@@ -48,7 +48,8 @@ def _render_error(error: ScrollcaseError, console: Console) -> None:
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from scrollcase.github import report
 
-        report.annotate_error(error, stream=sys.stdout)
+        # Workflow commands on stderr in --json mode keep stdout parseable; GitHub reads both.
+        report.annotate_error(error, stream=sys.stderr if console.json_mode else sys.stdout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,7 +27,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
         'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.',
     )
-    p.add_argument("which", choices=sorted(SCHEMAS), help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)")
+    p.add_argument("which", choices=sorted(SCHEMAS),
+                   help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)")
     p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
     p.set_defaults(handler=run)
 
