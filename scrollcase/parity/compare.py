@@ -116,7 +116,8 @@ def _feed(run: _Running, ref_raw: NDArray[np.generic], cand_raw: NDArray[np.gene
     ref, cand, diff, scratch = (buffer[:n] for buffer in work)
     np.copyto(ref, ref_raw, casting="unsafe")
     np.copyto(cand, cand_raw, casting="unsafe")
-    ref_sq, cand_sq = float(np.dot(ref, ref)), float(np.dot(cand, cand))
+    with np.errstate(over="ignore", invalid="ignore"):  # NaN/Inf/overflow are checked just below
+        ref_sq, cand_sq = float(np.dot(ref, ref)), float(np.dot(cand, cand))
     if not _check_finite(run, ref, cand, ref_sq, cand_sq):
         return False
     run.dot += float(np.dot(ref, cand))
