@@ -198,17 +198,17 @@ def compare_output(name: str, accelerator: str, ref: OutputSet, cand: OutputSet,
 
 def _outcome(name: str, accelerator: str, run: _Running, info: ArrayInfo, tol: Tolerances) -> ParityOutcome:
     if run.nonfinite:
+        index = _index(run.worst_flat, info)
         return ParityOutcome(accelerator=accelerator, output=name, passed=False, elements=info.size,
-                             message=f"non-finite value: {run.nonfinite} "
-                                     f"(index {_index(run.worst_flat, info)})")
+                             worstIndex=index, message=f"non-finite value: {run.nonfinite} (index {index})")
     cosine = _cosine(run)
     worst_index = _index(run.worst_flat, info)
     failures = []
     if run.violations:
         failures.append(
             f"{run.violations} of {run.elements} element(s) exceed |a-b| <= {tol.absolute:g} + "
-            f"{tol.relative:g}*|ref|; worst at {worst_index}: reference {run.worst_ref!r}, "
-            f"candidate {run.worst_cand!r}, |a-b| {abs(run.worst_cand - run.worst_ref):.6g}")
+            f"{tol.relative:g}*|ref|; worst at {worst_index}: reference {run.worst_ref:.9g}, "
+            f"candidate {run.worst_cand:.9g}, |a-b| {abs(run.worst_cand - run.worst_ref):.6g}")
     if cosine is None:
         side = "reference" if run.ref_sq == 0 else "candidate"
         failures.append(f"{side} is an all-zero vector: cosine similarity is undefined")

@@ -71,9 +71,12 @@ def run_parity(script: Path, python: Path, accelerators: Sequence[str], tol: Tol
                output_root: Path, *, timeout: float = 600.0, box_dir: Path | None = None,
                on_run: Callable[[RunRecord], None] | None = None) -> ParityReport:
     """The whole gate: plan, execute each run, compare.  ``on_run(record)`` reports progress."""
+    # Absolute paths because each run's working directory is its output folder.  absolute(), not
+    # resolve(): a venv's python is a symlink, and following it would leave the venv.
     records = []
-    for run in plan_runs(script.resolve(), accelerators, output_root.resolve(), box_dir):
-        record = execute(run, python, timeout)
+    box = box_dir.absolute() if box_dir else None
+    for run in plan_runs(script.absolute(), accelerators, output_root.absolute(), box):
+        record = execute(run, python.absolute(), timeout)
         if on_run is not None:
             on_run(record)
         records.append(record)
