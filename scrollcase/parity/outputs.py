@@ -1,8 +1,8 @@
 """Reading saved parity outputs in bounded memory: an ``.npz`` archive or a folder of ``.npy`` files.
 
 ``.npz`` members are streamed (zip member stream + the ``.npy`` header read with
-``numpy.lib.format``), so compressed archives work too; ``.npy`` files are memory-mapped.  Either
-way a caller only ever holds one chunk.  Pickled (object) arrays are refused: outputs are numbers.
+``numpy.lib.format``), so compressed archives work too; ``.npy`` files are read the same way.
+Either way a caller only ever holds one chunk.  Pickled (object) arrays are refused: outputs are numbers.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class NpzOutputs:
 
 @dataclass
 class NpyDirOutputs:
-    """A folder of ``NAME.npy`` files, memory-mapped one at a time."""
+    """A folder of ``NAME.npy`` files, each streamed on demand."""
 
     path: Path
 
@@ -113,18 +113,15 @@ class NpyDirOutputs:
         return out
 
     def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
+        # Plain reads rather than np.load(mmap_mode="r"): a memory map's touched pages count as
+        # resident, so a 1 GB output would show as 1 GB of RSS; reads keep one chunk at a time.
         file = self.path / f"{name}.npy"
         try:
-            array = np.load(file, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise ParityError(f"cannot read {file}: {exc}", fix=SAVE_FIX) from None
-        flat = array.reshape(-1, order="F" if _is_fortran(array) else "C")
-        for start in range(0, flat.size, size):
-            yield np.asarray(flat[start:start + size])
-
-
-def _is_fortran(array: NDArray[np.generic]) -> bool:
-    return bool(array.flags.f_contiguous and not array.flags.c_contiguous)
+            with file.open("rb") as stream:
+                info = read_header(stream, str(file))
+                yield from _read_chunks(stream, info, size, str(file))
+        except OSError as exc:
+            raise ParityError(f"cannot read {file}: {exc.strerror}", fix=SAVE_FIX) from None
 
 
 def open_outputs(path: Path) -> NpzOutputs | NpyDirOutputs:

@@ -49,7 +49,7 @@ def test_a_folder_holding_outputs_npz_is_read_as_that_file(tmp_path: Path) -> No
     assert isinstance(open_outputs(tmp_path), NpzOutputs)
 
 
-def test_folder_of_npy_files_is_memory_mapped(tmp_path: Path) -> None:
+def test_folder_of_npy_files_is_streamed(tmp_path: Path) -> None:
     for name, array in ARRAYS.items():
         np.save(tmp_path / f"{name}.npy", array)
     outputs = open_outputs(tmp_path)
