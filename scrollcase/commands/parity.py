@@ -33,13 +33,21 @@ COMPARE = "compare"
 USAGE = ("scrollcase parity RECIPE|RELEASE.json [--accelerators cpu,cuda] [--junit PATH] [--timeout S]\n"
          "                         [--box DIR | --python PATH] [--recipe-dir DIR] [--keep-outputs DIR]\n"
          "       scrollcase parity compare REF CAND --absolute A --relative R --minimum-cosine C")
+DESCRIPTION = """\
+Run the recipe's parity script with the box's own interpreter once per accelerator
+(parity.accelerators, the first is the reference) and compare every output with the reference's:
+each element must satisfy |a-b| <= absolute + relative*|ref| and the cosine similarity must reach
+minimumCosine.  Results go to a table (or --json), to --junit, and into the release manifest.
+
+`parity compare REF CAND` compares two saved output sets (.npz, or folders of .npy) the same way.
+Exit codes: 0 passed, 7 a parity check failed, 2 usage, 3 recipe, 8 archive integrity."""
 FAIL_FIX = ("keep the outputs with --keep-outputs DIR and inspect them with `scrollcase parity compare`; "
             "widen parity.tolerances in recipe.json only if the difference is expected")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(NAME, parents=[common], usage=USAGE, help="prove the box computes the same on "
-                       "every accelerator (the parity gate)", description=__doc__,
+                       "every accelerator (the parity gate)", description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="RECIPE|RELEASE.json|compare",
                    help="a recipe (id, folder or recipe.json), a *.release.json, or `compare`")
