@@ -71,9 +71,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=run_command)
 
 
+RUN_OPTIONS = ("accelerators", "junit", "box", "python", "recipe_dir", "keep_outputs")
+COMPARE_OPTIONS = ("absolute", "relative", "minimum_cosine")
+
+
+def _reject(args: argparse.Namespace, names: tuple[str, ...], form: str, fix: str) -> None:
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be used with {form}", fix=fix)
+
+
 def run_command(args: argparse.Namespace, console: Console) -> int:
     if args.target == COMPARE:
+        _reject(args, RUN_OPTIONS, "`parity compare`", "compare takes only REF CAND and the tolerances")
         return _compare(args, console)
+    _reject(args, COMPARE_OPTIONS, "a parity run", "a run uses parity.tolerances from recipe.json")
     if args.paths:
         raise UsageError(f"unexpected arguments {' '.join(args.paths)!r} after {args.target!r}",
                          fix="`scrollcase parity RECIPE` takes one recipe or release manifest")

@@ -132,6 +132,8 @@ def test_compare_saved_outputs(project: Path) -> None:
     (["compare", "a", "b", "--absolute", "0", "--relative", "1", "--minimum-cosine", "1"],
      "invalid tolerances"),
     ([RECIPE_ID, "extra"], "unexpected arguments 'extra'"),
+    (["compare", "a", "b", "--junit", "x.xml"], "--junit cannot be used with `parity compare`"),
+    ([RECIPE_ID, "--absolute", "1"], "--absolute cannot be used with a parity run"),
 ])
 def test_usage_errors(project: Path, args: list[str], message: str) -> None:
     done = cli(project, *args)
