@@ -20,6 +20,7 @@ from scrollcase.release import ParityOutcome
 
 RUN_OUTPUT = "<run>"  # the ``output`` name of an outcome about the script run itself
 STDERR_TAIL_LINES = 20
+MAX_META_CHARS = 64 * 1024
 # Names a script may use for the device it ran on, mapped to scrollcase's accelerator names.
 DEVICE_ALIASES = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda", "metal": "metal", "mps": "metal"}
 
@@ -58,6 +59,8 @@ def parse_meta(text: str | None, where: str) -> tuple[dict[str, Any], str | None
     """meta.json content (or None when absent) -> (metadata, problem)."""
     if text is None:
         return {}, None
+    if len(text) > MAX_META_CHARS:  # it is copied into the release manifest
+        return {}, f"{where} is {len(text)} characters; at most {MAX_META_CHARS} are allowed"
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -85,7 +85,8 @@ def test_stderr_is_cut_to_its_tail() -> None:
 
 @pytest.mark.parametrize(("text", "problem"), [
     ("not json", "is not valid JSON"), ("[1]", "must hold a JSON object, got list"),
-    ('{"accelerator": 3}', '"accelerator" must be a string')])
+    ('{"accelerator": 3}', '"accelerator" must be a string'),
+    (json.dumps({"accelerator": "cuda", "log": "x" * 70000}), "at most 65536 are allowed")])
 def test_bad_meta_is_reported(text: str, problem: str) -> None:
     assert problem in (parse_meta(text, "cuda/meta.json")[1] or "")
     outcome, _ = judge_run(run_for("cuda"), result(), text, True, 60)
