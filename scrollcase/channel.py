@@ -104,7 +104,8 @@ def package_bytes(spec: PackageSpec) -> bytes:
                 _add(tar, f.path, f.data, f.mode)
         _add(tar, "info/index.json", json.dumps(_index_json(spec), indent=2, sort_keys=True).encode())
         _add(tar, "info/paths.json", json.dumps(_paths_json(spec.files), indent=2).encode())
-        _add(tar, "info/files", "".join(f.path + "\n" for f in sorted(spec.files, key=lambda f: f.path)).encode())
+        listing = "".join(f.path + "\n" for f in sorted(spec.files, key=lambda f: f.path))
+        _add(tar, "info/files", listing.encode())
         prefix_files = [f for f in spec.files if f.prefix_mode]
         if prefix_files:
             lines = "".join(f"{PREFIX_PLACEHOLDER} {f.prefix_mode} {f.path}\n" for f in prefix_files)

@@ -17,20 +17,21 @@ EPILOG = "exit codes: 0 ok; " + "; ".join(f"{code} {name}" for name, code in sor
     EXIT_CODES.items(), key=lambda item: item[1])) + "; 130 interrupted"
 
 
-def _common_options() -> argparse.ArgumentParser:
+def _common_options(default: object) -> argparse.ArgumentParser:
+    # Sub-commands get SUPPRESS defaults so `scrollcase --json CMD` is not reset by CMD's own default.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
-    common.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
+    common.add_argument("--json", action="store_true", default=default, help="print machine-readable JSON on stdout")
+    common.add_argument("-q", "--quiet", action="store_true", default=default, help="no progress output on stderr")
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common_options()
+    common = _common_options(argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="scrollcase",
         description="Build, prove and publish self-contained Python boxes for ML model runtimes.",
         epilog=EPILOG,
-        parents=[common],
+        parents=[_common_options(False)],
     )
     parser.add_argument("--version", action="version", version=f"scrollcase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -7,6 +7,7 @@ assume, the target ID that names the box, and whether this machine can build it 
 from __future__ import annotations
 
 import platform as _platform
+import re
 import sys
 from dataclasses import dataclass
 from typing import Literal
@@ -36,6 +37,8 @@ SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     ("osx", "x86_64"): ("cpu",),
 }
 
+CUDA_VERSION_RE = re.compile(r"^\d+\.\d+$")
+
 # glibc the solver may assume for Linux targets: the manylinux_2_28 baseline most CUDA stacks need.
 DEFAULT_GLIBC = "2.28"
 DEFAULT_MACOS = {"arm64": "11.0", "x86_64": "10.15"}
@@ -43,7 +46,7 @@ DEFAULT_MACOS = {"arm64": "11.0", "x86_64": "10.15"}
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """A validated target.  Construct through :func:`make_target` or the recipe model."""
+    """A validated target.  Construct through :func:`make_target`, :func:`parse_target_id` or the recipe."""
 
     platform: str
     arch: str
@@ -85,21 +88,35 @@ def target_id(platform: str, arch: str, accelerator: str, cuda_version: str | No
     return f"{platform}-{arch}-{suffix}"
 
 
+def supported_pairs() -> str:
+    return ", ".join(f"{p}-{a}" for p, a in SUPPORTED)
+
+
 def target_problem(platform: str, arch: str, accelerator: str, cuda_version: str | None) -> str | None:
     """Why this combination is not a supported target, or None when it is."""
     if platform == "osx" and accelerator == "cuda":
-        return "macOS has no CUDA target — use metal (accelerator: \"metal\" on arch \"arm64\")"
+        return 'macOS has no CUDA target — use metal (accelerator "metal" on arch "arm64")'
     if (platform, arch) not in SUPPORTED:
-        known = ", ".join(f"{p}-{a}" for p, a in SUPPORTED)
-        return f"{platform}-{arch} is not a supported platform/arch pair (supported: {known})"
+        return f"{platform}-{arch} is not a supported platform/arch pair (supported: {supported_pairs()})"
     allowed = SUPPORTED[(platform, arch)]
     if accelerator not in allowed:
-        return f"accelerator {accelerator!r} is not available on {platform}-{arch} (use one of: {', '.join(allowed)})"
+        choices = ", ".join(allowed)
+        return f"accelerator {accelerator!r} is not available on {platform}-{arch} (use one of: {choices})"
     if accelerator == "cuda" and not cuda_version:
-        return "cudaVersion is required for a CUDA target (major.minor, e.g. \"12.4\")"
+        return 'cudaVersion is required for a CUDA target (major.minor, e.g. "12.4")'
+    if accelerator == "cuda" and cuda_version and not CUDA_VERSION_RE.fullmatch(cuda_version):
+        return f'cudaVersion {cuda_version!r} must be major.minor, e.g. "12.4"'
     if accelerator != "cuda" and cuda_version:
         return f"cudaVersion is only allowed for CUDA targets, not {accelerator!r}: remove it"
     return None
+
+
+def make_target(platform: str, arch: str, accelerator: str, cuda_version: str | None = None) -> TargetSpec:
+    """A TargetSpec for a supported combination; raises ValueError with the reason otherwise."""
+    problem = target_problem(platform, arch, accelerator, cuda_version)
+    if problem:
+        raise ValueError(problem)
+    return TargetSpec(platform, arch, accelerator, cuda_version)
 
 
 def all_targets(cuda_versions: tuple[str, ...] = ("12.4",)) -> list[TargetSpec]:
@@ -118,24 +135,41 @@ def parse_target_id(text: str) -> TargetSpec:
     """``linux-x86_64-cuda12.4`` -> TargetSpec; raises ValueError with the reason."""
     parts = text.split("-")
     if len(parts) != 3:
-        raise ValueError(f"target ID {text!r} must look like <platform>-<arch>-<accelerator>")
+        raise ValueError(
+            f"target ID {text!r} must look like <platform>-<arch>-<accelerator>, e.g. linux-x86_64-cuda12.4"
+        )
     plat, arch, accel = parts
     cuda: str | None = None
     if accel.startswith("cuda"):
         cuda, accel = accel[4:] or None, "cuda"
-    problem = target_problem(plat, arch, accel, cuda)
-    if problem:
-        raise ValueError(problem)
-    return TargetSpec(plat, arch, accel, cuda)
+    return make_target(plat, arch, accel, cuda)
 
 
-def host_platform() -> tuple[str, str]:
-    """(platform, arch) of this machine in scrollcase's vocabulary."""
-    plat = {"linux": "linux", "win32": "windows", "darwin": "osx"}.get(sys.platform, sys.platform)
-    machine = _platform.machine().lower()
-    arch = {"amd64": "x86_64", "x64": "x86_64", "arm64": "arm64", "aarch64": "aarch64"}.get(machine, machine)
+def split_recipe_id(recipe_id: str) -> tuple[str, TargetSpec] | None:
+    """``tiny-mlp-linux-x86_64-cpu`` -> ("tiny-mlp", target); None when no target ID ends it."""
+    parts = recipe_id.split("-")
+    if len(parts) < 4:
+        return None
+    try:
+        spec = parse_target_id("-".join(parts[-3:]))
+    except ValueError:
+        return None
+    return "-".join(parts[:-3]), spec
+
+
+_SYS_PLATFORMS = {"linux": "linux", "win32": "windows", "cygwin": "windows", "darwin": "osx"}
+_MACHINES = {"amd64": "x86_64", "x64": "x86_64", "x86_64": "x86_64", "arm64": "arm64", "aarch64": "aarch64"}
+
+
+def host_platform(sys_platform: str | None = None, machine: str | None = None) -> tuple[str, str]:
+    """(platform, arch) of this machine (or of the given ``sys.platform``/``machine()``) in our vocabulary."""
+    raw_platform = sys.platform if sys_platform is None else sys_platform
+    raw_machine = (_platform.machine() if machine is None else machine).lower()
+    plat = _SYS_PLATFORMS.get(raw_platform, raw_platform)
+    arch = _MACHINES.get(raw_machine, raw_machine)
+    # Apple calls it arm64 and Linux calls it aarch64; the registry follows each OS's name.
     if plat == "osx" and arch == "aarch64":
         arch = "arm64"
-    if plat == "linux" and arch == "arm64":
+    if plat in ("linux", "windows") and arch == "arm64":
         arch = "aarch64"
     return plat, arch

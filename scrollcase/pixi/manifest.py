@@ -7,6 +7,7 @@ the default feature plus ``[target.<subdir>]`` overrides.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from collections.abc import Mapping
@@ -75,25 +76,88 @@ class PixiManifest:
         return None, ""
 
     def line_of(self, key: str, table: str | None = None) -> int | None:
-        """1-based line where ``key`` (optionally inside ``[table]``) is set, best effort."""
-        lines = self.text.splitlines()
-        start = 0
-        if table:
-            header = re.compile(rf"^\s*\[{re.escape(table)}\]\s*(#.*)?$")
-            for i, line in enumerate(lines):
-                if header.match(line):
-                    start = i + 1
-                    break
-            else:
-                return None
-        pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-        for i in range(start, len(lines)):
-            if table and lines[i].lstrip().startswith("[") and i > start - 1 and not pattern.match(lines[i]):
-                if re.match(r"^\s*\[[^\]]", lines[i]):
-                    break
-            if pattern.match(lines[i]):
-                return i + 1
+        """1-based line where ``key`` is set inside ``[table]`` (``None``: the top level).
+
+        Understands quoted and dotted keys, ``[project]`` as the old name of ``[workspace]``, and
+        skips multi-line strings and arrays so a key inside them is never mistaken for a setting.
+        A table that only exists as a header (``[system-requirements]``) is found with key ``""``.
+        """
+        lines = key_lines(self.text)
+        for candidate in _table_aliases(table or ""):
+            found = lines.get((candidate, key))
+            if found is not None:
+                return found
         return None
+
+
+def _table_aliases(table: str) -> tuple[str, ...]:
+    if table == "workspace" or table.startswith("workspace."):
+        return (table, "project" + table[len("workspace"):])
+    return (table,)
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY_PART = re.compile(r"""[A-Za-z0-9_-]+|"[^"]*"|'[^']*'""")
+_KEY = re.compile(rf"^\s*((?:{_KEY_PART.pattern})(?:\s*\.\s*(?:{_KEY_PART.pattern}))*)\s*=")
+
+
+def _dotted(text: str) -> list[str]:
+    return [part.strip("\"'") for part in _KEY_PART.findall(text)]
+
+
+@functools.lru_cache(maxsize=64)
+def key_lines(text: str) -> dict[tuple[str, str], int]:
+    """(table, key) -> first line for every key set in ``text``; a header records (table, "")."""
+    out: dict[tuple[str, str], int] = {}
+    table = ""
+    depth = 0  # open [ or { of a value still spanning lines
+    in_string: str | None = None  # the delimiter of an open multi-line string
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_string is not None:
+            if line.count(in_string) % 2 == 1:
+                in_string = None
+            continue
+        if depth == 0:
+            header = _HEADER.match(line)
+            if header:
+                table = ".".join(_dotted(header.group(1)))
+                out.setdefault((table, ""), number)
+                continue
+            key = _KEY.match(line)
+            if key:
+                parts = _dotted(key.group(1))
+                for split in range(len(parts)):  # a.b.c = 1 also sets a (and a.b) here
+                    inner = ".".join([table, *parts[:split]]).strip(".")
+                    out.setdefault((inner, ".".join(parts[split:])), number)
+                    out.setdefault((inner, parts[split]), number)
+        in_string, depth = _scan_value(line, depth)
+    return out
+
+
+def _scan_value(line: str, depth: int) -> tuple[str | None, int]:
+    """Track bracket depth and an opened multi-line string across one line (outside strings)."""
+    i = 0
+    while i < len(line):
+        for delim in ('"""', "'''"):
+            if line.startswith(delim, i):
+                close = line.find(delim, i + 3)
+                if close < 0:
+                    return delim, depth
+                i = close + 3
+                break
+        else:
+            char = line[i]
+            if char == "#":
+                break
+            if char in "\"'":
+                close = i + 1
+                while close < len(line) and line[close] != char:
+                    close += 2 if char == '"' and line[close] == "\\" else 1
+                i = close + 1
+                continue
+            depth += 1 if char in "[{" else -1 if char in "]}" else 0
+            i += 1
+    return None, max(depth, 0)
 
 
 def _selector_matches(selector: str, subdir: str) -> bool:
@@ -131,13 +195,90 @@ def _platforms(raw: Any) -> tuple[PlatformEntry, ...]:
     return tuple(out)
 
 
+def toml11_to_toml10(text: str) -> str:
+    """Rewrite TOML 1.1 inline tables (newlines, comments, trailing commas inside ``{}``), which pixi
+    accepts since 0.73 but Python's tomllib (TOML 1.0) does not, into one-line TOML 1.0 form.
+    Line breaks move to just after the table so later line numbers stay right."""
+    out: list[str] = []
+    depth, i, held = 0, 0, 0  # held: newlines removed inside the current inline table
+    while i < len(text):
+        char = text[i]
+        for delim in ('"""', "'''", '"', "'"):
+            if text.startswith(delim, i):
+                end = _string_end(text, i, delim)
+                out.append(text[i:end])
+                i = end
+                break
+        else:
+            if depth and char == "#":
+                while i < len(text) and text[i] != "\n":
+                    i += 1
+                continue
+            if depth and char == "\n":
+                out.append(" ")
+                held += 1
+            elif char == "}" and depth:
+                while out and out[-1].isspace():
+                    out.pop()
+                if out and out[-1] == ",":
+                    out.pop()
+                out.append(" }")
+                depth -= 1
+                if depth == 0:
+                    out.append("\n" * held if held else "")
+                    held = 0
+                    while i + 1 < len(text) and text[i + 1] != "\n" and text[i + 1] in " \t":
+                        i += 1
+                    if held == 0 and out[-1] == "":
+                        out.pop()
+            else:
+                depth += char == "{"
+                out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _string_end(text: str, start: int, delim: str) -> int:
+    i = start + len(delim)
+    while i < len(text):
+        if delim[0] == '"' and text[i] == "\\":
+            i += 2
+            continue
+        if text.startswith(delim, i):
+            return i + len(delim)
+        if len(delim) == 1 and text[i] == "\n":
+            return i
+        i += 1
+    return len(text)
+
+
+def _load_toml(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        if "{" not in text:
+            raise
+        try:
+            return tomllib.loads(toml11_to_toml10(text))
+        except tomllib.TOMLDecodeError:
+            pass
+        raise
+
+
+def _channel(entry: Any) -> str:
+    return entry if isinstance(entry, str) else str(entry.get("channel"))
+
+
 def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
     try:
-        data = tomllib.loads(text)
+        data = _load_toml(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
+        # Python < 3.14 only puts the position in the message: "... (at line 3, column 7)".
+        where = re.search(r"at line (\d+), column (\d+)", str(exc))
+        line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
         raise ManifestError(f"{file} is not valid TOML", problems=[Problem(
-            message=str(exc), file=file, line=line, fix="fix the TOML syntax at that position")]) from None
+            message=str(exc), file=file, line=line, column=column,
+            fix="fix the TOML syntax at that position")]) from None
     workspace = data.get("workspace") or data.get("project")
     if not isinstance(workspace, Mapping):
         raise ManifestError(f"{file} has no [workspace] table", problems=[Problem(
@@ -149,7 +290,7 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
         file=file,
         text=text,
         name=workspace.get("name"),
-        channels=tuple(c if isinstance(c, str) else str(c.get("channel")) for c in workspace.get("channels", [])),
+        channels=tuple(_channel(c) for c in workspace.get("channels", [])),
         platforms=_platforms(workspace.get("platforms")),
         system_requirements=dict(data.get("system-requirements") or {}),
         dependencies=deps,
@@ -163,7 +304,7 @@ def load_manifest(path: Path) -> PixiManifest:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(f"{path} does not exist",
-                            fix="create pixi.toml next to recipe.json (see docs: the pixi manifest)") from None
+                            fix="create pixi.toml next to recipe.json (see docs/recipes.md)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
     return parse_manifest(text, file=str(path))

@@ -1,0 +1,64 @@
+"""``scrollcase schema recipe|release``: JSON Schema (draft 2020-12) for editors and CI linters."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from scrollcase.console import Console
+from scrollcase.errors import UsageError
+from scrollcase.recipe import recipe_json_schema
+from scrollcase.release import release_json_schema
+
+NAME = "schema"
+SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema}
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="print the JSON Schema of recipe.json or *.release.json",
+        description="Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
+        'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.',
+    )
+    p.add_argument("which", choices=sorted(SCHEMAS), help="recipe (recipe.json) or release (*.release.json)")
+    p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
+    p.set_defaults(handler=run)
+
+
+def render_schema(which: str) -> str:
+    return json.dumps(SCHEMAS[which](), indent=2, sort_keys=True) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename, so ``path`` is never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    text = render_schema(args.which)
+    if args.out is None:
+        console.result(json.loads(text), text)
+        return 0
+    try:
+        write_atomically(args.out, text)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {args.out}: {exc.strerror}", fix="choose a writable --out path"
+        ) from None
+    console.progress(f"wrote {args.which} schema to {args.out}")
+    console.result({"schema": args.which, "path": str(args.out)}, None)
+    return 0

@@ -1,0 +1,214 @@
+"""py-rattler at the edge: solve a recipe for its target, write pixi.lock, read locked records back.
+
+Planning is pure (:func:`plan_solve` turns a recipe and its manifest into channels, specs and
+virtual packages); :func:`solve` and :func:`write_lock` are the thin executors that talk to rattler
+and the disk.  No pixi binary and no network are needed when the channels are ``file://`` URLs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scrollcase.errors import LockError, Problem, SolveError, UsageError, describe_path
+from scrollcase.pixi.manifest import PixiManifest, load_manifest
+from scrollcase.recipe_loader import RecipeDir
+from scrollcase.targets import TargetSpec
+
+OVERRIDES_ENV = "SCROLLCASE_CHANNEL_OVERRIDES"
+LOCK_ENVIRONMENT = "default"
+CONDA_FORGE_BASE = "https://conda.anaconda.org/"
+
+
+@dataclass(frozen=True)
+class SolvePlan:
+    """Everything the solver is told, so a failure can be explained in the recipe's terms."""
+
+    recipe_id: str
+    target_id: str
+    subdir: str
+    channels: tuple[str, ...]  # URLs, overrides applied, in priority order
+    specs: tuple[str, ...]
+    virtual_packages: tuple[tuple[str, str], ...]  # (name, version)
+    manifest_file: str
+
+    def describe(self) -> str:
+        vps = ", ".join(f"{n}={v}" for n, v in self.virtual_packages)
+        return (f"recipe {self.recipe_id} (target {self.target_id}, subdir {self.subdir}); "
+                f"channels: {', '.join(self.channels)}; virtual packages: {vps}")
+
+
+def channel_url(channel: str) -> str:
+    """A channel name or URL as the URL a lock records (always with a trailing slash)."""
+    url = channel if "://" in channel else CONDA_FORGE_BASE + channel.strip("/")
+    return url.rstrip("/") + "/"
+
+
+def parse_overrides(items: Sequence[str], env_value: str | None = None) -> dict[str, str]:
+    """``NAME=URL`` pairs from the environment (comma separated) then the command line (which wins)."""
+    pairs = [p for p in (env_value or "").split(",") if p.strip()] + list(items)
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, url = pair.strip().partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise UsageError(f"bad channel override {pair!r}",
+                             fix="write NAME=URL, e.g. conda-forge=file:///srv/mirror/conda-forge "
+                                 f"(several: comma separated in {OVERRIDES_ENV})")
+        out[name.strip()] = url.strip()
+    return out
+
+
+def overrides_from_env(items: Sequence[str] = ()) -> dict[str, str]:
+    return parse_overrides(items, os.environ.get(OVERRIDES_ENV))
+
+
+def apply_overrides(channels: Sequence[str], overrides: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Channel URLs with each channel named (by name or URL) in ``overrides`` replaced by its mirror."""
+    table = {channel_url(k): v for k, v in (overrides or {}).items()}
+    return tuple(channel_url(table.get(channel_url(c), c)) for c in channels)
+
+
+def plan_solve(manifest: PixiManifest, target: TargetSpec, recipe_id: str,
+               overrides: Mapping[str, str] | None = None) -> SolvePlan:
+    """What to ask the solver for ``target``; raises SolveError when rattler alone cannot do it."""
+    if manifest.pypi_dependencies:
+        names = ", ".join(sorted(manifest.pypi_dependencies))
+        raise SolveError(f"{manifest.file} has [pypi-dependencies] ({names}); py-rattler solves conda only",
+                         fix=f"run `scrollcase lock {recipe_id} --use-pixi` with pixi on PATH")
+    if not manifest.channels:
+        raise SolveError(f"{manifest.file} declares no channels", problems=[Problem(
+            message="workspace.channels is empty", file=manifest.file, key="workspace.channels",
+            line=manifest.line_of("channels", "workspace"), fix='channels = ["conda-forge"]')])
+    deps = manifest.dependencies_for(target.subdir)
+    return SolvePlan(
+        recipe_id=recipe_id, target_id=target.target_id, subdir=target.subdir,
+        channels=apply_overrides(manifest.channels, overrides),
+        specs=tuple(d.match_spec() for d in deps.values()),
+        virtual_packages=tuple(target.virtual_packages().items()),
+        manifest_file=manifest.file,
+    )
+
+
+def _virtual_packages(plan: SolvePlan) -> list[Any]:
+    from rattler import GenericVirtualPackage, PackageName, Version
+    from rattler.package import BuildString
+
+    return [GenericVirtualPackage(PackageName(name), Version(version), BuildString("0"))
+            for name, version in plan.virtual_packages]
+
+
+def solve(plan: SolvePlan) -> list[Any]:
+    """Run the rattler solver for ``plan``; returns RepoDataRecords or raises SolveError."""
+    import rattler
+
+    async def run() -> list[Any]:
+        return await rattler.solve(
+            sources=list(plan.channels), specs=list(plan.specs),
+            platforms=[rattler.Subdir(plan.subdir), rattler.Subdir("noarch")],
+            virtual_packages=_virtual_packages(plan),
+            gateway=rattler.Gateway(), channel_relations="disabled",
+        )
+
+    try:
+        return asyncio.run(run())
+    except Exception as exc:
+        if not _is_rattler_error(exc):
+            raise
+        raise SolveError(
+            f"cannot solve {plan.recipe_id} for {plan.target_id}",
+            problems=[Problem(message=_first_lines(str(exc)), file=plan.manifest_file,
+                              key="dependencies", value=", ".join(plan.specs),
+                              fix=_solve_fix(plan))],
+            fix=plan.describe(),
+        ) from None
+
+
+def _is_rattler_error(exc: BaseException) -> bool:
+    """rattler's solve/fetch/parse failures (its own exception types), not our programming errors."""
+    return type(exc).__module__.split(".")[0] in ("rattler", "exceptions", "builtins") and not isinstance(
+        exc, (TypeError, AttributeError, NameError))
+
+
+def _first_lines(text: str, limit: int = 40) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[:limit]) + ("\n..." if len(lines) > limit else "")
+
+
+def _solve_fix(plan: SolvePlan) -> str:
+    cuda = dict(plan.virtual_packages).get("__cuda")
+    hint = (f"check that the channels hold builds of every spec for {plan.subdir}"
+            + (f" that run with __cuda={cuda} (e.g. pytorch *cuda* builds and cuda-version {cuda}.*)"
+               if cuda else "") )
+    return hint + "; for an air-gapped mirror pass --channel-override NAME=URL"
+
+
+def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path) -> Path:
+    """Write ``records`` as a pixi lock for ``plan`` to ``path`` atomically (temp file, then rename)."""
+    from rattler import LockChannel, LockFile, LockPlatform
+
+    vps = [f"{name}={version}" for name, version in plan.virtual_packages]
+    platform = LockPlatform(plan.subdir, virtual_packages=vps)
+    lock = LockFile([platform])
+    lock.set_channels(LOCK_ENVIRONMENT, [LockChannel(c) for c in plan.channels])
+    for record in sorted(records, key=lambda r: str(r.name.normalized)):
+        lock.add_conda_package(LOCK_ENVIRONMENT, platform, record)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        lock.to_path(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# py-rattler 0.28's LockFile writer always writes this format (read by pixi >= 0.68).
+WRITTEN_LOCK_VERSION = 7
+
+
+def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] | None = None) -> Path:
+    """Solve ``recipe_dir``'s pixi.toml for its target and write ``recipe_dir/pixi.lock``."""
+    from scrollcase.pixi.lockcheck import MIN_PIXI_FOR_LOCK, pixi_reads
+
+    manifest = load_manifest(recipe_dir.manifest_file)
+    recipe = recipe_dir.recipe
+    if not pixi_reads(recipe.pixiVersion, WRITTEN_LOCK_VERSION):
+        needed = ".".join(str(p) for p in MIN_PIXI_FOR_LOCK[WRITTEN_LOCK_VERSION])
+        raise LockError(
+            f"{recipe.recipeId} pins pixi {recipe.pixiVersion}, which cannot read the lock format "
+            f"py-rattler writes (v{WRITTEN_LOCK_VERSION}, pixi >= {needed})",
+            problems=[Problem(message="pixiVersion too old for lock format v7",
+                              file=describe_path(recipe_dir.recipe_file), key="pixiVersion",
+                              value=recipe.pixiVersion, fix=f"set pixiVersion to {needed} or newer")],
+            fix="or lock with that pixi: `scrollcase lock --use-pixi`")
+    plan = plan_solve(manifest, recipe.target.spec, recipe.recipeId, channel_overrides)
+    records = solve(plan)
+    return write_lock(plan, records, recipe_dir.lock_file)
+
+
+def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRONMENT) -> list[Any]:
+    """The conda RepoDataRecords locked for (``environment``, ``subdir``), for installing."""
+    from rattler import LockFile
+
+    shown = describe_path(lock_path)
+    if not lock_path.is_file():
+        raise LockError(f"{shown} does not exist",
+                        fix="run `scrollcase lock <recipeId>` and commit pixi.lock")
+    try:
+        lock = LockFile.from_path(lock_path)
+    except Exception as exc:  # rattler's parse error types vary by version
+        raise LockError(f"{shown} cannot be read: {_first_lines(str(exc), 5)}",
+                        fix="regenerate it with `scrollcase lock <recipeId>`") from None
+    env = lock.environment(environment)
+    if env is None:
+        known = ", ".join(name for name, _ in lock.environments())
+        raise LockError(f"{shown} has no environment {environment!r} (has: {known or 'none'})",
+                        fix="regenerate it with `scrollcase lock <recipeId>`")
+    for platform in env.platforms():
+        if str(platform.subdir) == subdir:
+            return list(env.conda_repodata_records_for_platform(platform) or [])
+    raise LockError(f"{shown} does not cover {subdir} in environment {environment!r}",
+                    fix="regenerate it with `scrollcase lock <recipeId>`")

@@ -1,0 +1,206 @@
+"""Can this machine build a recipe's target?  Facts are gathered by injected probes (I/O); the
+verdicts come from :func:`host_checks`, a pure function tests drive with made-up facts.
+
+Checks: native build (no cross-building), NVIDIA driver >= minNvidiaDriverVersion for CUDA targets,
+free disk space, and the pixi version when a ``pixi`` binary is on PATH.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from scrollcase import proc
+from scrollcase.recipe import Recipe
+from scrollcase.targets import host_platform
+
+Status = Literal["pass", "warn", "fail", "skip"]
+GIB = 1024**3
+NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    name: str
+    status: Status
+    message: str
+    fix: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"name": self.name, "status": self.status, "message": self.message}
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the probes found.  ``None`` means "could not be found"; ``*_error`` says why."""
+
+    platform: str
+    arch: str
+    driver_versions: tuple[str, ...] = ()
+    driver_error: str | None = None
+    free_bytes: int | None = None
+    disk_path: str = "."
+    pixi_version: str | None = None
+    pixi_error: str | None = None
+    pixi_found: bool = False
+
+
+@dataclass(frozen=True)
+class HostProbes:
+    """The side effects, injectable: run a command, find a binary, measure free disk space."""
+
+    run: Callable[[Sequence[str]], proc.RunResult] = field(default=lambda argv: proc.run(argv, timeout=30))
+    which: Callable[[str], str | None] = shutil.which
+    free_bytes: Callable[[Path], int] = lambda path: shutil.disk_usage(path).free
+    platform: Callable[[], tuple[str, str]] = host_platform
+
+
+def _driver(probes: HostProbes) -> tuple[tuple[str, ...], str | None]:
+    smi = probes.which("nvidia-smi")
+    if smi is None:
+        return (), "nvidia-smi is not on PATH (no NVIDIA driver installed?)"
+    result = probes.run([smi, *NVIDIA_SMI_QUERY[1:]])
+    if not result.ok:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        return (), f"nvidia-smi failed: {detail[0] if detail else f'exit {result.returncode}'}"
+    versions = tuple(line.strip() for line in result.stdout.splitlines() if line.strip())
+    return (versions, None) if versions else ((), "nvidia-smi listed no GPU")
+
+
+def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
+    pixi = probes.which("pixi")
+    if pixi is None:
+        return False, None, None
+    result = probes.run([pixi, "--version"])
+    found = re.search(r"(\d+\.\d+\.\d+\S*)", result.stdout) if result.ok else None
+    if found is None:
+        return True, None, (result.stderr or result.stdout).strip()[:200] or "no version in its output"
+    return True, found.group(1), None
+
+
+def gather_facts(probes: HostProbes, workdir: Path, cuda: bool) -> HostFacts:
+    """Run the probes (the I/O half of doctor's host checks)."""
+    plat, arch = probes.platform()
+    drivers, driver_error = _driver(probes) if cuda else ((), None)
+    pixi_found, pixi_version, pixi_error = _pixi(probes)
+    try:
+        free: int | None = probes.free_bytes(workdir)
+    except OSError:
+        free = None
+    return HostFacts(
+        platform=plat,
+        arch=arch,
+        driver_versions=drivers,
+        driver_error=driver_error,
+        free_bytes=free,
+        disk_path=str(workdir),
+        pixi_version=pixi_version,
+        pixi_error=pixi_error,
+        pixi_found=pixi_found,
+    )
+
+
+def dotted_key(version: str) -> tuple[int, ...]:
+    """``"550.54.14"`` -> (550, 54, 14); non-numeric parts count as 0 so odd strings still compare."""
+    return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.\-]", version.strip()))
+
+
+def native_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
+    want = (recipe.target.platform, recipe.target.arch)
+    if (facts.platform, facts.arch) == want:
+        return HostCheck("native", "pass", f"this machine is {facts.platform}-{facts.arch}, like the target")
+    return HostCheck(
+        "native",
+        "fail",
+        f"this machine is {facts.platform}-{facts.arch} but the target is {want[0]}-{want[1]}; "
+        "boxes are built natively (the self-test runs the box's own interpreter)",
+        f"build {recipe.target_id} on a machine (or runner) that is {want[0]}-{want[1]}",
+    )
+
+
+def driver_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
+    if not recipe.target.spec.is_cuda:
+        return HostCheck("nvidia-driver", "skip", f"not a CUDA target ({recipe.target.accelerator})")
+    minimum = recipe.compatibility.minNvidiaDriverVersion
+    if facts.driver_error or not facts.driver_versions:
+        return HostCheck(
+            "nvidia-driver",
+            "fail",
+            facts.driver_error or "no NVIDIA driver found",
+            "build CUDA boxes on a machine with an NVIDIA GPU and driver: the self-test "
+            "asserts torch.cuda.is_available()",
+        )
+    oldest = min(facts.driver_versions, key=dotted_key)
+    if minimum is None:
+        return HostCheck(
+            "nvidia-driver", "pass", f"driver {oldest} (the recipe sets no minNvidiaDriverVersion)"
+        )
+    if dotted_key(oldest) < dotted_key(minimum):
+        return HostCheck(
+            "nvidia-driver",
+            "fail",
+            f"driver {oldest} is older than minNvidiaDriverVersion {minimum}",
+            f"upgrade the NVIDIA driver to {minimum} or newer",
+        )
+    return HostCheck("nvidia-driver", "pass", f"driver {oldest} >= {minimum}")
+
+
+def disk_check(facts: HostFacts, min_free_gb: float) -> HostCheck:
+    if facts.free_bytes is None:
+        return HostCheck(
+            "disk",
+            "warn",
+            f"could not measure free space at {facts.disk_path}",
+            "make sure the build folder has room for the environment and archive",
+        )
+    free_gb = facts.free_bytes / GIB
+    if free_gb < min_free_gb:
+        return HostCheck(
+            "disk",
+            "warn",
+            f"{free_gb:.1f} GiB free at {facts.disk_path}, under {min_free_gb:g} GiB",
+            f"free at least {min_free_gb:g} GiB (CUDA environments are large) or build elsewhere",
+        )
+    return HostCheck("disk", "pass", f"{free_gb:.1f} GiB free at {facts.disk_path}")
+
+
+def pixi_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
+    if not facts.pixi_found:
+        return HostCheck("pixi", "skip", "no pixi on PATH (scrollcase solves and installs by itself)")
+    if facts.pixi_version is None:
+        return HostCheck(
+            "pixi",
+            "warn",
+            f"pixi is on PATH but its version is unknown: {facts.pixi_error}",
+            "reinstall pixi or remove it from PATH",
+        )
+    if facts.pixi_version != recipe.pixiVersion:
+        return HostCheck(
+            "pixi",
+            "warn",
+            f"pixi {facts.pixi_version} on PATH, the recipe says {recipe.pixiVersion}",
+            f"install pixi {recipe.pixiVersion} (or update pixiVersion) so `pixi lock` matches",
+        )
+    return HostCheck("pixi", "pass", f"pixi {facts.pixi_version}")
+
+
+def default_min_free_gb(recipe: Recipe) -> float:
+    return 20.0 if recipe.target.spec.is_cuda else 5.0
+
+
+def host_checks(facts: HostFacts, recipe: Recipe, min_free_gb: float | None = None) -> list[HostCheck]:
+    """Every host verdict for building ``recipe`` on the machine ``facts`` describe (pure)."""
+    threshold = default_min_free_gb(recipe) if min_free_gb is None else min_free_gb
+    return [
+        native_check(facts, recipe),
+        driver_check(facts, recipe),
+        disk_check(facts, threshold),
+        pixi_check(facts, recipe),
+    ]

@@ -1,0 +1,277 @@
+"""Static rules of a recipe's pixi.toml against its recipe.json (SPEC §3, the CUDA guide).
+
+Pure: a parsed :class:`PixiManifest` and :class:`Recipe` in, located problems out.  ``doctor`` and
+the lock engineer's ``lock``/``lock-check`` both call :func:`manifest_problems`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from rattler import Version, VersionSpec
+
+from scrollcase.errors import Problem
+from scrollcase.pixi.manifest import Dependency, PixiManifest
+from scrollcase.recipe import Recipe
+
+TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
+
+
+def _problem(
+    manifest: PixiManifest, key: str, table: str | None, message: str, value: Any, fix: str
+) -> Problem:
+    name = key.rsplit(".", 1)[-1] if key else ""
+    line = manifest.line_of(name, table) if name else None
+    if line is None and table is not None:
+        line = manifest.line_of("", table)
+    return Problem(
+        message=message,
+        file=manifest.file,
+        line=line,
+        key=key,
+        value=None if value is None else str(value),
+        fix=fix,
+    )
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def platform_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """``platforms`` is exactly the target's conda subdir, plain or as ``{ platform = ..., cuda = ... }``."""
+    subdir = recipe.target.spec.subdir
+    shown = [
+        p.subdir if p.cuda is None else f"{{platform={p.subdir}, cuda={p.cuda}}}" for p in manifest.platforms
+    ]
+    if [p.subdir for p in manifest.platforms] != [subdir]:
+        return [
+            _problem(
+                manifest,
+                "workspace.platforms",
+                "workspace",
+                f"platforms must be exactly the target's conda subdir [{subdir!r}]",
+                shown,
+                f'set platforms = ["{subdir}"] (one recipe per target; other targets get their own recipe)',
+            )
+        ]
+    entry = manifest.platforms[0]
+    if entry.cuda is not None and not recipe.target.spec.is_cuda:
+        return [
+            _problem(
+                manifest,
+                "workspace.platforms",
+                "workspace",
+                f"a {recipe.target.accelerator} target must not declare a CUDA system requirement",
+                shown,
+                f'use platforms = ["{subdir}"] without cuda',
+            )
+        ]
+    return []
+
+
+def cuda_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """CUDA declared as a system requirement AND as a cuda-version pin, both equal to cudaVersion."""
+    spec = recipe.target.spec
+    declared, where = manifest.cuda_requirement(spec.subdir)
+    legacy = manifest.system_requirements.get("cuda")
+    pin = manifest.dependencies_for(spec.subdir).get("cuda-version")
+    if not spec.is_cuda:
+        out = []
+        if legacy is not None:
+            out.append(
+                _problem(
+                    manifest,
+                    "system-requirements.cuda",
+                    "system-requirements",
+                    f"a {spec.accelerator} target must not require CUDA",
+                    legacy,
+                    "remove cuda from [system-requirements]",
+                )
+            )
+        if pin is not None:
+            out.append(
+                _dep_problem(
+                    manifest,
+                    pin,
+                    f"a {spec.accelerator} target must not pin cuda-version",
+                    "remove the cuda-version dependency",
+                )
+            )
+        return out
+    cuda = spec.cuda_version or ""
+    out = []
+    if declared is None:
+        out.append(
+            _problem(
+                manifest,
+                "system-requirements.cuda",
+                "system-requirements",
+                "the CUDA version is not declared as a system requirement",
+                None,
+                f'add [system-requirements] cuda = "{cuda}" (or platforms = '
+                f'[{{ platform = "{spec.subdir}", cuda = "{cuda}" }}])',
+            )
+        )
+    elif _major_minor(declared) != cuda or declared.count(".") > 1:
+        table = "system-requirements" if where.startswith("system") else "workspace"
+        key = "system-requirements.cuda" if table == "system-requirements" else "workspace.platforms"
+        out.append(
+            _problem(
+                manifest,
+                key,
+                table,
+                f"the CUDA system requirement must be {cuda!r} (target.cudaVersion)",
+                declared,
+                f'declare cuda = "{cuda}"',
+            )
+        )
+    if legacy is not None and declared is not None and str(legacy) != declared:
+        out.append(
+            _problem(
+                manifest,
+                "system-requirements.cuda",
+                "system-requirements",
+                "[system-requirements] cuda disagrees with the platforms entry",
+                legacy,
+                f'declare cuda = "{cuda}" once',
+            )
+        )
+    if pin is None:
+        out.append(
+            _problem(
+                manifest,
+                "dependencies.cuda-version",
+                "dependencies",
+                "cuda-version is not pinned, so the solver may pick another CUDA ABI",
+                None,
+                f'add cuda-version = "{cuda}.*" to [dependencies]',
+            )
+        )
+    elif not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\.\*)?", (pin.version or "").replace(" ", "")):
+        out.append(
+            _dep_problem(manifest, pin, f"cuda-version must pin CUDA {cuda}", f'cuda-version = "{cuda}.*"')
+        )
+    return out
+
+
+def _dep_problem(manifest: PixiManifest, dep: Dependency, message: str, fix: str) -> Problem:
+    value = dep.match_spec()
+    return _problem(manifest, f"{dep.table}.{dep.name}", dep.table, message, value, fix)
+
+
+def torch_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """pytorch pinned to a ``cuda*`` build for CUDA targets, and not to one for any other target."""
+    spec = recipe.target.spec
+    deps = manifest.dependencies_for(spec.subdir)
+    torch = deps.get("pytorch")
+    if spec.is_cuda:
+        if "pytorch-gpu" in deps or torch is None:
+            return []  # pytorch-gpu only has CUDA builds; a box without conda torch has nothing to pin
+        if not (torch.build or "").startswith("cuda"):
+            fix = f'pytorch = {{ version = "{torch.version or "2.*"}", build = "cuda*" }}'
+            return [
+                _dep_problem(
+                    manifest,
+                    torch,
+                    'pytorch must be pinned to a CUDA build (build = "cuda*"), '
+                    "or the solver may pick a CPU build",
+                    fix,
+                )
+            ]
+        return []
+    out = []
+    if torch is not None and "cuda" in (torch.build or ""):
+        out.append(
+            _dep_problem(
+                manifest,
+                torch,
+                f"a {spec.accelerator} target must not use a CUDA build of pytorch",
+                f'pytorch = {{ version = "{torch.version or "2.*"}", build = "cpu*" }} (or no build pin)',
+            )
+        )
+    if "pytorch-gpu" in deps:
+        out.append(
+            _dep_problem(
+                manifest,
+                deps["pytorch-gpu"],
+                f"pytorch-gpu is CUDA-only; this is a {spec.accelerator} target",
+                "use pytorch (or pytorch-cpu) instead",
+            )
+        )
+    return out
+
+
+_PYTHON_OTHER = ("2.7.18", "3.0.0", "4.0.0")
+
+
+def python_spec_matches(spec: str, major_minor: str) -> bool:
+    """True when the conda version spec allows ``major_minor``.x and nothing outside that series."""
+    major, minor = (int(p) for p in major_minor.split("."))
+    try:
+        parsed = VersionSpec(spec)
+    except Exception:  # rattler raises its own InvalidVersionSpecError; any failure means "no match"
+        return False
+    inside = [f"{major}.{minor}.{patch}" for patch in range(0, 30)] + [f"{major}.{minor}"]
+    outside = [f"{major}.{minor - 1}.{p}" for p in (0, 30)] + [f"{major}.{minor + 1}.0", *_PYTHON_OTHER]
+    return any(parsed.matches(Version(v)) for v in inside) and not any(
+        parsed.matches(Version(v)) for v in outside
+    )
+
+
+def python_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """python is a conda dependency whose spec matches the recipe's pythonVersion series."""
+    want = recipe.pythonVersion
+    python = manifest.dependencies_for(recipe.target.spec.subdir).get("python")
+    if python is None:
+        return [
+            _problem(
+                manifest,
+                "dependencies.python",
+                "dependencies",
+                "python is not a dependency",
+                None,
+                f'add python = "{want}.*" to [dependencies]',
+            )
+        ]
+    if not python_spec_matches(python.version or "*", want):
+        return [
+            _dep_problem(
+                manifest, python, f"python must match pythonVersion {want!r}", f'python = "{want}.*"'
+            )
+        ]
+    return []
+
+
+def pypi_torch_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """A PyPI torch from a PyTorch index must come from the index of the target's kind of build."""
+    spec = recipe.target.spec
+    torch = manifest.pypi_dependencies.get("torch")
+    index = torch.get("index") if isinstance(torch, Mapping) else None
+    if not isinstance(index, str):
+        return []
+    flavour = index.rstrip("/").rsplit("/", 1)[-1]
+    want = f"cu{(spec.cuda_version or '').replace('.', '')}" if spec.is_cuda else None
+    if (want and flavour != want) or (not want and flavour.startswith("cu")):
+        fix = f"use the {want} index" if want else "use the cpu index (or PyPI for macOS)"
+        return [
+            _problem(
+                manifest,
+                "pypi-dependencies.torch",
+                "pypi-dependencies",
+                f"torch comes from the {flavour!r} index, which does not match {spec.target_id}",
+                index,
+                fix,
+            )
+        ]
+    return []
+
+
+def manifest_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
+    """Every static rule of pixi.toml for ``recipe``'s target; empty when the manifest follows the guide."""
+    out: list[Problem] = []
+    for rule in (platform_problems, cuda_problems, torch_problems, python_problems, pypi_torch_problems):
+        out.extend(rule(manifest, recipe))
+    return out

@@ -1,0 +1,45 @@
+from scrollcase.errors import (
+    EXIT_CODES,
+    ConflictError,
+    Problem,
+    RecipeError,
+    ScrollcaseError,
+    StoreError,
+    collect,
+)
+
+
+def test_problem_renders_location_key_value_and_fix():
+    p = Problem(message="not a semantic version", file="recipes/x/recipe.json", line=7, column=14,
+                key="version", value='"1.0"', fix='write MAJOR.MINOR.PATCH, e.g. "1.0.0"')
+    text = p.render()
+    assert text.startswith("recipes/x/recipe.json:7:14: error: version: not a semantic version (got \"1.0\")")
+    assert "fix: write MAJOR.MINOR.PATCH" in text
+
+
+def test_error_renders_every_problem_and_serialises():
+    err = RecipeError("recipe.json has 2 problem(s)", problems=[
+        Problem(message="a", file="f", line=2), Problem(message="b", file="f", line=1)])
+    rendered = err.render()
+    assert "f:2: error: a" in rendered and "f:1: error: b" in rendered
+    data = err.to_json()
+    assert data["exitCode"] == 3 and data["error"] == "RecipeError"
+    assert [p["message"] for p in data["problems"]] == ["a", "b"]  # type: ignore[index,union-attr]
+
+
+def test_exit_codes_distinguish_failure_kinds():
+    assert EXIT_CODES["ScrollcaseError"] == 1
+    assert EXIT_CODES["UsageError"] == 2
+    assert issubclass(ConflictError, StoreError) and ConflictError.exit_code != StoreError.exit_code
+    special = {k: v for k, v in EXIT_CODES.items() if k not in ("ManifestError", "SolveError")}
+    assert len(set(special.values())) == len(special)
+
+
+def test_errors_are_exceptions_with_message():
+    err = ScrollcaseError("boom", fix="do the thing")
+    assert str(err) == "boom\nfix: do the thing"
+
+
+def test_collect_sorts_by_file_then_line():
+    ps = collect([Problem("x", file="b", line=1), Problem("y", file="a", line=9), Problem("z", file="a", line=2)])
+    assert [(p.file, p.line) for p in ps] == [("a", 2), ("a", 9), ("b", 1)]
