@@ -63,12 +63,17 @@ class SelfTestReport(_Model):
 
 
 class ParityOutcome(_Model):
-    """One output on one accelerator compared with the reference accelerator."""
+    """One parity finding: a script run on one accelerator (``kind="run"``), or one output on one
+    accelerator compared with the reference accelerator (``kind="compare"``)."""
 
     accelerator: str
     output: str
     passed: bool
+    kind: Literal["run", "compare"] = "compare"
     message: str = ""
+    durationSeconds: float | None = None
+    elements: int | None = None
+    violations: int | None = None  # elements outside absolute + relative*|ref|
     maxAbsoluteError: float | None = None
     maxRelativeError: float | None = None
     cosine: float | None = None
@@ -83,7 +88,7 @@ class ParityReport(_Model):
     accelerators: list[str]
     tolerances: dict[str, float]
     results: list[ParityOutcome]
-    devices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    devices: dict[str, dict[str, Any]] = Field(default_factory=dict)  # each run's meta.json
 
 
 class ReleaseManifest(_Model):

@@ -1,0 +1,174 @@
+"""The parity comparison on in-memory arrays: every pass/fail rule, each tolerance from both sides."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from scrollcase.parity.compare import MemoryOutputs, compare_output, compare_sets
+from scrollcase.recipe import Tolerances
+from scrollcase.release import ParityOutcome
+
+TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
+
+
+def one(ref: np.ndarray, cand: np.ndarray, tol: Tolerances = TOL, chunk: int = 1 << 18) -> ParityOutcome:
+    results = compare_sets(MemoryOutputs({"y": ref}), MemoryOutputs({"y": cand}), "cuda", tol, chunk)
+    assert len(results) == 1
+    return results[0]
+
+
+def base(n: int = 100) -> np.ndarray:
+    return np.linspace(1.0, 2.0, n)
+
+
+def test_identical_outputs_pass_with_zero_error() -> None:
+    ref = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    out = one(ref, ref.copy())
+    assert out.passed, out.message
+    assert out.maxAbsoluteError == 0.0 and out.maxRelativeError == 0.0
+    assert out.cosine == pytest.approx(1.0, abs=1e-15)
+    assert out.elements == 128 and out.violations == 0
+    assert out.kind == "compare" and out.output == "y" and out.accelerator == "cuda"
+
+
+@pytest.mark.parametrize(("factor", "passes"), [(0.99, True), (1.01, False)])
+def test_absolute_tolerance_just_below_and_above(factor: float, passes: bool) -> None:
+    ref = base()
+    ref[10] = 0.0  # |ref| = 0: the bound there is the absolute tolerance alone
+    cand = ref.copy()
+    cand[10] = factor * TOL.absolute
+    out = one(ref, cand)
+    assert out.passed is passes, out.message
+    assert out.worstIndex == [10]
+    assert out.maxAbsoluteError == pytest.approx(factor * TOL.absolute)
+    if not passes:
+        assert out.violations == 1
+        assert "1 of 100 element(s) exceed |a-b| <= 0.0001 + 0.001*|ref|" in out.message
+        assert out.referenceValue == 0.0 and out.candidateValue == pytest.approx(1.01e-4)
+
+
+@pytest.mark.parametrize(("factor", "passes"), [(0.99, True), (1.01, False)])
+def test_relative_tolerance_just_below_and_above(factor: float, passes: bool) -> None:
+    ref = base(1000) * 1000.0  # large values: the relative term dominates the bound
+    bound = TOL.absolute + TOL.relative * abs(ref[500])
+    cand = ref.copy()
+    cand[500] -= factor * bound
+    out = one(ref, cand)
+    assert out.passed is passes, out.message
+    assert out.worstIndex == [500]
+    assert out.maxRelativeError == pytest.approx(factor * bound / ref[500])
+
+
+@pytest.mark.parametrize(("delta", "passes"), [(1e-6, True), (-1e-6, False)])
+def test_minimum_cosine_just_above_and_below(delta: float, passes: bool) -> None:
+    loose = Tolerances(absolute=10.0, relative=10.0, minimumCosine=0.99)
+    angle = math.acos(0.99 + delta)
+    ref = np.array([1.0, 0.0])
+    cand = np.array([math.cos(angle), math.sin(angle)])
+    out = one(ref, cand, loose)
+    assert out.passed is passes, out.message
+    assert out.cosine == pytest.approx(0.99 + delta, abs=1e-12)
+    if not passes:
+        assert "cosine similarity 0.9899990000 < minimumCosine 0.99" in out.message
+
+
+def test_chunking_does_not_change_any_metric() -> None:
+    rng = np.random.default_rng(7)
+    ref = rng.standard_normal((13, 17, 5)).astype(np.float32)
+    cand = ref + rng.standard_normal(ref.shape).astype(np.float32) * 1e-3
+    whole, chunked = one(ref, cand), one(ref, cand, chunk=7)
+    for field in ("maxAbsoluteError", "maxRelativeError", "cosine", "referenceValue", "candidateValue"):
+        assert getattr(chunked, field) == pytest.approx(getattr(whole, field), rel=1e-12), field
+    assert chunked.worstIndex == whole.worstIndex and len(whole.worstIndex or []) == 3
+    assert chunked.violations == whole.violations > 0
+    i = tuple(whole.worstIndex or [])
+    assert whole.referenceValue == float(ref[i]) and whole.candidateValue == float(cand[i])
+
+
+@pytest.mark.parametrize(("side", "value", "word"), [
+    ("candidate", np.nan, "nan"), ("candidate", np.inf, "inf"),
+    ("reference", -np.inf, "-inf"), ("reference", np.nan, "nan")])
+def test_non_finite_values_fail_naming_the_side_and_index(side: str, value: float, word: str) -> None:
+    ref = base(50).reshape(5, 10)
+    cand = ref.copy()
+    (cand if side == "candidate" else ref)[3, 4] = value
+    out = one(ref, cand, chunk=8)
+    assert not out.passed
+    assert f"non-finite value: {side} has {word} at flat index 34" in out.message
+    assert "[3, 4]" in out.message
+
+
+def test_float64_overflow_is_reported_not_hidden() -> None:
+    ref = np.full(4, 1e200)
+    out = one(ref, ref.copy())
+    assert not out.passed and "too large to compare" in out.message
+
+
+def test_shape_mismatch() -> None:
+    out = one(np.ones((2, 3)), np.ones((3, 2)))
+    assert not out.passed and out.message == "shape mismatch: reference [2, 3], candidate [3, 2]"
+
+
+def test_dtype_mismatch() -> None:
+    out = one(np.ones(4, np.float32), np.ones(4, np.float64))
+    assert not out.passed and out.message == "dtype mismatch: reference float32, candidate float64"
+
+
+def test_byte_order_alone_is_not_a_dtype_mismatch() -> None:
+    ref = base(10).astype("<f4")
+    assert one(ref, ref.astype(">f4")).passed
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.dtype("U3")])
+def test_non_real_dtypes_are_refused(dtype: np.dtype) -> None:
+    arr = np.zeros(3, dtype=dtype)
+    out = one(arr, arr.copy())
+    assert not out.passed and "is not a real numeric type" in out.message
+
+
+def test_integer_and_bool_outputs_compare_as_numbers() -> None:
+    assert one(np.arange(1, 10), np.arange(1, 10)).passed
+    assert not one(np.arange(1, 10), np.arange(2, 11)).passed
+    assert one(np.array([True, False, True]), np.array([True, False, True])).passed
+
+
+@pytest.mark.parametrize(("zero_side", "text"), [("cand", "candidate"), ("ref", "reference")])
+def test_all_zero_vector_fails_because_cosine_is_undefined(zero_side: str, text: str) -> None:
+    ref, cand = np.full(6, 1e-6), np.full(6, 1e-6)  # within absolute tolerance of zero
+    (cand if zero_side == "cand" else ref)[...] = 0
+    out = one(ref, cand)
+    assert not out.passed and out.cosine is None
+    assert out.message == f"{text} is an all-zero vector: cosine similarity is undefined"
+
+
+def test_empty_output_fails() -> None:
+    out = one(np.zeros((0, 3)), np.zeros((0, 3)))
+    assert not out.passed and "0 elements" in out.message
+
+
+def test_scalar_output() -> None:
+    out = one(np.array(2.5), np.array(2.5))
+    assert out.passed and out.worstIndex == []
+
+
+def test_missing_and_extra_outputs_each_fail() -> None:
+    ref = MemoryOutputs({"a": base(), "b": base()}, label="ref.npz")
+    cand = MemoryOutputs({"a": base(), "c": base()}, label="cand.npz")
+    results = {r.output: r for r in compare_sets(ref, cand, "cuda", TOL)}
+    assert results["a"].passed
+    assert results["b"].message == "missing output: cand.npz has no 'b'"
+    assert results["c"].message == "extra output: 'c' is not in the reference (ref.npz)"
+    assert not results["b"].passed and not results["c"].passed
+
+
+def test_a_reference_without_outputs_fails() -> None:
+    results = compare_sets(MemoryOutputs({}, "ref"), MemoryOutputs({"a": base()}), "cuda", TOL)
+    assert [r.passed for r in results] == [False] and "saved no outputs" in results[0].message
+
+
+def test_compare_output_by_name() -> None:
+    sets = MemoryOutputs({"x": base(), "z": base() * 2})
+    assert compare_output("z", "metal", sets, sets, TOL).accelerator == "metal"
