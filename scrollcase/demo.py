@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -208,3 +209,56 @@ def _sha256(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
+
+
+# --- the lifecycle -----------------------------------------------------------------------------
+
+@dataclass
+class DemoResult:
+    workdir: Path
+    release: Path
+    archive: Path
+    sha256: str
+    size: int
+    timings: dict[str, float]
+
+
+def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) -> DemoResult:
+    """Channel, recipe, lock, build, verify --self-test, all offline inside ``workdir``.
+
+    Later stages (parity, publish) hook in after verify with the release path this returns.
+    """
+    from scrollcase import engine
+    from scrollcase.box.assets import default_fetchers
+    from scrollcase.box.build import execute_build, plan_build
+    from scrollcase.box.verify import verify_release
+    from scrollcase.recipe_loader import resolve_recipe
+
+    timings: dict[str, float] = {}
+    state = workdir / ".scrollcase"
+    target = demo_target()
+
+    def timed(name: str, text: str) -> Callable[[float], None]:
+        progress(f"== {name}: {text}")
+        start = time.monotonic()
+        return lambda _=0.0: timings.__setitem__(name, round(time.monotonic() - start, 3))
+
+    done = timed("channel", "local conda channel from this machine's CPython and numpy")
+    channel = make_demo_channel(state / "demo-channel", target.subdir, progress)
+    done(0)
+    done = timed("recipe", f"example recipe for {target.target_id}")
+    recipe_dir = resolve_recipe(str(write_demo_recipe(workdir / "recipes", target, workdir / "assets")))
+    done(0)
+    done = timed("lock", "solve pixi.toml against the local channel")
+    lock = engine.lock_recipe(recipe_dir, channel_overrides={DEMO_CHANNEL_NAME: channel.resolve().as_uri()})
+    done(0)
+    done = timed("build", "install, prune, assets, pack, self-test")
+    plan = plan_build(recipe_dir, out_dir=state / "dist", state_dir=state)
+    records = engine.locked_records(lock, target.subdir)
+    built = execute_build(plan, records=records, fetchers=default_fetchers(), progress=progress)
+    done(0)
+    done = timed("verify", "unpack into a fresh folder, check the layout, re-run the self-test")
+    verify_release(built.release, self_test=True, junit=state / "reports" / "verify-demo.xml")
+    done(0)
+    return DemoResult(workdir, built.release, built.archive, built.manifest.archive.sha256,
+                      built.manifest.archive.size, timings)
