@@ -220,8 +220,10 @@ def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, bo
 def run_self_test(box_root: Path, box: BoxJson, *, recipe_file: str | None, recipe_text: str | None,
                   junit: Path | None, timeout: float = selftest.DEFAULT_TIMEOUT) -> tuple[SelfTestReport, Any]:
     """Run ``box``'s self-test in an unpacked ``box_root``: (report, SelfTestError or None)."""
+    box_root = box_root.resolve()  # the checks run with the box root as working directory
     env_dir = box_root / box.envDir
-    checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text)
+    absent = frozenset(f"{box.modelCacheSubdir}/{a.path}" for a in box.assets if not a.bundled)
+    checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text, absent)
     env = selftest.check_env(box.target.accelerator == "cuda", box_root, box_root / box.modelCacheSubdir)
     results = selftest.run_checks(checks, box_root / box.pythonEntryPoint, env_dir, box_root, env=env,
                                   timeout=timeout)

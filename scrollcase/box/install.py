@@ -93,7 +93,7 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
     env.parent.mkdir(parents=True, exist_ok=True)
     try:
         asyncio.run(rattler.install(
-            list(records), target_prefix=env, cache_dir=cache_dir, platform=rattler.Platform(subdir),
+            list(records), target_prefix=env, cache_dir=cache_dir, platform=rattler.Subdir(subdir),
             execute_link_scripts=False, show_progress=False, alternative_target_prefix=placeholder))
     except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
         raise BuildError(f"installing the environment into {env} failed", problems=[Problem(

@@ -32,6 +32,7 @@ class Check:
     kind: str  # "entrypoint" | "import" | "file" | "code"
     args: tuple[str, ...]
     line: int | None = None  # line in recipe.json that declares it
+    skip: str | None = None  # why this check is not run (e.g. an on-demand asset is not in the box)
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,12 @@ class CheckResult:
 Runner = Callable[..., RunResult]
 
 
-def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None = None) -> list[Check]:
-    """The checks to run, in order: the interpreter itself, each import, each file, the code."""
+def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None = None,
+                not_in_box: frozenset[str] = frozenset()) -> list[Check]:
+    """The checks to run, in order: the interpreter itself, each import, each file, the code.
+
+    ``not_in_box`` are files deliberately left out (on-demand assets): their file checks are skipped.
+    """
     found = _declaration_lines(recipe_text or "")
 
     def line(kind: str, name: str = "") -> int | None:
@@ -58,7 +63,8 @@ def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None =
     checks = [Check(f"entrypoint {entry_point}", "entrypoint", ("-c", _PREFIX_CODE), line("root"))]
     checks += [Check(f"import {name}", "import", ("-c", f"import {name}"), line("import", name))
                for name in self_test.imports]
-    checks += [Check(f"file {path}", "file", ("-c", _FILE_CODE, path), line("file", path))
+    checks += [Check(f"file {path}", "file", ("-c", _FILE_CODE, path), line("file", path),
+                     skip="on-demand asset, fetched by the host app, not in the box" if path in not_in_box else None)
                for path in self_test.files]
     if self_test.pythonCode.strip():
         checks.append(Check("pythonCode", "code", ("-c", self_test.pythonCode), line("code")))
@@ -92,6 +98,9 @@ def run_checks(checks: Sequence[Check], python: Path, env_dir: Path, box_root: P
     """Run every check (a failure does not stop the others) with the box root as working directory."""
     results = []
     for check in checks:
+        if check.skip:
+            results.append(CheckResult(check, RunResult(check.args, 0, "", "", 0.0), None))
+            continue
         run = runner(python, check.args, env=env, timeout=timeout, cwd=box_root)
         results.append(CheckResult(check, run, judge(check, run, env_dir)))
     return results
@@ -100,13 +109,14 @@ def run_checks(checks: Sequence[Check], python: Path, env_dir: Path, box_root: P
 def outcomes(results: Sequence[CheckResult]) -> SelfTestReport:
     checks = [CheckOutcome(name=r.check.name, kind=r.check.kind,  # type: ignore[arg-type]
                            passed=r.passed, durationSeconds=round(r.run.duration, 3),
-                           message=r.problem or "") for r in results]
+                           message=r.problem or (f"skipped: {r.check.skip}" if r.check.skip else ""))
+              for r in results]
     return SelfTestReport(passed=all(c.passed for c in checks), checks=checks)
 
 
 def junit_cases(results: Sequence[CheckResult], recipe_file: str | None, suite: str) -> list[JUnitCase]:
     return [JUnitCase(name=r.check.name, classname=f"{suite}.{r.check.kind}", passed=r.passed,
-                      message=r.problem or "", output=_output(r.run), seconds=r.run.duration,
+                      message=r.problem or r.check.skip or "", skipped=r.check.skip is not None, output=_output(r.run), seconds=r.run.duration,
                       file=recipe_file, line=r.check.line) for r in results]
 
 
@@ -116,10 +126,16 @@ def failure(results: Sequence[CheckResult], recipe_file: str | None, where: str)
     if not failed:
         return None
     problems = [Problem(message=f"{r.check.name}: {r.problem}", file=recipe_file, line=r.check.line,
-                        key="selfTest", value=_tail(r.run.stderr) or None,
+                        key="selfTest", value=_details(r),
                         fix=_fix_for(r.check.kind)) for r in failed]
     return SelfTestError(f"self-test failed in {where}: {len(failed)} of {len(results)} check(s) failed",
                          problems=problems)
+
+
+def _details(result: CheckResult) -> str | None:
+    """The captured stderr, unless it says nothing more than the problem line itself."""
+    text = _tail(result.run.stderr).strip()
+    return text if text and text != result.problem else None
 
 
 def _fix_for(kind: str) -> str:
