@@ -86,7 +86,8 @@ def python_package(subdir: str, base_prefix: Path | None = None) -> PackageSpec:
     files: list[PackageFile] = []
     with tempfile.TemporaryDirectory() as tmp:
         exe = base / "bin" / f"python{short}"
-        files.append(PackageFile(f"bin/python{short}", _relocatable_interpreter(exe.resolve(), Path(tmp)), 0o755))
+        binary = _relocatable_interpreter(exe.resolve(), Path(tmp))
+        files.append(PackageFile(f"bin/python{short}", binary, 0o755))
     files += [PackageFile("bin/python3", b"", symlink_to=f"python{short}"),
               PackageFile("bin/python", b"", symlink_to=f"python{short}")]
     for lib in sorted((base / "lib").glob("libpython*")):
@@ -172,7 +173,8 @@ class DemoTarget:
 def demo_target() -> DemoTarget:
     plat, arch = host_platform()
     if "cpu" not in SUPPORTED.get((plat, arch), ()):
-        raise HostError(f"no CPU target for {plat}-{arch}", fix="run the demo on Linux, macOS or Windows x86_64")
+        raise HostError(f"no CPU target for {plat}-{arch}",
+                        fix="run the demo on Linux, macOS or Windows x86_64")
     return DemoTarget(plat, arch, SUBDIRS[(plat, arch)])
 
 
@@ -241,7 +243,10 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     def timed(name: str, text: str) -> Callable[[float], None]:
         progress(f"== {name}: {text}")
         start = time.monotonic()
-        return lambda _=0.0: timings.__setitem__(name, round(time.monotonic() - start, 3))
+
+        def done(_: float = 0.0) -> None:
+            timings[name] = round(time.monotonic() - start, 3)
+        return done
 
     done = timed("channel", "local conda channel from this machine's CPython and numpy")
     channel = make_demo_channel(state / "demo-channel", target.subdir, progress)

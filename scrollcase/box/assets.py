@@ -47,11 +47,12 @@ def asset_url(base: str, path: str) -> str:
 
 
 def plan_assets(base_url: str, model_cache_subdir: str, assets: Sequence[Asset]) -> list[AssetSource]:
-    return [AssetSource(a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}", a.sha256, a.size)
-            for a in assets]
+    return [AssetSource(a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}",
+                        a.sha256, a.size) for a in assets]
 
 
-def release_assets(sources: Sequence[AssetSource], assets: Sequence[Asset], bundled: bool) -> list[ReleaseAsset]:
+def release_assets(sources: Sequence[AssetSource], assets: Sequence[Asset],
+                   bundled: bool) -> list[ReleaseAsset]:
     """Manifest entries: bundled assets are inside the archive; on-demand ones carry their URL."""
     return [ReleaseAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=bundled,
                          url=None if bundled else s.url) for s, a in zip(sources, assets, strict=True)]
@@ -72,7 +73,7 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
     if offset < source.size:
         with part.open("ab" if offset else "wb") as out:
             _transfer(fetcher, source, out, offset)
-    _verify(part, source)
+    _verify(part, source, progressed=part.stat().st_size > offset)
     part.replace(done)
     return done
 
@@ -81,22 +82,26 @@ def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int)
     try:
         fetcher(source.url, out, offset)
     except (OSError, http.client.HTTPException) as exc:
-        raise BuildError(f"downloading asset {source.name!r} was interrupted", problems=[Problem(
+        raise BuildError(f"downloading asset {source.name!r} failed or was interrupted", problems=[Problem(
             message=str(exc) or type(exc).__name__, key=f"assets.{source.name}", value=source.url,
             fix="rerun the build: the partial download is kept and resumed")]) from None
 
 
-def _verify(part: Path, source: AssetSource) -> None:
+def _verify(part: Path, source: AssetSource, *, progressed: bool) -> None:
     size = part.stat().st_size
+    if size < source.size and progressed:  # the connection ended early: keep the part, resume later
+        raise BuildError(f"downloading asset {source.name!r} was interrupted", problems=[Problem(
+            message=f"got {size} of {source.size} bytes", key=f"assets.{source.name}", value=source.url,
+            fix="rerun the build: the partial download is kept and resumed")])
     digest = sha256_file(part) if size == source.size else None
     if digest == source.sha256:
         return
     part.unlink()  # wrong bytes: resuming would only extend them
     got = f"{size} bytes" if digest is None else f"sha256 {digest}"
     want = f"{source.size} bytes" if digest is None else f"sha256 {source.sha256}"
-    raise IntegrityError(f"asset {source.name!r} from {source.url} does not match the recipe", problems=[Problem(
-        message=f"expected {want}", key=f"assets.{source.name}", value=got,
-        fix="fix the asset's sha256/size in recipe.json, or the file at the URL")])
+    raise IntegrityError(f"asset {source.name!r} from {source.url} does not match the recipe",
+                         problems=[Problem(message=f"expected {want}", key=f"assets.{source.name}", value=got,
+                                           fix="fix sha256/size in recipe.json, or the file at the URL")])
 
 
 def _fetcher_for(source: AssetSource, fetchers: Mapping[str, Fetcher]) -> Fetcher:
@@ -141,7 +146,8 @@ def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
 def http_fetcher(timeout: float = 60.0,
                  opener: Callable[..., Any] = urllib.request.urlopen) -> Fetcher:
     def fetch(url: str, out: BinaryIO, offset: int) -> None:
-        request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
+        # only http(s) URLs reach this fetcher: default_fetchers registers it for those schemes
+        request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})  # noqa: S310
         try:
             response = opener(request, timeout=timeout)
         except urllib.error.HTTPError as exc:

@@ -25,8 +25,9 @@ from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.layout import BoxLayout, box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.box.unpack import unpack_archive
-from scrollcase.errors import HostError, Problem, describe_path
+from scrollcase.errors import HostError, Problem, SelfTestError, describe_path
 from scrollcase.github.junit import write_junit
+from scrollcase.recipe import Recipe
 from scrollcase.recipe_loader import RecipeDir
 from scrollcase.release import (
     ArchiveInfo,
@@ -56,7 +57,7 @@ class BuildPlan:
     prune: tuple[str, ...]
 
     @property
-    def recipe(self) -> Any:
+    def recipe(self) -> Recipe:
         return self.recipe_dir.recipe
 
     @property
@@ -97,9 +98,9 @@ def check_host(target_platform: str, target_arch: str, target_id: str, host: tup
                                   "(e.g. the CI matrix's runner for this target)")])
 
 
-def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled", out_dir: Path = Path(".scrollcase/dist"),
-               state_dir: Path = Path(".scrollcase"), junit: Path | None = None,
-               host: tuple[str, str] | None = None) -> BuildPlan:
+def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
+               out_dir: Path = Path(".scrollcase/dist"), state_dir: Path = Path(".scrollcase"),
+               junit: Path | None = None, host: tuple[str, str] | None = None) -> BuildPlan:
     """What the build will do and where, or an error when this host must not build the recipe."""
     recipe = recipe_dir.recipe
     check_host(recipe.target.platform, recipe.target.arch, recipe.target_id, host or host_platform())
@@ -218,7 +219,8 @@ def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, bo
 
 
 def run_self_test(box_root: Path, box: BoxJson, *, recipe_file: str | None, recipe_text: str | None,
-                  junit: Path | None, timeout: float = selftest.DEFAULT_TIMEOUT) -> tuple[SelfTestReport, Any]:
+                  junit: Path | None, timeout: float = selftest.DEFAULT_TIMEOUT,
+                  ) -> tuple[SelfTestReport, SelfTestError | None]:
     """Run ``box``'s self-test in an unpacked ``box_root``: (report, SelfTestError or None)."""
     box_root = box_root.resolve()  # the checks run with the box root as working directory
     env_dir = box_root / box.envDir

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -97,8 +96,9 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
             execute_link_scripts=False, show_progress=False, alternative_target_prefix=placeholder))
     except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
         raise BuildError(f"installing the environment into {env} failed", problems=[Problem(
-            message=f"{type(exc).__name__}: {exc}", fix="check free disk space and the package cache "
-                                                          f"{cache_dir}; delete it to start clean")]) from None
+            message=f"{type(exc).__name__}: {exc}",
+            fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
+        )]) from None
     (env / "CACHEDIR.TAG").unlink(missing_ok=True)
 
 
@@ -129,7 +129,7 @@ def scrub_conda_meta(env: Path) -> int:
         data = json.loads(path.read_text(encoding="utf-8"))
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(scrub_record(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o644)
+        tmp.chmod(0o644)
         tmp.replace(path)
         count += 1
     return count

@@ -63,9 +63,9 @@ def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None =
     checks = [Check(f"entrypoint {entry_point}", "entrypoint", ("-c", _PREFIX_CODE), line("root"))]
     checks += [Check(f"import {name}", "import", ("-c", f"import {name}"), line("import", name))
                for name in self_test.imports]
+    absent = "on-demand asset, fetched by the host app, not in the box"
     checks += [Check(f"file {path}", "file", ("-c", _FILE_CODE, path), line("file", path),
-                     skip="on-demand asset, fetched by the host app, not in the box" if path in not_in_box else None)
-               for path in self_test.files]
+                     skip=absent if path in not_in_box else None) for path in self_test.files]
     if self_test.pythonCode.strip():
         checks.append(Check("pythonCode", "code", ("-c", self_test.pythonCode), line("code")))
     return checks
@@ -116,7 +116,8 @@ def outcomes(results: Sequence[CheckResult]) -> SelfTestReport:
 
 def junit_cases(results: Sequence[CheckResult], recipe_file: str | None, suite: str) -> list[JUnitCase]:
     return [JUnitCase(name=r.check.name, classname=f"{suite}.{r.check.kind}", passed=r.passed,
-                      message=r.problem or r.check.skip or "", skipped=r.check.skip is not None, output=_output(r.run), seconds=r.run.duration,
+                      message=r.problem or r.check.skip or "", skipped=r.check.skip is not None,
+                      output=_output(r.run), seconds=r.run.duration,
                       file=recipe_file, line=r.check.line) for r in results]
 
 

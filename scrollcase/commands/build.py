@@ -20,10 +20,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="recipe ID (folder under recipes/), recipe folder, or recipe.json path")
     p.add_argument("--weights", choices=("bundled", "on-demand"), default="bundled",
                    help="bundle assets into the box (default) or list their URLs in the release manifest")
-    p.add_argument("--out", type=Path, default=Path(".scrollcase/dist"), help="output folder (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path(".scrollcase/dist"),
+                   help="output folder (default: %(default)s)")
     p.add_argument("--state-dir", type=Path, default=Path(".scrollcase"),
                    help="work folder and caches (default: %(default)s)")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipe IDs are looked up")
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"),
+                   help="where recipe IDs are looked up (default: %(default)s)")
     p.add_argument("--junit", type=Path, default=None,
                    help="self-test JUnit report (default: .scrollcase/reports/selftest-<recipeId>.xml)")
     p.set_defaults(handler=run)
@@ -45,9 +47,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     data = {"release": str(result.release), "archive": str(result.archive), "sha256": m.archive.sha256,
             "size": m.archive.size, "targetId": m.targetId, "weights": m.weights, "junit": str(result.junit),
             "selfTest": m.selfTest.model_dump(mode="json") if m.selfTest else None, "timings": result.timings}
-    console.result(data, f"built {result.archive} ({m.archive.size / 1e6:.1f} MB, sha256 {m.archive.sha256})\n"
-                         f"release manifest: {result.release}\nself-test: {len(m.selfTest.checks) if m.selfTest else 0}"
-                         f" checks passed (JUnit: {result.junit})")
+    checks = len(m.selfTest.checks) if m.selfTest else 0
+    console.result(data, f"built {result.archive} ({m.archive.size / 1e6:.1f} MB)\n"
+                         f"sha256 {m.archive.sha256}\nrelease manifest: {result.release}\n"
+                         f"self-test: {checks} checks passed (JUnit: {result.junit})")
     return 0
 
 

@@ -13,9 +13,9 @@ NAME = "demo"
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(NAME, parents=[common], help="run the whole lifecycle offline on an example recipe",
-                       description="Make a local conda channel from this machine's CPython and numpy, write an "
-                                   "example recipe for this host's CPU target, lock it, build the box, and "
-                                   "verify it.  Needs no network.  The release is left under "
+                       description="Make a local conda channel from this machine's CPython and numpy, "
+                                   "write an example recipe for this host's CPU target, lock it, build "
+                                   "the box, and verify it.  Needs no network.  The release is left under "
                                    "WORKDIR/.scrollcase/dist.")
     p.add_argument("--workdir", type=Path, default=Path("scrollcase-demo"),
                    help="folder for the demo's recipe, channel and outputs (default: %(default)s)")

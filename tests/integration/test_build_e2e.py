@@ -62,21 +62,32 @@ def test_build_writes_archive_and_release_only(built: BuildResult) -> None:
     manifest = json.loads(built.release.read_text())
     assert manifest["archive"]["sha256"] == built.manifest.archive.sha256
     assert manifest["selfTest"]["passed"] is True
-    assert [c["kind"] for c in manifest["selfTest"]["checks"]] == ["entrypoint", "import", "import", "file", "code"]
+    assert [c["kind"] for c in manifest["selfTest"]["checks"]] == [
+        "entrypoint",
+        "import",
+        "import",
+        "file",
+        "code",
+    ]
     assert manifest["assets"][0]["bundled"] is True and "url" not in manifest["assets"][0]
     assert not (built.plan.work_dir).exists()  # work folder removed after success
 
 
 def test_unpacked_box_runs_after_moving(built: BuildResult, tmp_path: Path) -> None:
     first = tmp_path / "first" / "box"
-    unpack_archive(built.archive, first, expected_size=built.manifest.archive.size,
-                   expected_sha256=built.manifest.archive.sha256)
+    unpack_archive(
+        built.archive,
+        first,
+        expected_size=built.manifest.archive.size,
+        expected_sha256=built.manifest.archive.sha256,
+    )
     moved = tmp_path / "elsewhere" / "moved-box"
     moved.parent.mkdir()
     shutil.move(str(first), moved)
     shutil.rmtree(tmp_path / "first")
-    run = run_python(moved / "venv/bin/python",
-                     ["-c", "import sys, numpy; print(numpy.ones(3).sum()); print(sys.prefix)"])
+    run = run_python(
+        moved / "venv/bin/python", ["-c", "import sys, numpy; print(numpy.ones(3).sum()); print(sys.prefix)"]
+    )
     assert run.ok, run.stderr
     total, prefix = run.stdout.split()
     assert total == "3.0"
@@ -85,8 +96,12 @@ def test_unpacked_box_runs_after_moving(built: BuildResult, tmp_path: Path) -> N
 
 def test_no_build_path_leaks_into_archive(built: BuildResult, tmp_path: Path) -> None:
     box = tmp_path / "box"
-    unpack_archive(built.archive, box, expected_size=built.manifest.archive.size,
-                   expected_sha256=built.manifest.archive.sha256)
+    unpack_archive(
+        built.archive,
+        box,
+        expected_size=built.manifest.archive.size,
+        expected_sha256=built.manifest.archive.sha256,
+    )
     build_root = str(built.plan.work_dir.parent.parent.parent).encode()
     leaks = [p for p in box.rglob("*") if p.is_file() and not p.is_symlink() and build_root in p.read_bytes()]
     assert leaks == []
@@ -124,20 +139,28 @@ def test_verify_rejects_tampered_archive(built: BuildResult, tmp_path: Path, cha
         verify_release(release, self_test=True, temp_parent=scratch)
     assert built.archive.name in str(caught.value) or "sha256" in str(caught.value)
     assert list(scratch.iterdir()) == []
-    assert sorted(p.name for p in release.parent.iterdir()) == sorted([built.archive.name, built.release.name])
+    assert sorted(p.name for p in release.parent.iterdir()) == sorted(
+        [built.archive.name, built.release.name]
+    )
 
 
 def test_cli_verify_reports_tampering_without_traceback(built: BuildResult, tmp_path: Path) -> None:
     release = _tampered_copy(built, tmp_path / "copy", "flip")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "verify", str(release), "--self-test"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "verify", str(release), "--self-test"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 8
     assert "Traceback" not in done.stderr and "sha256" in done.stderr
 
 
-def test_build_is_reproducible_across_working_dirs(built: BuildResult, demo_channel: Path, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_is_reproducible_across_working_dirs(
+    built: BuildResult, demo_channel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "a" / "completely" / "different" / "place"
     other.mkdir(parents=True)
     monkeypatch.chdir(other)
@@ -182,27 +205,36 @@ def test_interrupted_build_reruns_cleanly(demo_channel: Path, tmp_path: Path) ->
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
     assert plan.work_dir.exists()  # leftovers live in the work folder, which the rerun discards
     result = execute_build(plan, records=records, fetchers={"file": fetch_file})
-    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted([result.archive.name,
-                                                                             result.release.name])
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted(
+        [result.archive.name, result.release.name]
+    )
 
 
 def test_on_demand_weights_stay_out_of_the_box(demo_channel: Path, tmp_path: Path) -> None:
-    recipe_dir = make_recipe(tmp_path, demo_channel, selfTest={
-        "imports": ["numpy"], "files": ["model-cache/scrollcase-demo/weights.json"]})
+    recipe_dir = make_recipe(
+        tmp_path,
+        demo_channel,
+        selfTest={"imports": ["numpy"], "files": ["model-cache/scrollcase-demo/weights.json"]},
+    )
     result = build(recipe_dir, tmp_path, weights="on-demand")
     asset = result.manifest.assets[0]
     assert not asset.bundled and asset.url and asset.url.startswith("file://")
     assert asset.url.endswith("/weights.json")
     assert result.manifest.selfTest is not None
-    file_check = [c for c in result.manifest.selfTest.checks if c.kind == "file"][0]
+    file_check = next(c for c in result.manifest.selfTest.checks if c.kind == "file")
     assert file_check.passed and file_check.message.startswith("skipped")
 
 
 def test_cli_build_json(demo_channel: Path, tmp_path: Path) -> None:
     recipe_dir = make_recipe(tmp_path, demo_channel)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "build", str(recipe_dir.path), "--json",
-                           "--out", "out"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "build", str(recipe_dir.path), "--json", "--out", "out"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert Path(tmp_path / data["release"]).is_file() and data["targetId"] == demo_target().target_id
