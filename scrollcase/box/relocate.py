@@ -146,7 +146,7 @@ def fix_shebang(old_line: bytes, new_line: bytes, placeholder: bytes, new_prefix
     name = new_interpreter.rsplit(b"/", 1)[-1]
     if name.startswith(b"python"):
         opts = b" " + options if options else b""
-        quoted = new_interpreter.replace(b'"', b'\\"')
+        quoted = re.sub(rb'([\\"$`])', rb"\\\1", new_interpreter)  # inside sh double quotes
         return b"#!/bin/sh\n'''exec' \"" + quoted + b'"' + opts + b' "$0" "$@"\n' + b"' '''"
     return b"#!/usr/bin/env " + name + (b" " + options if options else b"")
 

@@ -35,7 +35,14 @@ import zstandard
 
 from scrollcase.box import paths, relocate
 from scrollcase.box.tarstream import BLOCK, ChunkReader, Header, TarFormatError, parse_header, parse_pax
-from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
+from scrollcase.errors import (
+    BuildError,
+    IntegrityError,
+    Problem,
+    ScrollcaseError,
+    UsageError,
+    describe_path,
+)
 
 READ_CHUNK = 1 << 20
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (~16 x 4 MiB)
@@ -358,9 +365,7 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
         if bad is not None:
             raise _Reject(bad[0], bad[1])
     except _Reject as exc:
-        failure = IntegrityError(f"archive {label}: member {exc.member!r}: {exc.rule}",
-                                 fix="do not use this archive: it was not made by scrollcase or was "
-                                     "tampered with")
+        failure = _unsafe(label, exc)
     except TarFormatError as exc:
         failure = IntegrityError(f"archive {label}: {exc}", fix="download the archive again")
     except OSError as exc:
@@ -371,6 +376,13 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
         _drain(feed.chunks)
         thread.join()
     return _verdict(feed, label, expected_sha256, failure, ex, reader.consumed)
+
+
+def _unsafe(label: str, reject: _Reject) -> IntegrityError:
+    fix = "do not use this archive: it was not made by scrollcase, or it was tampered with"
+    return IntegrityError(f"archive {label} is unsafe: member {reject.member!r}: {reject.rule}",
+                          problems=[Problem(message=reject.rule, file=label, key="member",
+                                            value=repr(reject.member))], fix=fix)
 
 
 def _drain(chunks: queue.Queue[bytes | None]) -> None:
