@@ -1,0 +1,238 @@
+"""Prefix relocation: boxes are built under a fixed placeholder prefix and rewritten on unpack.
+
+The build installs the environment as if it lived at :data:`BOX_PREFIX_PLACEHOLDER` (py-rattler's
+``alternative_target_prefix``), so the packed tree never names the build directory.  At build time
+:func:`scan_prefix_files` lists every file that embeds the placeholder; the list is stored in
+``box.json`` under ``"relocation"``; at unpack time :func:`relocate` rewrites those files for the
+box's real location.
+
+Rewriting rules are conda's:
+
+* text files: plain replacement.  A shebang that becomes longer than 127 bytes or contains a space
+  no longer works (the kernel truncates it / splits it); for a Python interpreter it is replaced by
+  the ``#!/bin/sh`` + ``'''exec'`` trampoline, for any other interpreter by ``#!/usr/bin/env NAME``.
+* binary files: the placeholder is replaced inside each NUL-terminated C string and the string is
+  padded with NULs, so every offset in the file stays the same.  That only works when the new prefix
+  is not longer than the placeholder, which is why the placeholder is long (~200 characters).
+
+Windows: the placeholder is matched in its forward-slash form only; a backslash form (as Windows
+tools may write it) is not rewritten.  Windows boxes need no shebang handling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scrollcase.box import paths
+from scrollcase.errors import BuildError, IntegrityError
+
+BOX_PREFIX_PLACEHOLDER = "/opt/scrollcase/" + "_placehold" * 18  # 196 characters
+MAX_SHEBANG = 127  # Linux's BINPRM_BUF_SIZE - 1 before 5.1; still what portable scripts must assume
+_SCAN_CHUNK = 4 << 20
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PrefixFile(_Model):
+    path: str  # relative to the box root, POSIX separators
+    mode: Literal["text", "binary"]
+
+
+class RelocationInfo(_Model):
+    placeholder: str
+    files: list[PrefixFile]
+
+
+# ---------------------------------------------------------------- scanning (build time)
+
+
+def scan_prefix_files(root: Path, prefix: str) -> list[PrefixFile]:
+    """Every regular file under ``root`` that embeds ``prefix``, sorted by path.
+
+    conda-meta/*.json ``paths_data`` (``file_mode``) decides text vs binary for the files it lists;
+    every other file is found by a byte scan and called binary when it contains a NUL byte.
+    """
+    needle = prefix.encode("utf-8")
+    declared = _declared_modes(root)
+    found: list[PrefixFile] = []
+    for rel, full in _regular_files(root):
+        hit, has_nul = _scan_file(full, needle)
+        if hit:
+            mode = declared.get(rel) or ("binary" if has_nul else "text")
+            found.append(PrefixFile(path=rel, mode=mode))
+    return found
+
+
+def _regular_files(root: Path) -> Iterator[tuple[str, str]]:
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        base = Path(directory).relative_to(root).as_posix()
+        for name in sorted(files):
+            full = os.path.join(directory, name)  # noqa: PTH118 - hot path over every file
+            if not os.path.islink(full):  # noqa: PTH114
+                yield (name if base == "." else f"{base}/{name}"), full
+
+
+def _scan_file(path: str, needle: bytes) -> tuple[bool, bool]:
+    """(file contains needle, file contains a NUL byte), reading in chunks with an overlap."""
+    hit = has_nul = False
+    tail = b""
+    with open(path, "rb") as f:  # noqa: PTH123 - hot loop over many files
+        while chunk := f.read(_SCAN_CHUNK):
+            data = tail + chunk
+            hit = hit or needle in data
+            has_nul = has_nul or b"\x00" in chunk
+            if hit and has_nul:
+                break
+            tail = data[-(len(needle) - 1):] if len(needle) > 1 else b""
+    return hit, has_nul
+
+
+def _declared_modes(root: Path) -> dict[str, Literal["text", "binary"]]:
+    """file_mode of every prefix-carrying file named by conda-meta/*.json of any env under root."""
+    modes: dict[str, Literal["text", "binary"]] = {}
+    for meta in sorted(root.glob("**/conda-meta")):
+        env = meta.parent.relative_to(root).as_posix()
+        for record in sorted(meta.glob("*.json")):
+            for rel, mode in _paths_data_modes(record):
+                modes[rel if env == "." else f"{env}/{rel}"] = mode
+    return modes
+
+
+def _paths_data_modes(record: Path) -> Iterable[tuple[str, Literal["text", "binary"]]]:
+    try:
+        data = json.loads(record.read_bytes())
+        entries = data.get("paths_data", {}).get("paths", [])
+    except (ValueError, AttributeError, OSError):
+        return []  # not a package record: the byte scan still finds its files
+    out: list[tuple[str, Literal["text", "binary"]]] = []
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("prefix_placeholder"):
+            mode = entry.get("file_mode", "text")
+            out.append((str(entry.get("_path", "")), "binary" if mode == "binary" else "text"))
+    return out
+
+
+# ---------------------------------------------------------------- rewriting (pure)
+
+
+def replace_text(data: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
+    """Plain replacement, then a shebang fix-up if the first line became unusable."""
+    first_line_end = data.find(b"\n")
+    first = data if first_line_end < 0 else data[:first_line_end]
+    replaced = data.replace(placeholder, new_prefix)
+    if first.startswith(b"#!") and placeholder in first:
+        new_first = first.replace(placeholder, new_prefix)
+        rest = replaced[len(new_first):]
+        return fix_shebang(first, new_first, placeholder, new_prefix) + rest
+    return replaced
+
+
+def fix_shebang(old_line: bytes, new_line: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
+    """``new_line`` when the kernel can still run it, else a portable replacement."""
+    interpreter, _, options = old_line[2:].strip().partition(b" ")
+    new_interpreter = interpreter.replace(placeholder, new_prefix)
+    if len(new_line) <= MAX_SHEBANG and b" " not in new_interpreter:
+        return new_line
+    name = new_interpreter.rsplit(b"/", 1)[-1]
+    if name.startswith(b"python"):
+        opts = b" " + options if options else b""
+        quoted = re.sub(rb'([\\"$`])', rb"\\\1", new_interpreter)  # inside sh double quotes
+        return b"#!/bin/sh\n'''exec' \"" + quoted + b'"' + opts + b' "$0" "$@"\n' + b"' '''"
+    return b"#!/usr/bin/env " + name + (b" " + options if options else b"")
+
+
+class PaddingError(ValueError):
+    """The new prefix is longer than the placeholder: binary files cannot be rewritten in place."""
+
+
+def replace_binary(data: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
+    """conda's C-string rule: rewrite inside each NUL-terminated string, pad with NULs."""
+    if len(new_prefix) > len(placeholder):
+        raise PaddingError(len(new_prefix) - len(placeholder))
+    pattern = re.compile(re.escape(placeholder) + b"[^\x00]*\x00")
+
+    def one(match: re.Match[bytes]) -> bytes:
+        text = match.group()
+        count = text.count(placeholder)
+        padding = (len(placeholder) - len(new_prefix)) * count
+        return text.replace(placeholder, new_prefix) + b"\x00" * padding
+
+    out = pattern.sub(one, data)
+    if len(out) != len(data):  # cannot happen with the padding above; a wrong offset would be fatal
+        raise PaddingError(0)
+    return out
+
+
+# ---------------------------------------------------------------- applying (unpack time)
+
+
+def relocate(root: Path, info: RelocationInfo, new_prefix: str) -> int:
+    """Rewrite every file of ``info`` under ``root`` for ``new_prefix``; returns files changed.
+
+    Each file is written to a temp file beside it and renamed over it (its mode kept), so a file is
+    either old or new, never half-written.
+    """
+    placeholder = info.placeholder.encode("utf-8")
+    target = new_prefix.encode("utf-8")
+    if len(target) > len(placeholder) and any(f.mode == "binary" for f in info.files):
+        raise BuildError(
+            f"cannot relocate the box to {new_prefix}: the path is {len(target)} bytes, longer than the "
+            f"{len(placeholder)}-byte build placeholder that binary files have room for",
+            fix=f"unpack into a shorter path (at most {len(placeholder)} bytes)")
+    changed = 0
+    for item in info.files:
+        path = _inside(root, item.path)
+        data = path.read_bytes()
+        new = (replace_binary if item.mode == "binary" else replace_text)(data, placeholder, target)
+        if new != data:
+            _rewrite(path, new)
+            changed += 1
+    return changed
+
+
+def _inside(root: Path, rel: str) -> Path:
+    """The regular file ``rel`` under ``root``; box.json naming anything else is an integrity error."""
+    try:
+        name = paths.normalise_member(rel)
+    except paths.UnsafePath as exc:
+        raise IntegrityError(f"box.json: relocation names an unsafe path: {exc.rule}",
+                             fix="rebuild the box; do not edit box.json by hand") from None
+    path = root.joinpath(*name.split("/"))
+    real_root = os.path.realpath(root)
+    if path.is_symlink() or not path.is_file() or \
+            os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
+        raise IntegrityError(f"box.json: relocation file {rel} is not a regular file inside the box",
+                             fix="rebuild the box; do not edit box.json by hand")
+    return path
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.reloc")
+    tmp.write_bytes(data)
+    os.chmod(tmp, path.stat().st_mode & 0o7777)  # noqa: PTH101 - keep the exact mode bits
+    tmp.replace(path)
+
+
+def read_relocation(box_json: bytes, file: str = "box.json") -> RelocationInfo | None:
+    """The ``"relocation"`` entry of a box.json, or None when the box needs no relocation."""
+    try:
+        data = json.loads(box_json)
+    except ValueError as exc:
+        raise IntegrityError(f"{file} is not valid JSON: {exc}", fix="rebuild the box") from None
+    raw = data.get("relocation") if isinstance(data, dict) else None
+    if raw is None:
+        return None
+    try:
+        return RelocationInfo.model_validate(raw)
+    except ValueError as exc:
+        raise IntegrityError(f"{file}: \"relocation\" is invalid: {exc}", fix="rebuild the box") from None
