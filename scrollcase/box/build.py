@@ -25,7 +25,7 @@ from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.layout import BoxLayout, box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.box.unpack import unpack_archive
-from scrollcase.errors import HostError, Problem, SelfTestError, describe_path
+from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
 from scrollcase.github.junit import write_junit
 from scrollcase.recipe import Recipe
 from scrollcase.recipe_loader import RecipeDir
@@ -177,8 +177,13 @@ def env_placeholder(layout: BoxLayout) -> str:
 def prune_box(box_root: Path, layout: BoxLayout, prune: Sequence[str]) -> list[str]:
     """Delete prunePaths (relative to the box root) and every ``__pycache__``; return notes for misses."""
     notes = []
+    inside = box_root.resolve()
     for rel in prune:
         target = box_root / rel
+        if not target.parent.resolve().is_relative_to(inside):  # a symlinked folder on the way out
+            raise BuildError(f"prunePaths entry {rel!r} leads outside the box through a symlink",
+                             problems=[Problem(message="refusing to delete outside the box", key="prunePaths",
+                                               value=rel, fix="prune the real path inside the box instead")])
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():

@@ -11,8 +11,9 @@ from scrollcase.box import install
 from scrollcase.box.build import env_placeholder, plan_build, prune_box
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.channel import PackageFile, PackageSpec, index_channel, write_package
-from scrollcase.errors import HostError, IntegrityError
+from scrollcase.channel import PackageFile, PackageSpec, write_package
+from scrollcase.demo import index_channel_isolated
+from scrollcase.errors import BuildError, HostError, IntegrityError
 from scrollcase.recipe_loader import RecipeDir, parse_recipe
 
 RECIPE: dict[str, Any] = {
@@ -80,6 +81,18 @@ def test_prune_removes_paths_and_bytecode(tmp_path: Path) -> None:
     ]
 
 
+def test_prune_refuses_to_follow_a_symlink_out_of_the_box(tmp_path: Path) -> None:
+    layout = box_layout("venv/bin/python", "linux", "3.11", "model-cache/m")
+    outside = tmp_path / "precious"
+    (outside / "docs").mkdir(parents=True)
+    box = tmp_path / "box"
+    (box / "venv").mkdir(parents=True)
+    (box / "venv/share").symlink_to(outside)
+    with pytest.raises(BuildError, match="outside the box"):
+        prune_box(box, layout, ["venv/share/docs"])
+    assert (outside / "docs").is_dir()
+
+
 def test_scrub_record_removes_host_paths() -> None:
     record = {
         "name": "foo",
@@ -108,7 +121,7 @@ def channel_records(tmp_path: Path) -> tuple[Path, list[Any]]:
 
     channel = tmp_path / "chan"
     package = write_package(channel, PackageSpec("foo", "1.0", files=[PackageFile("share/foo.txt", b"hi\n")]))
-    index_channel(channel, ["linux-64"])
+    index_channel_isolated(channel, ["linux-64"])
     records = asyncio.run(rattler.solve(sources=[channel.as_uri()], specs=["foo"], platforms=["linux-64"]))
     return package, list(records)
 
