@@ -239,3 +239,22 @@ def test_cli_build_json(demo_channel: Path, tmp_path: Path) -> None:
     data = json.loads(done.stdout)
     assert Path(tmp_path / data["release"]).is_file() and data["targetId"] == demo_target().target_id
     assert "[6/7] self-test" in done.stderr
+
+
+def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tmp_path: Path) -> None:
+    """SIGKILL the CLI between stages (as a cancelled CI job would), then simply run it again."""
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "scrollcase", "build", str(recipe_dir.path), "--out", "dist"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("[5/7] pack"):
+            proc.kill()
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.suffix for p in (tmp_path / "dist").iterdir()) == [".json", ".zst"]
