@@ -80,9 +80,12 @@ def python_package(subdir: str, base_prefix: Path | None = None) -> PackageSpec:
     """This machine's CPython (shared build, POSIX) as a relocatable conda package named ``python``."""
     base = Path(base_prefix or sys.base_prefix)
     short, full = python_version_info()
-    if sys.platform == "win32" or not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise HostError("the demo packages this machine's CPython, which must be a shared POSIX build",
-                        fix="run the demo with a CPython built with --enable-shared on Linux or macOS")
+    if not sys.platform.startswith("linux") or not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        # Making the interpreter relocatable uses patchelf (ELF RUNPATH); macOS would need
+        # install_name_tool and Windows a different layout, neither of which the demo does yet.
+        raise HostError("the demo packages this machine's CPython, which must be a shared Linux build",
+                        fix="run the demo on Linux with a CPython built with --enable-shared "
+                            "(pyenv, python.org source builds and conda's python all are)")
     prefix = str(base).encode()
     files: list[PackageFile] = []
     with tempfile.TemporaryDirectory() as tmp:
