@@ -47,6 +47,9 @@ from scrollcase.errors import (
 READ_CHUNK = 1 << 20
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (~16 x 4 MiB)
 _END = None
+# O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
+_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
 
 
 @dataclass(frozen=True)
@@ -203,9 +206,7 @@ class _Extractor:
 
     def regular(self, name: str, header: Header, reader: ChunkReader) -> None:
         mode = 0o755 if header.mode & 0o111 else 0o644
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | \
-            getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(self.disk(name), flags, mode)
+        fd = os.open(self.disk(name), _CREATE_FLAGS, mode)
         try:
             for piece in reader.slices(header.size):
                 while piece:
