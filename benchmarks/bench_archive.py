@@ -165,7 +165,7 @@ def _rattler_install(channel: Path, prefix: Path, cache: Path) -> None:
             platforms=[rattler.Subdir(SUBDIR), rattler.Subdir("noarch")], gateway=rattler.Gateway(),
             channel_relations="disabled")
         await rattler.install(records, target_prefix=prefix, cache_dir=cache, show_progress=False,
-                              alternative_target_prefix=BOX_PREFIX_PLACEHOLDER)
+                              alternative_target_prefix=f"{BOX_PREFIX_PLACEHOLDER}/venv")
 
     asyncio.run(run())
 
