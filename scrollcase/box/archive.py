@@ -246,11 +246,18 @@ class _TarStream:
 
 
 def _read_into(fd: int, view: memoryview) -> int:
-    if hasattr(os, "readv"):
-        return os.readv(fd, [view])
-    data = os.read(fd, len(view))  # Windows has no readv: one extra copy
+    return os.readv(fd, [view])
+
+
+def _read_into_copy(fd: int, view: memoryview) -> int:
+    """Windows has no readv: read, then copy into the buffer (one extra copy)."""
+    data = os.read(fd, len(view))
     view[:len(data)] = data
     return len(data)
+
+
+if not hasattr(os, "readv"):
+    _read_into = _read_into_copy  # the portable fallback
 
 
 def _write_entries(entries: list[Entry], stream: _TarStream) -> int:

@@ -60,7 +60,8 @@ class Limits:
     max_members: int = 5_000_000
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
-    case_insensitive: bool = sys.platform in ("win32", "darwin")
+    case_insensitive: bool = paths.case_insensitive_default()
+    windows_names: bool = sys.platform == "win32"  # reserved device names, illegal characters
 
 
 DEFAULT_LIMITS = Limits()
@@ -159,12 +160,14 @@ class _Extractor:
     declared: int = 0
 
     def disk(self, name: str) -> str:
-        return self.base + name if os.sep == "/" else self.base + name.replace("/", os.sep)
+        return paths.native_path(self.base, name)
 
     def admit(self, header: Header, name: str) -> str:
         """Checks that do not depend on the member's type; returns the normalised name."""
         try:
             norm = paths.normalise_member(name)
+            if self.limits.windows_names:
+                paths.check_windows_name(norm)
         except paths.UnsafePath as exc:
             raise _Reject(name, exc.rule) from None
         self.entries += 1
