@@ -174,3 +174,11 @@ def test_failed_pack_leaves_no_output(tmp_path: Path, monkeypatch: pytest.Monkey
 ])
 def test_normalised_mode(kind: str, st_mode: int, mode: int) -> None:
     assert archive.normalised_mode(kind, st_mode) == mode
+
+
+def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _make_tree(tmp_path / "t")
+    native = pack_tree(root, tmp_path / "a.tar.zst")
+    monkeypatch.setattr(archive, "_read_into", archive._read_into_copy)
+    assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256

@@ -69,3 +69,25 @@ def test_escaping_link_none_for_safe_links() -> None:
 
 def test_casefold_key_collides_like_windows() -> None:
     assert paths.casefold_key("Lib/Site-Packages/A.py") == paths.casefold_key("lib/site-packages/a.PY")
+
+
+@pytest.mark.parametrize("name", ["aux.py", "lib/CON", "x/nul.txt", "com1", "a/b:c", "q?", "trail.", "sp "])
+def test_windows_names_refused(name: str) -> None:
+    with pytest.raises(paths.UnsafePath, match="Windows"):
+        paths.check_windows_name(name)
+
+
+@pytest.mark.parametrize("name", ["auxiliary.py", "Lib/site-packages/con_fig.py", "console", "a.b.c"])
+def test_windows_names_allowed(name: str) -> None:
+    paths.check_windows_name(name)
+
+
+def test_native_path_windows_and_posix_layouts() -> None:
+    assert paths.native_path("C:\\boxes\\.tmp\\", "venv/Lib/site-packages/x.py", "\\") == \
+        "C:\\boxes\\.tmp\\venv\\Lib\\site-packages\\x.py"
+    assert paths.native_path("/srv/.tmp/", "venv/bin/python", "/") == "/srv/.tmp/venv/bin/python"
+
+
+@pytest.mark.parametrize(("platform", "expected"), [("win32", True), ("darwin", True), ("linux", False)])
+def test_case_insensitive_default(platform: str, expected: bool) -> None:
+    assert paths.case_insensitive_default(platform) is expected

@@ -258,3 +258,8 @@ def test_bomb_by_member_count(work: Path) -> None:
 def test_digest_mismatch_outranks_a_hostile_member(work: Path) -> None:
     c = craft(work, [_file("../evil", b"x")])
     assert_rejected(Crafted(c.path, c.size, "1" * 64), work, "sha256 is")
+
+
+def test_windows_reserved_names_when_enabled(work: Path) -> None:
+    c = craft(work, [_file("venv/Lib/aux.py", b"1")])
+    assert_rejected(c, work, "venv/Lib/aux.py", "reserved device name", limits=Limits(windows_names=True))
