@@ -165,10 +165,25 @@ def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path) -> Path:
     return path
 
 
+# py-rattler 0.28's LockFile writer always writes this format (read by pixi >= 0.68).
+WRITTEN_LOCK_VERSION = 7
+
+
 def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] | None = None) -> Path:
     """Solve ``recipe_dir``'s pixi.toml for its target and write ``recipe_dir/pixi.lock``."""
+    from scrollcase.pixi.lockcheck import MIN_PIXI_FOR_LOCK, pixi_reads
+
     manifest = load_manifest(recipe_dir.manifest_file)
     recipe = recipe_dir.recipe
+    if not pixi_reads(recipe.pixiVersion, WRITTEN_LOCK_VERSION):
+        needed = ".".join(str(p) for p in MIN_PIXI_FOR_LOCK[WRITTEN_LOCK_VERSION])
+        raise LockError(
+            f"{recipe.recipeId} pins pixi {recipe.pixiVersion}, which cannot read the lock format "
+            f"py-rattler writes (v{WRITTEN_LOCK_VERSION}, pixi >= {needed})",
+            problems=[Problem(message="pixiVersion too old for lock format v7",
+                              file=describe_path(recipe_dir.recipe_file), key="pixiVersion",
+                              value=recipe.pixiVersion, fix=f"set pixiVersion to {needed} or newer")],
+            fix="or lock with that pixi: `scrollcase lock --use-pixi`")
     plan = plan_solve(manifest, recipe.target.spec, recipe.recipeId, channel_overrides)
     records = solve(plan)
     return write_lock(plan, records, recipe_dir.lock_file)

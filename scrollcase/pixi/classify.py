@@ -1,0 +1,157 @@
+"""Which torch a locked environment holds and which accelerator that build targets.  Pure.
+
+Evidence, strongest first:
+
+* conda ``pytorch`` build strings: conda-forge ``cuda126_mkl_py312_h..`` / ``cpu_mkl_..`` (older
+  conda-forge wrote ``cuda112py39h..``), the legacy pytorch channel ``py3.10_cuda11.7_cudnn8.5.0_0``
+  / ``py3.10_cpu_0``.  Metapackages (``pytorch-gpu``, ``pytorch-cpu``, ``pytorch-cuda``,
+  ``pytorch-mutex``) only *ask* for a variant; the ``pytorch`` record is what gets installed.
+* PyPI ``torch`` wheels with a local version tag (``2.5.1+cu124``, ``+cpu``; in URLs ``%2Bcu124``).
+* untagged PyPI wheels (PyPI's default Linux builds) are CUDA builds only when the
+  ``nvidia-cuda-runtime-cu*`` wheel they need is locked beside them; its version is the CUDA version.
+
+Names are matched exactly (``pytorch``, ``torch``, ``nvidia-cuda-runtime-cuNN``) so packages such as
+``libopenvino-pytorch-frontend``, ``pytorch-3dunet`` or ``nvidia-ml-py`` are never taken for torch
+or CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from scrollcase.pixi.lockfile import LockedPackage
+
+Provider = Literal["conda", "pypi"]
+CONDA_TORCH = "pytorch"
+PYPI_TORCH = "torch"
+CUDA_VERSION_PACKAGE = "cuda-version"
+_CUDA_RUNTIME_WHEEL = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+_CONDA_CUDA_TAG = re.compile(r"(?:^|_)cuda(\d+)\.(\d+)|(?:^|_)cuda(\d{2,3})(?=_|py|h|$)")
+_CONDA_CPU_TAG = re.compile(r"(?:^|_)cpu(?:_|$)")
+_WHEEL_LOCAL = re.compile(r"\+(cu(\d+)|cpu|rocm[\d.]+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """The torch of one (environment, platform) and the accelerator its build targets."""
+
+    provider: Provider | None = None
+    version: str | None = None
+    build: str | None = None
+    accelerator: str | None = None  # "cudaX.Y", "cpu", "rocmX.Y" or None (no torch / unknown)
+    evidence: str = "no torch package"
+    package: LockedPackage | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"provider": self.provider, "version": self.version, "build": self.build,
+                "accelerator": self.accelerator}
+
+    @property
+    def cuda_version(self) -> str | None:
+        return self.accelerator[4:] if self.accelerator and self.accelerator.startswith("cuda") else None
+
+
+def _digits_to_cuda(digits: str) -> str:
+    """conda-forge/PyPI tags drop the dot: ``126`` -> ``12.6``, ``118`` -> ``11.8``, ``130`` -> ``13.0``."""
+    return f"{int(digits[:-1])}.{digits[-1]}"
+
+
+def accelerator_of_conda_build(build: str) -> str | None:
+    """``cudaX.Y``/``cpu`` from a conda pytorch build string, None when the string does not say."""
+    match = _CONDA_CUDA_TAG.search(build)
+    if match:
+        if match.group(1):
+            return f"cuda{int(match.group(1))}.{int(match.group(2))}"
+        return f"cuda{_digits_to_cuda(match.group(3))}"
+    if _CONDA_CPU_TAG.search(build) or build.startswith("cpu"):
+        return "cpu"
+    return None
+
+
+def accelerator_of_wheel(version: str, filename: str = "") -> str | None:
+    """``cudaX.Y``/``cpu``/``rocmX.Y`` from a wheel's local version tag, None when untagged."""
+    for text in (version, filename):
+        match = _WHEEL_LOCAL.search(text.replace("%2B", "+").replace("%2b", "+"))
+        if match:
+            tag = match.group(1).lower()
+            if match.group(2):
+                return f"cuda{_digits_to_cuda(match.group(2))}"
+            return tag
+    return None
+
+
+def major_minor(version: str) -> str:
+    parts = re.split(r"[.+]", version)
+    return ".".join(parts[:2]) if len(parts) >= 2 else version
+
+
+def find(packages: Sequence[LockedPackage], name: str, kind: str | None = None) -> LockedPackage | None:
+    for package in packages:
+        if package.name == name and (kind is None or package.kind == kind):
+            return package
+    return None
+
+
+def cuda_runtime_wheel(packages: Sequence[LockedPackage]) -> LockedPackage | None:
+    for package in packages:
+        if package.kind == "pypi" and _CUDA_RUNTIME_WHEEL.match(package.name):
+            return package
+    return None
+
+
+def cuda_version_record(packages: Sequence[LockedPackage]) -> LockedPackage | None:
+    return find(packages, CUDA_VERSION_PACKAGE, "conda")
+
+
+def _conda_evidence(packages: Sequence[LockedPackage]) -> str | None:
+    """CUDA version implied by an untagged conda build's companions (legacy channels)."""
+    for name in ("pytorch-cuda", "cudatoolkit"):
+        companion = find(packages, name, "conda")
+        if companion is not None:
+            return f"cuda{major_minor(companion.version)}"
+    mutex = find(packages, "pytorch-mutex", "conda")
+    if mutex is not None and mutex.build == "cpu":
+        return "cpu"
+    return None
+
+
+def classify_conda(package: LockedPackage, packages: Sequence[LockedPackage]) -> TorchBuild:
+    build = package.build or ""
+    accelerator = accelerator_of_conda_build(build)
+    evidence = f"conda build string {build!r}"
+    if accelerator is None:
+        accelerator = _conda_evidence(packages) or "cpu"
+        evidence = f"untagged conda build {build!r} (judged by its companions: {accelerator})"
+    return TorchBuild("conda", package.version, build, accelerator, evidence, package)
+
+
+def classify_pypi(package: LockedPackage, packages: Sequence[LockedPackage]) -> TorchBuild:
+    accelerator = accelerator_of_wheel(package.version, package.filename)
+    evidence = f"wheel tag of {package.filename}"
+    if accelerator is None:
+        runtime = cuda_runtime_wheel(packages)
+        if runtime is not None:
+            accelerator = f"cuda{major_minor(runtime.version)}"
+            evidence = f"untagged wheel beside {runtime.name} {runtime.version}"
+        else:
+            accelerator = "cpu"
+            evidence = "untagged wheel with no nvidia-cuda-runtime wheel beside it"
+    return TorchBuild("pypi", package.version, None, accelerator, evidence, package)
+
+
+def classify_torch(packages: Sequence[LockedPackage]) -> TorchBuild:
+    """The torch build of one (environment, platform) package list.
+
+    A conda ``pytorch`` wins over a PyPI ``torch``: pixi lets conda packages satisfy PyPI
+    requirements, so a PyPI torch beside a conda one is not what gets imported first.
+    """
+    conda = find(packages, CONDA_TORCH, "conda")
+    if conda is not None:
+        return classify_conda(conda, packages)
+    wheel = find(packages, PYPI_TORCH, "pypi")
+    if wheel is not None:
+        return classify_pypi(wheel, packages)
+    return TorchBuild()

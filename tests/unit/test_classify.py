@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import pytest
+
+from scrollcase.pixi.classify import (
+    accelerator_of_conda_build,
+    accelerator_of_wheel,
+    classify_torch,
+)
+from scrollcase.pixi.lockfile import LockedPackage
+
+CF = "https://conda.anaconda.org/conda-forge/linux-64/"
+PYPI = "https://files.pythonhosted.org/packages/aa/bb/"
+
+
+def conda(name: str, version: str, build: str) -> LockedPackage:
+    return LockedPackage("conda", f"{CF}{name}-{version}-{build}.conda", name, version, build)
+
+
+def wheel(name: str, version: str, filename: str | None = None) -> LockedPackage:
+    filename = filename or f"{name.replace('-', '_')}-{version}-py3-none-manylinux_2_28_x86_64.whl"
+    return LockedPackage("pypi", PYPI + filename, name, version)
+
+
+@pytest.mark.parametrize(("build", "expected"), [
+    ("cuda126_mkl_py312_h1234567_300", "cuda12.6"),
+    ("cuda120_py312h26b3cf7_301", "cuda12.0"),
+    ("cuda129_generic_py312_h08ae647_203", "cuda12.9"),
+    ("cuda130_mkl_py313_habc_300", "cuda13.0"),
+    ("cuda112py39h1234567_200", "cuda11.2"),  # older conda-forge: no underscore after the digits
+    ("cpu_mkl_py311_h338015a_100", "cpu"),
+    ("cpu_generic_py313_h1ee2325_2", "cpu"),
+    ("py3.10_cuda11.7_cudnn8.5.0_0", "cuda11.7"),  # legacy pytorch channel
+    ("py3.8_cuda10.1.243_cudnn7.6.3_0", "cuda10.1"),
+    ("py3.12_cuda12.4_cudnn9.1.0_0", "cuda12.4"),
+    ("py3.10_cpu_0", "cpu"),
+    ("py310h1234567_0", None),
+])
+def test_conda_build_strings(build: str, expected: str | None) -> None:
+    assert accelerator_of_conda_build(build) == expected
+
+
+@pytest.mark.parametrize(("version", "filename", "expected"), [
+    ("2.5.1+cu124", "", "cuda12.4"),
+    ("2.10.0+cu128", "", "cuda12.8"),
+    ("2.1.0+cu118", "", "cuda11.8"),
+    ("2.13.0+cu130", "", "cuda13.0"),
+    ("2.5.1+cpu", "", "cpu"),
+    ("2.5.1", "torch-2.5.1%2Bcu121-cp311-cp311-linux_x86_64.whl", "cuda12.1"),  # tag only in the URL
+    ("2.5.1", "torch-2.5.1%2bcpu-cp311-cp311-win_amd64.whl", "cpu"),
+    ("2.5.1+rocm6.2", "", "rocm6.2"),
+    ("2.5.1", "torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl", None),
+])
+def test_wheel_tags(version: str, filename: str, expected: str | None) -> None:
+    assert accelerator_of_wheel(version, filename) == expected
+
+
+def test_metapackage_is_not_the_build() -> None:
+    """pytorch-gpu asks for a GPU build; the pytorch record beside it is what is installed."""
+    packages = [conda("pytorch-gpu", "2.7.1", "cuda129_mkl_h43a4b0b_304"),
+                conda("pytorch", "2.7.1", "cpu_mkl_py313_h58dab0e_103")]
+    torch = classify_torch(packages)
+    assert (torch.provider, torch.build, torch.accelerator) == ("conda", "cpu_mkl_py313_h58dab0e_103", "cpu")
+
+
+def test_look_alike_names_are_not_torch_or_cuda() -> None:
+    packages = [conda("libopenvino-pytorch-frontend", "2024.4.0", "h5888daf_0"),
+                conda("pytorch-3dunet", "1.9.2", "pyhd8ed1ab_1"),
+                conda("libtorch", "2.5.1", "cuda126_hebb32c0_306"),
+                wheel("nvidia-ml-py", "12.560.30"),
+                wheel("torchvision", "0.20.1")]
+    torch = classify_torch(packages)
+    assert torch.provider is None and torch.accelerator is None
+    assert torch.to_json() == {"provider": None, "version": None, "build": None, "accelerator": None}
+
+
+def test_untagged_wheel_is_cuda_only_with_the_runtime_wheel_beside_it() -> None:
+    untagged = wheel("torch", "2.4.0", "torch-2.4.0-cp311-cp311-manylinux1_x86_64.whl")
+    with_runtime = classify_torch([untagged, wheel("nvidia-cuda-runtime-cu12", "12.1.105"),
+                                   wheel("nvidia-ml-py", "12.560.30")])
+    assert with_runtime.accelerator == "cuda12.1"
+    assert "nvidia-cuda-runtime-cu12" in with_runtime.evidence
+    alone = classify_torch([untagged, wheel("nvidia-ml-py", "12.560.30"),
+                            wheel("nvidia-cuda-nvrtc-cu12", "12.1.105")])
+    assert alone.accelerator == "cpu"
+
+
+def test_tagged_wheel_wins_over_runtime_version() -> None:
+    torch = classify_torch([wheel("torch", "2.10.0+cu128"), wheel("nvidia-cuda-runtime-cu12", "12.8.90")])
+    assert (torch.provider, torch.version, torch.build, torch.accelerator) == \
+        ("pypi", "2.10.0+cu128", None, "cuda12.8")
+
+
+def test_untagged_conda_build_is_judged_by_its_companions() -> None:
+    base = conda("pytorch", "1.0.0", "py3.7_0")
+    assert classify_torch([base, conda("pytorch-cuda", "11.8", "h7e8668a_5")]).accelerator == "cuda11.8"
+    assert classify_torch([base, conda("pytorch-mutex", "1.0", "cpu")]).accelerator == "cpu"
+    assert classify_torch([base]).accelerator == "cpu"

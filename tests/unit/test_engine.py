@@ -1,0 +1,60 @@
+"""Planning a solve (pure): channels with overrides, specs, virtual packages."""
+
+from __future__ import annotations
+
+import pytest
+
+from scrollcase.engine import apply_overrides, channel_url, parse_overrides, plan_solve
+from scrollcase.errors import SolveError, UsageError
+from scrollcase.pixi.manifest import parse_manifest
+from scrollcase.targets import TargetSpec
+
+MANIFEST = """\
+[workspace]
+name = "demo"
+channels = ["conda-forge", "https://prefix.dev/pytorch"]
+platforms = ["linux-64", "win-64"]
+
+[dependencies]
+python = "3.11.*"
+pytorch = { version = "2.*", build = "cuda*" }
+
+[target.win-64.dependencies]
+vc = "14.*"
+"""
+
+
+def test_cuda_target_adds_cuda_virtual_package() -> None:
+    plan = plan_solve(parse_manifest(MANIFEST), TargetSpec("linux", "x86_64", "cuda", "12.4"), "demo")
+    assert dict(plan.virtual_packages) == {"__unix": "0", "__linux": "5.10", "__glibc": "2.28",
+                                           "__cuda": "12.4"}
+    assert plan.specs == ('python[version="3.11.*"]', 'pytorch[version="2.*", build="cuda*"]')
+    assert plan.channels == ("https://conda.anaconda.org/conda-forge/", "https://prefix.dev/pytorch/")
+    assert plan.subdir == "linux-64"
+
+
+def test_windows_target_uses_win_virtual_package_and_target_table() -> None:
+    plan = plan_solve(parse_manifest(MANIFEST), TargetSpec("windows", "x86_64", "cpu"), "demo")
+    assert dict(plan.virtual_packages) == {"__win": "0"}
+    assert 'vc[version="14.*"]' in plan.specs and plan.subdir == "win-64"
+
+
+def test_overrides_by_name_or_url() -> None:
+    overrides = {"conda-forge": "file:///srv/mirror/cf", "https://prefix.dev/pytorch/": "file:///srv/pt"}
+    assert apply_overrides(["conda-forge", "https://prefix.dev/pytorch"], overrides) == (
+        "file:///srv/mirror/cf/", "file:///srv/pt/")
+    assert channel_url("conda-forge") == "https://conda.anaconda.org/conda-forge/"
+
+
+def test_override_parsing_env_then_command_line() -> None:
+    parsed = parse_overrides(["conda-forge=file:///b"], "conda-forge=file:///a, nvidia=file:///n")
+    assert parsed == {"conda-forge": "file:///b", "nvidia": "file:///n"}
+    with pytest.raises(UsageError, match="bad channel override"):
+        parse_overrides(["conda-forge"])
+
+
+def test_pypi_dependencies_need_pixi() -> None:
+    manifest = parse_manifest(MANIFEST + '\n[pypi-dependencies]\ntorch = "*"\n')
+    with pytest.raises(SolveError, match=r"pypi-dependencies") as info:
+        plan_solve(manifest, TargetSpec("linux", "x86_64", "cpu"), "demo")
+    assert "--use-pixi" in (info.value.fix or "")

@@ -1,0 +1,200 @@
+"""lock-check rules on in-memory locks and manifests (no disk)."""
+
+from __future__ import annotations
+
+from scrollcase.errors import Problem
+from scrollcase.pixi.lockcheck import LockCheckInput, check_lock
+from scrollcase.pixi.lockfile import parse_lock
+from scrollcase.pixi.manifest import parse_manifest
+from scrollcase.targets import TargetSpec
+
+CF = "https://conda.anaconda.org/conda-forge/"
+CUDA = TargetSpec("linux", "x86_64", "cuda", "12.4")
+CPU = TargetSpec("linux", "x86_64", "cpu")
+
+MANIFEST = """\
+[workspace]
+name = "demo"
+channels = ["conda-forge"]
+platforms = ["linux-64"]
+
+[system-requirements]
+cuda = "12.4"
+
+[dependencies]
+python = "3.11.*"
+pytorch = { version = "2.*", build = "cuda*" }
+cuda-version = "12.4.*"
+"""
+
+CPU_MANIFEST = """\
+[workspace]
+name = "demo"
+channels = ["conda-forge"]
+platforms = ["linux-64"]
+
+[dependencies]
+python = "3.11.*"
+pytorch = "2.*"
+"""
+
+
+def lock_text(*urls: str, platform: str = "linux-64", channel: str = CF, pypi: tuple[str, ...] = ()) -> str:
+    entries = [f"      - conda: {CF}{u}" for u in urls] + [f"      - pypi: {u}" for u in pypi]
+    records = [f"- conda: {CF}{u}\n  sha256: 00" for u in urls]
+    records += [f"- pypi: {u}\n  name: {u.rsplit('/', 1)[-1].split('-')[0].replace('_', '-')}\n"
+                f"  version: {u.rsplit('/', 1)[-1].split('-')[1].replace('%2B', '+')}" for u in pypi]
+    return ("version: 6\nenvironments:\n  default:\n    channels:\n    - url: " + channel + "\n"
+            "    packages:\n      " + platform + ":\n" + "\n".join(entries) + "\npackages:\n"
+            + "\n".join(records) + "\n")
+
+
+GOOD = ("linux-64/python-3.11.9-h9e4cc4f_1_cpython.conda",
+        "linux-64/pytorch-2.5.1-cuda124_py311_h1_300.conda",
+        "noarch/cuda-version-12.4-h3060b56_3.conda")
+
+
+def check(text: str, manifest: str = MANIFEST, target: TargetSpec = CUDA) -> list[Problem]:
+    inp = LockCheckInput("demo-" + target.target_id, target, parse_manifest(manifest, "recipes/d/pixi.toml"),
+                         parse_lock(text, "recipes/d/pixi.lock"), (CF,))
+    return list(check_lock(inp).problems)
+
+
+def test_a_good_cuda_lock_passes() -> None:
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD)), (CF,))
+    result = check_lock(inp)
+    assert result.problems == ()
+    assert result.torch.accelerator == "cuda12.4" and result.platform == "linux-64"
+
+
+def test_cpu_torch_under_a_cuda_target_is_the_failure_we_exist_for() -> None:
+    text = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda", GOOD[2])
+    problems = check(text, MANIFEST.replace('build = "cuda*"', 'build = "*"'))
+    assert len(problems) == 1
+    (problem,) = problems
+    assert "CPU build" in problem.message and "CUDA 12.4" in problem.message
+    assert problem.file == "recipes/d/pixi.lock" and problem.line == 14  # the pytorch record
+    assert problem.value == "conda 2.5.1 cpu_mkl_py311_h2_100"
+    assert 'build = "cuda*"' in (problem.fix or "") and "scrollcase lock" in (problem.fix or "")
+
+
+def test_wrong_cuda_version_is_named() -> None:
+    text = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cuda128_py311_h1_300.conda",
+                     "noarch/cuda-version-12.8-h5d125a7_3.conda")
+    manifest = MANIFEST.replace('cuda-version = "12.4.*"', "cuda-version = '*'")
+    messages = [p.message for p in check(text, manifest)]
+    assert any("cuda12.8" in m and "CUDA 12.4" in m for m in messages), messages
+
+
+def test_cuda_version_record_must_match() -> None:
+    text = lock_text(GOOD[0], GOOD[1], "noarch/cuda-version-12.8-h5d125a7_3.conda")
+    problems = check(text, MANIFEST.replace('cuda-version = "12.4.*"', "cuda-version = '*'"))
+    assert [p.key for p in problems] == ["cuda-version"]
+    assert "12.8" in problems[0].message
+    missing = check(lock_text(GOOD[0], GOOD[1]), MANIFEST.replace('cuda-version = "12.4.*"\n', ""))
+    assert [p.key for p in missing] == ["cuda-version"] and "no cuda-version record" in missing[0].message
+
+
+def test_stale_after_a_manifest_edit_points_at_pixi_toml() -> None:
+    edited = MANIFEST + 'numpy = ">=2"\n'
+    problems = check(lock_text(*GOOD), edited)
+    assert len(problems) == 1
+    assert "stale" in problems[0].message and "numpy" in problems[0].message
+    assert problems[0].file == "recipes/d/pixi.toml" and problems[0].line == 13
+
+
+def test_stale_version_pin_points_at_the_locked_record() -> None:
+    problems = check(lock_text(*GOOD), MANIFEST.replace('python = "3.11.*"', 'python = "3.12.*"'))
+    assert len(problems) == 1 and "stale" in problems[0].message
+    assert problems[0].file == "recipes/d/pixi.lock" and problems[0].line == 12
+    assert problems[0].value == "python 3.11.9 h9e4cc4f_1_cpython"
+
+
+def test_missing_platform() -> None:
+    problems = check(lock_text(*GOOD, platform="osx-arm64"))
+    assert len(problems) == 1
+    assert "does not cover the target platform linux-64" in problems[0].message
+    assert problems[0].line == 3
+
+
+def test_channels_must_match_the_manifest() -> None:
+    problems = check(lock_text(*GOOD, channel="https://conda.anaconda.org/pytorch/"))
+    assert len(problems) == 1 and "channels" in problems[0].message and "stale" in problems[0].message
+
+
+def test_cpu_target_with_cuda_torch_is_flagged() -> None:
+    problems = check(lock_text(*GOOD), CPU_MANIFEST, CPU)
+    assert len(problems) == 1 and "not a CUDA target" in problems[0].message
+    assert problems[0].key == "torch"
+
+
+def test_cpu_target_with_cpu_torch_passes() -> None:
+    text = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda")
+    assert check(text, CPU_MANIFEST, CPU) == []
+
+
+PYPI_MANIFEST = """\
+[workspace]
+name = "demo"
+channels = ["conda-forge"]
+platforms = ["linux-64"]
+
+[system-requirements]
+cuda = "12.4"
+
+[dependencies]
+python = "3.11.*"
+
+[pypi-dependencies]
+torch = { version = ">=2.5", index = "https://download.pytorch.org/whl/cu124" }
+"""
+
+
+def test_pypi_cuda_wheels_for_the_target_pass() -> None:
+    wheel = "https://download.pytorch.org/whl/cu124/torch-2.5.1%2Bcu124-cp311-cp311-linux_x86_64.whl"
+    assert check(lock_text(GOOD[0], pypi=(wheel,)), PYPI_MANIFEST) == []
+
+
+def test_untagged_pypi_wheel_without_runtime_is_cpu() -> None:
+    wheel = "https://files.pythonhosted.org/packages/aa/torch-2.5.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    problems = check(lock_text(GOOD[0], pypi=(wheel,)), PYPI_MANIFEST)
+    assert len(problems) == 1 and "CPU build" in problems[0].message
+    runtime = ("https://files.pythonhosted.org/packages/bb/"
+               "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl")
+    assert check(lock_text(GOOD[0], pypi=(wheel, runtime)), PYPI_MANIFEST) == []
+
+
+def test_missing_pypi_dependency_is_stale() -> None:
+    problems = check(lock_text(*GOOD), MANIFEST + '\n[pypi-dependencies]\nrich = "*"\n')
+    assert [p.key for p in problems] == ["pypi-dependencies.rich"]
+
+
+def test_cuda_box_without_torch_needs_the_cuda_runtime() -> None:
+    manifest = MANIFEST.replace('pytorch = { version = "2.*", build = "cuda*" }\n', "")
+    assert check(lock_text(GOOD[0], GOOD[2]), manifest) == []
+    problems = check(lock_text(GOOD[0]), manifest.replace('cuda-version = "12.4.*"\n', ""))
+    assert len(problems) == 1 and "no CUDA runtime" in problems[0].message
+
+
+def test_v7_picks_the_platform_solved_with_cuda() -> None:
+    text = (
+        "version: 7\nplatforms:\n- name: linux-64\n- name: p1\n  subdir: linux-64\n  virtual-packages:\n"
+        "  - __cuda=12.4\nenvironments:\n  default:\n    channels:\n    - url: " + CF + "\n    packages:\n"
+        "      linux-64:\n      - conda: " + CF + "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda\n"
+        "      p1:\n" + "\n".join(f"      - conda: {CF}{u}" for u in GOOD) + "\npackages:\n"
+        + "".join(f"- conda: {CF}{u}\n  sha256: 00\n"
+                  for u in (*GOOD, "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda"))
+    )
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,))
+    result = check_lock(inp)
+    assert result.platform == "p1" and result.problems == ()
+
+
+def test_lock_format_must_be_readable_by_the_pinned_pixi() -> None:
+    text = lock_text(*GOOD).replace("version: 6", "version: 7", 1)
+    for pixi, ok in (("0.73.0", True), ("0.68.0", True), ("0.67.2", False)):
+        inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,),
+                             pixi_version=pixi)
+        problems = check_lock(inp).problems
+        assert (problems == ()) is ok, problems
+    assert "needs pixi >= 0.68.0" in problems[0].message and problems[0].line == 1
