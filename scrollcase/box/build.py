@@ -100,17 +100,19 @@ def check_host(target_platform: str, target_arch: str, target_id: str, host: tup
 
 def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
                out_dir: Path = Path(".scrollcase/dist"), state_dir: Path = Path(".scrollcase"),
-               junit: Path | None = None, host: tuple[str, str] | None = None) -> BuildPlan:
+               junit: Path | None = None, host: tuple[str, str] | None = None,
+               cache_dir: Path | None = None) -> BuildPlan:
     """What the build will do and where, or an error when this host must not build the recipe."""
     recipe = recipe_dir.recipe
     check_host(recipe.target.platform, recipe.target.arch, recipe.target_id, host or host_platform())
     layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion,
                         recipe.modelCacheSubdir)
     sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
+    cache = cache_dir or state_dir / "cache"
     return BuildPlan(
         recipe_dir=recipe_dir, layout=layout, weights=weights, out_dir=out_dir,
-        work_dir=state_dir / "work" / recipe.recipeId, package_cache=state_dir / "cache" / "pkgs",
-        asset_cache=state_dir / "cache" / "assets",
+        work_dir=state_dir / "work" / recipe.recipeId, package_cache=cache / "pkgs",
+        asset_cache=cache / "assets",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources), prune=tuple(recipe.prunePaths))
 

@@ -32,6 +32,12 @@ def demo_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_demo_channel(tmp_path_factory.mktemp("channel") / "demo", demo_target().subdir)
 
 
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One package/asset cache for the builds that are not about caching, so they link warm."""
+    return tmp_path_factory.mktemp("cache")
+
+
 def make_recipe(root: Path, channel: Path, **changes: object) -> RecipeDir:
     """The demo recipe under ``root`` (optionally changed), locked against ``channel``."""
     folder = write_demo_recipe(root / "recipes", demo_target(), root / "assets")
@@ -51,9 +57,9 @@ def build(recipe_dir: RecipeDir, root: Path, **kwargs: object) -> BuildResult:
 
 
 @pytest.fixture(scope="module")
-def built(demo_channel: Path, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+def built(demo_channel: Path, shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
     root = tmp_path_factory.mktemp("build1")
-    return build(make_recipe(root, demo_channel), root)
+    return build(make_recipe(root, demo_channel), root, cache_dir=shared_cache)
 
 
 def test_build_writes_archive_and_release_only(built: BuildResult) -> None:
@@ -169,12 +175,14 @@ def test_build_is_reproducible_across_working_dirs(
     assert second.archive.read_bytes() == built.archive.read_bytes()
 
 
-def test_import_missing_from_box_fails_though_host_has_it(demo_channel: Path, tmp_path: Path) -> None:
+def test_import_missing_from_box_fails_though_host_has_it(
+    demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
     import yaml  # noqa: F401 - the host has it; the box must not borrow it
 
     recipe_dir = make_recipe(tmp_path, demo_channel, selfTest={"imports": ["numpy", "yaml"], "files": []})
     with pytest.raises(SelfTestError) as caught:
-        build(recipe_dir, tmp_path)
+        build(recipe_dir, tmp_path, cache_dir=shared_cache)
     text = caught.value.render()
     assert "import yaml" in text and "No module named 'yaml'" in text and "import numpy" not in text
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
@@ -192,9 +200,14 @@ def test_cross_build_is_refused(demo_channel: Path, tmp_path: Path) -> None:
     assert "natively" in caught.value.message
 
 
-def test_interrupted_build_reruns_cleanly(demo_channel: Path, tmp_path: Path) -> None:
+def test_interrupted_build_reruns_cleanly(demo_channel: Path, shared_cache: Path, tmp_path: Path) -> None:
     recipe_dir = make_recipe(tmp_path, demo_channel)
-    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state")
+    plan = plan_build(
+        recipe_dir,
+        out_dir=tmp_path / "dist",
+        state_dir=tmp_path / "state",
+        cache_dir=shared_cache / "interrupted",
+    )
     records = engine.locked_records(recipe_dir.lock_file, demo_target().subdir)
 
     def dies(url: str, out: object, offset: int) -> None:
@@ -210,13 +223,15 @@ def test_interrupted_build_reruns_cleanly(demo_channel: Path, tmp_path: Path) ->
     )
 
 
-def test_on_demand_weights_stay_out_of_the_box(demo_channel: Path, tmp_path: Path) -> None:
+def test_on_demand_weights_stay_out_of_the_box(
+    demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
     recipe_dir = make_recipe(
         tmp_path,
         demo_channel,
         selfTest={"imports": ["numpy"], "files": ["model-cache/scrollcase-demo/weights.json"]},
     )
-    result = build(recipe_dir, tmp_path, weights="on-demand")
+    result = build(recipe_dir, tmp_path, weights="on-demand", cache_dir=shared_cache)
     asset = result.manifest.assets[0]
     assert not asset.bundled and asset.url and asset.url.startswith("file://")
     assert asset.url.endswith("/weights.json")
