@@ -265,7 +265,7 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     """
     from scrollcase import engine
     from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, plan_build
+    from scrollcase.box.build import execute_build, locked_install_records, plan_build
     from scrollcase.box.verify import verify_release
     from scrollcase.recipe_loader import resolve_recipe
 
@@ -288,11 +288,11 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     recipe_dir = resolve_recipe(str(write_demo_recipe(workdir / "recipes", target, workdir / "assets")))
     done(0)
     done = timed("lock", "solve pixi.toml against the local channel")
-    lock = engine.lock_recipe(recipe_dir, channel_overrides={DEMO_CHANNEL_NAME: channel.resolve().as_uri()})
+    engine.lock_recipe(recipe_dir, channel_overrides={DEMO_CHANNEL_NAME: channel.resolve().as_uri()})
     done(0)
     done = timed("build", "install, prune, assets, pack, self-test")
     plan = plan_build(recipe_dir, out_dir=state / "dist", state_dir=state)
-    records = engine.locked_records(lock, target.subdir)
+    records = locked_install_records(plan)
     built = execute_build(plan, records=records, fetchers=default_fetchers(), progress=progress)
     done(0)
     done = timed("verify", "unpack into a fresh folder, check the layout, re-run the self-test")

@@ -87,6 +87,16 @@ class BuildResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def locked_install_records(plan: BuildPlan) -> list[Any]:
+    """The conda records to install from the recipe's pixi.lock (which must hold no PyPI packages)."""
+    from scrollcase import engine
+
+    subdir = plan.recipe.target.spec.subdir
+    records = engine.locked_records(plan.recipe_dir.lock_file, subdir)
+    install.refuse_pypi_packages(plan.recipe_dir.lock_file, subdir)
+    return records
+
+
 def check_host(target_platform: str, target_arch: str, target_id: str, host: tuple[str, str]) -> None:
     """Refuse cross-building: the self-test only proves anything on the target's own kind of machine."""
     if (target_platform, target_arch) != host:

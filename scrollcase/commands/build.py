@@ -32,15 +32,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from scrollcase import engine
     from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, plan_build
+    from scrollcase.box.build import execute_build, locked_install_records, plan_build
     from scrollcase.recipe_loader import resolve_recipe
 
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir,
                       junit=args.junit)
-    records = engine.locked_records(recipe_dir.lock_file, recipe_dir.recipe.target.spec.subdir)
+    records = locked_install_records(plan)
     result = execute_build(plan, records=records, fetchers=default_fetchers(_s3_client(plan)),
                            progress=console.progress)
     m = result.manifest

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,46 @@ def test_remote_urls_are_left_to_rattler() -> None:
     assert install.local_package_path("file:///srv/chan/linux-64/x.conda") == Path(
         "/srv/chan/linux-64/x.conda"
     )
+
+
+def _lock_with_pypi(tmp_path: Path, channel_records: tuple[Path, list[Any]]) -> Path:
+    """A v6 pixi.lock (the format pixi writes) holding one conda and one PyPI package for linux-64."""
+    package, _ = channel_records
+    digest = hashlib.sha256(package.read_bytes()).hexdigest()
+    wheel = "https://files.pythonhosted.org/packages/torch-2.4.0+cu124-cp311-cp311-linux_x86_64.whl"
+    lock = tmp_path / "pixi.lock"
+    lock.write_text(f"""version: 6
+environments:
+  default:
+    channels:
+    - url: {package.parent.parent.as_uri()}/
+    packages:
+      linux-64:
+      - conda: {package.as_uri()}
+      - pypi: {wheel}
+packages:
+- conda: {package.as_uri()}
+  name: foo
+  version: '1.0'
+  build: '0'
+  subdir: linux-64
+  sha256: {digest}
+  size: {package.stat().st_size}
+- pypi: {wheel}
+  name: torch
+  version: 2.4.0+cu124
+  sha256: {digest}
+  requires_python: '>=3.8'
+""")
+    return lock
+
+
+def test_pypi_packages_in_the_lock_are_refused(
+    tmp_path: Path, channel_records: tuple[Path, list[Any]]
+) -> None:
+    lock = _lock_with_pypi(tmp_path, channel_records)
+    assert install.locked_pypi_packages(lock, "linux-64") == ["torch==2.4.0+cu124"]
+    assert install.locked_pypi_packages(lock, "win-64") == []
+    with pytest.raises(BuildError) as caught:
+        install.refuse_pypi_packages(lock, "linux-64")
+    assert "torch==2.4.0+cu124" in caught.value.render() and caught.value.problems[0].fix
