@@ -148,3 +148,36 @@ def test_source_shorter_than_recipe_says_is_an_integrity_error(server: str, tmp_
     with pytest.raises(IntegrityError, match="does not match"):
         assets.fetch_asset(short, tmp_path, assets.default_fetchers())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def s3_client() -> Iterator[object]:
+    """A real S3 API (moto's server) on 127.0.0.1 and a boto3 client for it."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    client = boto3.client(
+        "s3",
+        endpoint_url=f"http://{host}:{port}",
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    client.create_bucket(Bucket="models")
+    client.put_object(Bucket="models", Key="boxes/w 1.bin", Body=DATA)
+    yield client
+    server.stop()
+
+
+def test_s3_asset_with_resume_through_an_injected_client(s3_client: object, tmp_path: Path) -> None:
+    [src] = assets.plan_assets(
+        "s3://models/boxes",
+        "model-cache/m",
+        [Asset(name="w", path="w 1.bin", sha256=hashlib.sha256(DATA).hexdigest(), size=len(DATA))],
+    )
+    (tmp_path / f"{src.sha256}.part").write_bytes(DATA[:5000])
+    got = assets.fetch_asset(src, tmp_path, assets.default_fetchers(s3_client))
+    assert got.read_bytes() == DATA
