@@ -53,6 +53,7 @@ class Entry:
     source: str  # absolute path on disk
     mode: int = 0o644
     link: str = ""
+    size: int = 0
 
 
 # ---------------------------------------------------------------- headers (pure)
@@ -85,16 +86,20 @@ def _split_ustar(name: str) -> tuple[bytes, bytes] | None:
     return None
 
 
+# Fields that never vary (uid, gid, mtime; magic, uname, gname, devices) are built once.
+_OWNER = _octal(0, 8) + _octal(0, 8)
+_MTIME = _octal(FIXED_MTIME, 12)
+_MAGIC_TO_DEVICES = b"ustar\x0000" + b"\x00" * 64 + _octal(0, 8) + _octal(0, 8)
+_CHECKSUM_SPACES = b" " * 8
+
+
 def _ustar(name: bytes, prefix: bytes, *, mode: int, size: int, typeflag: bytes,
            link: bytes = b"") -> bytes:
-    header = b"".join((
-        name.ljust(100, b"\x00"), _octal(mode, 8), _octal(0, 8), _octal(0, 8),
-        _octal(size, 12), _octal(FIXED_MTIME, 12), b" " * 8, typeflag,
-        link.ljust(100, b"\x00"), b"ustar\x0000", b"\x00" * 64,
-        _octal(0, 8), _octal(0, 8), prefix.ljust(155, b"\x00"), b"\x00" * 12,
-    ))
-    checksum = b"%06o\x00 " % sum(header)
-    return header[:148] + checksum + header[156:]
+    head = b"".join((name.ljust(100, b"\x00"), _octal(mode, 8), _OWNER, _octal(size, 12), _MTIME))
+    tail = b"".join((typeflag, link.ljust(100, b"\x00"), _MAGIC_TO_DEVICES,
+                     prefix.ljust(155, b"\x00"), b"\x00" * 12))
+    checksum = b"%06o\x00 " % (sum(head) + 256 + sum(tail))  # 256: the checksum field as 8 spaces
+    return head + checksum + tail
 
 
 def build_header(name: str, *, kind: str, mode: int = 0o644, size: int = 0, link: str = "") -> bytes:
@@ -159,8 +164,8 @@ def _walk(directory: str, prefix: str, out: list[Entry]) -> None:
             out.append(Entry(name, "dir", child.path, 0o755))
             _walk(child.path, name + "/", out)
         elif child.is_file(follow_symlinks=False):
-            mode = normalised_mode("file", child.stat(follow_symlinks=False).st_mode)
-            out.append(Entry(name, "file", child.path, mode))
+            st = child.stat(follow_symlinks=False)
+            out.append(Entry(name, "file", child.path, normalised_mode("file", st.st_mode), size=st.st_size))
         else:
             raise BuildError(f"cannot pack {child.path}: not a regular file, directory or symlink "
                              "(device, FIFO or socket)", fix="remove it from the box tree")
@@ -241,20 +246,26 @@ class _TarStream:
 
 
 def _read_into(fd: int, view: memoryview) -> int:
-    if hasattr(os, "readv"):
-        return os.readv(fd, [view])
-    data = os.read(fd, len(view))  # Windows has no readv: one extra copy
+    return os.readv(fd, [view])
+
+
+def _read_into_copy(fd: int, view: memoryview) -> int:
+    """Windows has no readv: read, then copy into the buffer (one extra copy)."""
+    data = os.read(fd, len(view))
     view[:len(data)] = data
     return len(data)
+
+
+if not hasattr(os, "readv"):
+    _read_into = _read_into_copy  # the portable fallback
 
 
 def _write_entries(entries: list[Entry], stream: _TarStream) -> int:
     files = 0
     for entry in entries:
         if entry.kind == "file":
-            size = os.stat(entry.source, follow_symlinks=False).st_size  # noqa: PTH116 - hot path
-            stream.put(build_header(entry.name, kind="file", mode=entry.mode, size=size))
-            stream.put_file(entry.source, size)
+            stream.put(build_header(entry.name, kind="file", mode=entry.mode, size=entry.size))
+            stream.put_file(entry.source, entry.size)
             files += 1
         else:
             stream.put(build_header(entry.name, kind=entry.kind, mode=entry.mode, link=entry.link))

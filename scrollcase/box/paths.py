@@ -8,7 +8,9 @@ cost a dictionary lookup instead of a ``realpath`` per member.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Mapping
 
 # A Windows drive ("C:", "c:foo") or a UNC/device prefix makes a name absolute on some platform.
@@ -104,6 +106,32 @@ def escaping_link(links: Mapping[str, str]) -> tuple[str, str] | None:
         except UnsafePath as exc:
             return link, exc.rule
     return None
+
+
+_WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+                             + [f"{d}{i}" for d in ("COM", "LPT") for i in range(10)])
+_WINDOWS_BAD_CHARS = re.compile(r'[<>:"|?*\x00-\x1f]')
+
+
+def check_windows_name(name: str) -> None:
+    """Refuse names Windows cannot store or maps to devices (``aux.py``, ``con``, ``a:b``, ``x.``)."""
+    for part in name.split("/"):
+        if part.split(".", 1)[0].rstrip(" ").upper() in _WINDOWS_DEVICES:
+            raise UnsafePath(f"{part!r} is a reserved device name on Windows")
+        if _WINDOWS_BAD_CHARS.search(part):
+            raise UnsafePath(f"{part!r} contains a character Windows does not allow in names")
+        if part.endswith((".", " ")):
+            raise UnsafePath(f"{part!r} ends with a dot or space, which Windows drops")
+
+
+def native_path(base: str, name: str, sep: str = os.sep) -> str:
+    """``base`` (ending in ``sep``) joined with the POSIX member ``name`` in the platform's form."""
+    return base + (name if sep == "/" else name.replace("/", sep))
+
+
+def case_insensitive_default(platform: str = sys.platform) -> bool:
+    """Windows and macOS filesystems ignore case by default: two names differing only in case collide."""
+    return platform in ("win32", "darwin")
 
 
 def casefold_key(name: str) -> str:

@@ -1,7 +1,8 @@
 """Prefix relocation: boxes are built under a fixed placeholder prefix and rewritten on unpack.
 
-The build installs the environment as if it lived at :data:`BOX_PREFIX_PLACEHOLDER` (py-rattler's
-``alternative_target_prefix``), so the packed tree never names the build directory.  At build time
+The placeholder stands for the *box root*: the build installs the environment ``venv/`` as if it lived
+at ``BOX_PREFIX_PLACEHOLDER + "/venv"`` (py-rattler's ``alternative_target_prefix``), so the packed
+tree never names the build directory and unpacking replaces the placeholder with DEST.  At build time
 :func:`scan_prefix_files` lists every file that embeds the placeholder; the list is stored in
 ``box.json`` under ``"relocation"``; at unpack time :func:`relocate` rewrites those files for the
 box's real location.
@@ -146,7 +147,7 @@ def fix_shebang(old_line: bytes, new_line: bytes, placeholder: bytes, new_prefix
     name = new_interpreter.rsplit(b"/", 1)[-1]
     if name.startswith(b"python"):
         opts = b" " + options if options else b""
-        quoted = new_interpreter.replace(b'"', b'\\"')
+        quoted = re.sub(rb'([\\"$`])', rb"\\\1", new_interpreter)  # inside sh double quotes
         return b"#!/bin/sh\n'''exec' \"" + quoted + b'"' + opts + b' "$0" "$@"\n' + b"' '''"
     return b"#!/usr/bin/env " + name + (b" " + options if options else b"")
 

@@ -56,7 +56,7 @@ def is_zero_block(block: bytes | memoryview) -> bool:
 def parse_header(block: bytes) -> Header:
     """One 512-byte ustar/GNU/v7 header; checksum verified."""
     stored = parse_number(block[148:156])
-    actual = sum(block[:148]) + 256 + sum(block[156:])
+    actual = sum(block) - sum(block[148:156]) + 256  # the checksum field counts as 8 spaces
     if stored != actual:
         raise TarFormatError("header checksum mismatch (corrupt or not a tar stream)")
     name = _text(block[:100])

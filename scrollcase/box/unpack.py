@@ -30,16 +30,29 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, BinaryIO, cast
 
 import zstandard
 
 from scrollcase.box import paths, relocate
 from scrollcase.box.tarstream import BLOCK, ChunkReader, Header, TarFormatError, parse_header, parse_pax
-from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
+from scrollcase.box.zstdframes import FrameError, FrameWalker
+from scrollcase.errors import (
+    BuildError,
+    IntegrityError,
+    Problem,
+    ScrollcaseError,
+    UsageError,
+    describe_path,
+)
 
 READ_CHUNK = 1 << 20
-_QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (~16 x 4 MiB)
+OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
+_QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)
 _END = None
+# O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
+_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,8 @@ class Limits:
     max_members: int = 5_000_000
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
-    case_insensitive: bool = sys.platform in ("win32", "darwin")
+    case_insensitive: bool = paths.case_insensitive_default()
+    windows_names: bool = sys.platform == "win32"  # reserved device names, illegal characters
 
 
 DEFAULT_LIMITS = Limits()
@@ -70,9 +84,45 @@ class UnpackResult:
 # ---------------------------------------------------------------- reading + hashing thread
 
 
+class _Source:
+    """What the decompressor reads from: the archive file, hashed and frame-walked on the way."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self.frames = FrameWalker()
+        self.error: str | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.sha.update(data)
+        self.size += len(data)
+        if self.error is None:
+            try:
+                self.frames.feed(data)
+            except FrameError as exc:
+                self.error = str(exc)
+        return data
+
+    def finish(self) -> None:
+        """Read (and hash) whatever the decompressor left, then check the frames ended cleanly."""
+        while self.read(READ_CHUNK):
+            pass
+        if self.error is None:
+            try:
+                self.frames.finish()
+            except FrameError as exc:
+                self.error = str(exc)
+
+
 @dataclass
 class _Feed:
-    """Runs in its own thread: archive bytes -> sha256 + zstd -> queue of tar chunks."""
+    """Runs in its own thread: archive bytes -> sha256 + zstd -> queue of tar chunks.
+
+    The decompressor is read through ``stream_reader.read(OUT_CHUNK)``, so one call never yields
+    more than OUT_CHUNK bytes however extreme the compression ratio (no memory bomb).
+    """
 
     path: Path
     chunks: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(_QUEUE_DEPTH))
@@ -82,35 +132,31 @@ class _Feed:
     error: str | None = None
 
     def run(self) -> None:
-        sha = hashlib.sha256()
-        decompressor = zstandard.ZstdDecompressor().decompressobj(write_size=4 << 20)
         try:
             with self.path.open("rb") as f:
-                while block := f.read(READ_CHUNK):
-                    sha.update(block)
-                    self.size += len(block)
-                    if self.error is None and not self.stop.is_set():
-                        self._decompress(decompressor, block)
-            if self.error is None and not decompressor.eof:
-                self.error = "archive is truncated (the zstd frame does not end)"
+                source = _Source(f)
+                try:
+                    self._decompress(source)
+                finally:
+                    source.finish()
+                    self.sha256, self.size = source.sha.hexdigest(), source.size
+                    self.error = source.error or self.error  # the walker says precisely what is wrong
         except OSError as exc:
             self.error = f"cannot read the archive: {exc.strerror}"
         finally:
-            self.sha256 = sha.hexdigest()
             self._put(_END)
 
-    def _decompress(self, decompressor: zstandard.ZstdDecompressionObj, block: bytes) -> None:
+    def _decompress(self, source: _Source) -> None:
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False)
         try:
-            if decompressor.eof:
-                raise zstandard.ZstdError("data after the end of the zstd frame")
-            out = decompressor.decompress(block)
+            while not self.stop.is_set() and source.error is None:
+                out = reader.read(OUT_CHUNK)
+                if not out:
+                    return
+                self._put(out)
         except zstandard.ZstdError as exc:
             self.error = f"not a valid zstd stream: {exc}"
-            return
-        if out:
-            self._put(out)
-        if decompressor.eof and decompressor.unused_data:
-            self.error = "not a valid zstd stream: data after the end of the zstd frame"
 
     def _put(self, item: bytes | None) -> None:
         while not self.stop.is_set():
@@ -149,12 +195,14 @@ class _Extractor:
     declared: int = 0
 
     def disk(self, name: str) -> str:
-        return self.base + name if os.sep == "/" else self.base + name.replace("/", os.sep)
+        return paths.native_path(self.base, name)
 
     def admit(self, header: Header, name: str) -> str:
         """Checks that do not depend on the member's type; returns the normalised name."""
         try:
             norm = paths.normalise_member(name)
+            if self.limits.windows_names:
+                paths.check_windows_name(norm)
         except paths.UnsafePath as exc:
             raise _Reject(name, exc.rule) from None
         self.entries += 1
@@ -196,9 +244,7 @@ class _Extractor:
 
     def regular(self, name: str, header: Header, reader: ChunkReader) -> None:
         mode = 0o755 if header.mode & 0o111 else 0o644
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | \
-            getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(self.disk(name), flags, mode)
+        fd = os.open(self.disk(name), _CREATE_FLAGS, mode)
         try:
             for piece in reader.slices(header.size):
                 while piece:
@@ -358,9 +404,7 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
         if bad is not None:
             raise _Reject(bad[0], bad[1])
     except _Reject as exc:
-        failure = IntegrityError(f"archive {label}: member {exc.member!r}: {exc.rule}",
-                                 fix="do not use this archive: it was not made by scrollcase or was "
-                                     "tampered with")
+        failure = _unsafe(label, exc)
     except TarFormatError as exc:
         failure = IntegrityError(f"archive {label}: {exc}", fix="download the archive again")
     except OSError as exc:
@@ -371,6 +415,13 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
         _drain(feed.chunks)
         thread.join()
     return _verdict(feed, label, expected_sha256, failure, ex, reader.consumed)
+
+
+def _unsafe(label: str, reject: _Reject) -> IntegrityError:
+    fix = "do not use this archive: it was not made by scrollcase, or it was tampered with"
+    return IntegrityError(f"archive {label} is unsafe: member {reject.member!r}: {reject.rule}",
+                          problems=[Problem(message=reject.rule, file=label, key="member",
+                                            value=repr(reject.member))], fix=fix)
 
 
 def _drain(chunks: queue.Queue[bytes | None]) -> None:

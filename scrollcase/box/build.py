@@ -1,0 +1,302 @@
+"""``scrollcase build``: recipe + lock -> box archive + release manifest, in visible stages.
+
+:func:`plan_build` is pure (what to do, where, and whether this host may do it); :func:`execute_build`
+runs the stages.  Everything is made in a work folder under the state folder (``.scrollcase/work``);
+only complete files are renamed into the output folder, archive first and release manifest last, so
+an interrupted build leaves nothing half-written there and can simply be rerun.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from scrollcase import __version__
+from scrollcase.box import assets as asset_mod
+from scrollcase.box import install, selftest
+from scrollcase.box.archive import pack_tree
+from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
+from scrollcase.box.layout import BoxLayout, box_layout
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
+from scrollcase.github.junit import write_junit
+from scrollcase.recipe import Recipe
+from scrollcase.recipe_loader import RecipeDir
+from scrollcase.release import (
+    ArchiveInfo,
+    BuiltBy,
+    ReleaseManifest,
+    SelfTestReport,
+    dump_release,
+    object_keys,
+)
+from scrollcase.targets import host_platform
+
+Weights = Literal["bundled", "on-demand"]
+STAGES = ("install", "prune", "assets", "box.json", "pack", "self-test", "release")
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    recipe_dir: RecipeDir
+    layout: BoxLayout
+    weights: Weights
+    out_dir: Path
+    work_dir: Path  # everything of this build before it is complete; wiped at the start
+    package_cache: Path
+    asset_cache: Path
+    junit_path: Path
+    assets: tuple[asset_mod.AssetSource, ...]
+    prune: tuple[str, ...]
+
+    @property
+    def recipe(self) -> Recipe:
+        return self.recipe_dir.recipe
+
+    @property
+    def box_root(self) -> Path:
+        return self.work_dir / "box"
+
+    @property
+    def archive_path(self) -> Path:
+        return self.out_dir / self.recipe.archive_name
+
+    @property
+    def release_path(self) -> Path:
+        return self.out_dir / self.recipe.release_name
+
+    @property
+    def bundled(self) -> bool:
+        return self.weights == "bundled"
+
+
+@dataclass
+class BuildResult:
+    plan: BuildPlan
+    manifest: ReleaseManifest
+    archive: Path
+    release: Path
+    junit: Path
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def locked_install_records(plan: BuildPlan) -> list[Any]:
+    """The conda records to install from the recipe's pixi.lock (which must hold no PyPI packages)."""
+    from scrollcase import engine
+
+    subdir = plan.recipe.target.spec.subdir
+    records = engine.locked_records(plan.recipe_dir.lock_file, subdir)
+    install.refuse_pypi_packages(plan.recipe_dir.lock_file, subdir)
+    return records
+
+
+def check_host(target_platform: str, target_arch: str, target_id: str, host: tuple[str, str]) -> None:
+    """Refuse cross-building: the self-test only proves anything on the target's own kind of machine."""
+    if (target_platform, target_arch) != host:
+        raise HostError(
+            f"cannot build {target_id} on a {host[0]}-{host[1]} machine: boxes are built natively",
+            problems=[Problem(message="the self-test runs the box's own interpreter, which needs matching "
+                                      "hardware", key="target", value=f"{target_platform}-{target_arch}",
+                              fix=f"run the build on a {target_platform}-{target_arch} machine "
+                                  "(e.g. the CI matrix's runner for this target)")])
+
+
+def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
+               out_dir: Path = Path(".scrollcase/dist"), state_dir: Path = Path(".scrollcase"),
+               junit: Path | None = None, host: tuple[str, str] | None = None,
+               cache_dir: Path | None = None) -> BuildPlan:
+    """What the build will do and where, or an error when this host must not build the recipe."""
+    recipe = recipe_dir.recipe
+    check_host(recipe.target.platform, recipe.target.arch, recipe.target_id, host or host_platform())
+    layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion,
+                        recipe.modelCacheSubdir)
+    sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
+    cache = cache_dir or state_dir / "cache"
+    return BuildPlan(
+        recipe_dir=recipe_dir, layout=layout, weights=weights, out_dir=out_dir,
+        work_dir=state_dir / "work" / recipe.recipeId, package_cache=cache / "pkgs",
+        asset_cache=cache / "assets",
+        junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
+        assets=tuple(sources), prune=tuple(recipe.prunePaths))
+
+
+# ------------------------------------------------------------------------------------- stages
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class _Stages:
+    progress: Progress
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str, text: str) -> Iterator[None]:
+        index = STAGES.index(name) + 1
+        self.progress(f"[{index}/{len(STAGES)}] {name}: {text}")
+        start = time.monotonic()
+        yield
+        self.timings[name] = round(time.monotonic() - start, 3)
+        self.progress(f"      {name} done in {self.timings[name]:.1f}s")
+
+
+def execute_build(plan: BuildPlan, *, records: Sequence[Any], fetchers: Mapping[str, asset_mod.Fetcher],
+                  progress: Progress = lambda _: None) -> BuildResult:
+    """Run every stage; on any failure the output folder is untouched (the work folder is kept)."""
+    stages = _Stages(progress)
+    _fresh_dir(plan.work_dir)
+    with stages.stage("install", f"{len(records)} packages into {plan.layout.env_dir}/"):
+        lock_file = str(plan.recipe_dir.lock_file)
+        install.verify_local_packages(records, lock_file)
+        env = plan.box_root / plan.layout.env_dir
+        install.install_records(records, env, subdir=plan.recipe.target.spec.subdir,
+                                cache_dir=plan.package_cache, placeholder=env_placeholder(plan.layout))
+        install.scrub_conda_meta(env)
+    with stages.stage("prune", f"{len(plan.prune)} prunePaths + bytecode caches"):
+        for note in prune_box(plan.box_root, plan.layout, plan.prune):
+            progress(f"      note: {note}")
+    with stages.stage("assets", f"{len(plan.assets)} asset(s), weights {plan.weights}"):
+        if plan.bundled:
+            asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
+    with stages.stage("box.json", "describe the box and the files that embed its prefix"):
+        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER))
+        _write_atomic(plan.box_root / "box.json", dump_box_json(box))
+    with stages.stage("pack", f"{plan.recipe.archive_name}"):
+        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name)
+        progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
+    with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
+        report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box)
+    with stages.stage("release", f"{plan.out_dir}/"):
+        manifest = make_manifest(plan, packed.size, packed.sha256, report)
+        _publish_outputs(plan, packed.path, dump_release(manifest))
+    shutil.rmtree(plan.work_dir, ignore_errors=True)
+    return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
+
+
+def env_placeholder(layout: BoxLayout) -> str:
+    """Where the environment is linked as if it lived: the box-root placeholder (which unpacking
+    replaces with the real box folder) plus the environment folder."""
+    return f"{BOX_PREFIX_PLACEHOLDER}/{layout.env_dir.as_posix()}"
+
+
+def prune_box(box_root: Path, layout: BoxLayout, prune: Sequence[str]) -> list[str]:
+    """Delete prunePaths (relative to the box root) and every ``__pycache__``; return notes for misses."""
+    notes = []
+    inside = box_root.resolve()
+    for rel in prune:
+        target = box_root / rel
+        if not target.parent.resolve().is_relative_to(inside):  # a symlinked folder on the way out
+            raise BuildError(f"prunePaths entry {rel!r} leads outside the box through a symlink",
+                             problems=[Problem(message="refusing to delete outside the box", key="prunePaths",
+                                               value=rel, fix="prune the real path inside the box instead")])
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        else:
+            notes.append(f"prunePaths entry {rel!r} matched nothing")
+    env = box_root / layout.env_dir
+    for cache in sorted(env.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache, ignore_errors=True)
+    for pyc in env.rglob("*.py[co]"):
+        pyc.unlink()
+    return notes
+
+
+def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any]) -> BoxJson:
+    r = plan.recipe
+    return BoxJson(
+        boxId=r.boxId, modelId=r.modelId, runtimeId=r.runtimeId, version=r.version,
+        sourceRevision=r.sourceRevision, recipeId=r.recipeId, target=r.target, targetId=r.target_id,
+        pythonVersion=r.pythonVersion, pythonEntryPoint=r.pythonEntryPoint,
+        envDir=plan.layout.env_dir.as_posix(), modelCacheSubdir=r.modelCacheSubdir, weights=plan.weights,
+        assets=[BoxAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=plan.bundled)
+                for a in r.assets],
+        selfTest=r.selfTest,
+        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)))
+
+
+def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson) -> SelfTestReport:
+    """Unpack (which relocates) into the work folder and run the recipe's checks; JUnit either way."""
+    dest = plan.work_dir / "check"
+    unpack_archive(archive, dest, expected_size=size, expected_sha256=sha256)
+    recipe_file = describe_path(plan.recipe_dir.recipe_file)
+    report, error = run_self_test(dest, box, recipe_file=recipe_file,
+                                  recipe_text=_read_text(plan.recipe_dir.recipe_file), junit=plan.junit_path)
+    if error is not None:
+        raise error
+    return report
+
+
+def run_self_test(box_root: Path, box: BoxJson, *, recipe_file: str | None, recipe_text: str | None,
+                  junit: Path | None, timeout: float = selftest.DEFAULT_TIMEOUT,
+                  ) -> tuple[SelfTestReport, SelfTestError | None]:
+    """Run ``box``'s self-test in an unpacked ``box_root``: (report, SelfTestError or None)."""
+    box_root = box_root.resolve()  # the checks run with the box root as working directory
+    env_dir = box_root / box.envDir
+    absent = frozenset(f"{box.modelCacheSubdir}/{a.path}" for a in box.assets if not a.bundled)
+    checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text, absent)
+    env = selftest.check_env(box.target.accelerator == "cuda", box_root, box_root / box.modelCacheSubdir)
+    results = selftest.run_checks(checks, box_root / box.pythonEntryPoint, env_dir, box_root, env=env,
+                                  timeout=timeout)
+    if junit is not None:
+        write_junit(junit, f"selftest.{box.recipeId}", selftest.junit_cases(results, recipe_file, "selftest"),
+                    {"targetId": box.targetId, "boxId": box.boxId, "version": box.version})
+    return selftest.outcomes(results), selftest.failure(results, recipe_file, str(box_root))
+
+
+def make_manifest(plan: BuildPlan, size: int, sha256: str, report: SelfTestReport) -> ReleaseManifest:
+    r = plan.recipe
+    lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
+    return ReleaseManifest(
+        boxId=r.boxId, modelId=r.modelId, runtimeId=r.runtimeId, version=r.version,
+        sourceRevision=r.sourceRevision, recipeId=r.recipeId, recipeVersion=r.recipeVersion,
+        target=r.target, targetId=r.target_id, compatibility=r.compatibility,
+        archive=ArchiveInfo(name=r.archive_name, size=size, sha256=sha256),
+        pythonEntryPoint=r.pythonEntryPoint, modelCacheSubdir=r.modelCacheSubdir, weights=plan.weights,
+        assets=asset_mod.release_assets(plan.assets, r.assets, plan.bundled),
+        keys=object_keys(r.boxId, r.version, r.target_id, r.archive_name),
+        builtBy=BuiltBy(scrollcase=__version__, pixi=r.pixiVersion, lockSha256=lock_sha,
+                        pythonVersion=r.pythonVersion),
+        selfTest=report)
+
+
+def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes) -> None:
+    """Archive first, release manifest last: a manifest in the output folder means a complete box."""
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    plan.release_path.unlink(missing_ok=True)  # an old manifest must never describe a new archive
+    part = plan.out_dir / f".{plan.archive_path.name}.part"
+    try:
+        archive.replace(part)
+    except OSError:  # another filesystem: copy beside the target, then rename
+        shutil.copyfile(archive, part)
+    part.replace(plan.archive_path)
+    _write_atomic(plan.release_path, release)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _fresh_dir(path: Path) -> None:
+    """An empty folder at ``path``: leftovers of an interrupted build are discarded."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None

@@ -1,0 +1,160 @@
+"""Installing locked conda records into a box's environment folder with py-rattler, offline-safe.
+
+rattler checks the digest of packages it downloads, but not of ``file://`` packages it reads from a
+local channel, so :func:`verify_local_packages` checks every such file against the lock first.
+Files are linked as if the environment lived at the relocation placeholder, so the build folder never
+leaks into the box; :func:`scrub_conda_meta` then removes the host paths rattler records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scrollcase.errors import BuildError, IntegrityError, Problem
+
+# Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
+HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")
+_CHUNK = 1024 * 1024
+
+
+def local_package_path(url: str) -> Path | None:
+    """The file behind a ``file://`` package URL, None for remote URLs."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    return Path(urllib.request.url2pathname(parts.path))
+
+
+def record_digest(record: Any) -> str | None:
+    """A record's sha256 as hex (rattler exposes it as bytes)."""
+    value = record.sha256
+    if value is None:
+        return None
+    return value.hex() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def verify_local_packages(records: Sequence[Any], lock_file: str) -> None:
+    """Every ``file://`` package must exist with exactly the size and sha256 the lock records."""
+    problems = []
+    for record in records:
+        path = local_package_path(record.url)
+        if path is None:
+            continue
+        problem = _package_problem(record, path, lock_file)
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise IntegrityError(f"{len(problems)} package(s) do not match {lock_file}", problems=problems,
+                             fix="re-lock against the channel you build from (`scrollcase lock`), "
+                                 "or restore the channel the lock was made with")
+
+
+def _package_problem(record: Any, path: Path, lock_file: str) -> Problem | None:
+    want = record_digest(record)
+    key = f"packages.{record.name.normalized}" if hasattr(record.name, "normalized") else "packages"
+    if not want:
+        return Problem(message=f"{record.file_name}: the lock records no sha256", file=lock_file, key=key,
+                       fix="re-lock with `scrollcase lock` so every package carries its sha256")
+    if not path.is_file():
+        return Problem(message=f"{record.file_name}: package file is missing", file=lock_file, key=key,
+                       value=str(path), fix="restore the local channel the lock points to")
+    size = path.stat().st_size
+    if record.size is not None and size != record.size:
+        return Problem(message=f"{record.file_name}: size differs from the lock", file=lock_file, key=key,
+                       value=f"{size} bytes, lock says {record.size}")
+    got = _sha256(path)
+    if got != want:
+        return Problem(message=f"{record.file_name}: sha256 differs from the lock", file=lock_file, key=key,
+                       value=f"{got}, lock says {want}")
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def locked_pypi_packages(lock_path: Path, subdir: str, environment: str = "default") -> list[str]:
+    """``name==version`` of every PyPI package the lock holds for ``subdir`` (rattler reads the lock)."""
+    from rattler import LockFile
+
+    env = LockFile.from_path(lock_path).environment(environment)
+    if env is None:
+        return []
+    for platform in env.platforms():
+        if str(platform) == subdir:
+            return sorted(f"{p.name}=={p.version}" for p in env.pypi_packages_for_platform(platform) or [])
+    return []
+
+
+def refuse_pypi_packages(lock_path: Path, subdir: str) -> None:
+    """PyPI wheels in a lock are not installed by this builder: refuse rather than ship a box without them."""
+    names = locked_pypi_packages(lock_path, subdir)
+    if names:
+        raise BuildError(f"{lock_path} locks {len(names)} PyPI package(s) for {subdir}, which scrollcase "
+                         "cannot install into a box yet", problems=[Problem(
+                             message="the box would silently lack these packages", file=str(lock_path),
+                             key=f"environments.default.packages.{subdir}", value=", ".join(names[:10]),
+                             fix="depend on the conda-forge builds instead ([dependencies] in pixi.toml) "
+                                 "and re-lock with `scrollcase lock`")])
+
+
+def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir: Path,
+                    placeholder: str) -> None:
+    """Link ``records`` into ``env`` as though it lived at ``placeholder``; no link scripts run."""
+    import rattler
+
+    env.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        asyncio.run(rattler.install(
+            list(records), target_prefix=env, cache_dir=cache_dir, platform=rattler.Subdir(subdir),
+            execute_link_scripts=False, show_progress=False, alternative_target_prefix=placeholder))
+    except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
+        raise BuildError(f"installing the environment into {env} failed", problems=[Problem(
+            message=f"{type(exc).__name__}: {exc}",
+            fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
+        )]) from None
+    (env / "CACHEDIR.TAG").unlink(missing_ok=True)
+
+
+def scrub_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A conda-meta record without the build machine's paths or local channel locations."""
+    out = {k: v for k, v in data.items() if k not in HOST_KEYS}
+    link = out.get("link")
+    if isinstance(link, dict):
+        out["link"] = {k: v for k, v in link.items() if k != "source"}
+    for key in ("url", "channel"):
+        value = out.get(key)
+        if isinstance(value, str) and value.startswith("file:"):
+            out[key] = _local_channel_name(value, key)
+    return out
+
+
+def _local_channel_name(url: str, key: str) -> str:
+    """``file:///any/where/chan/linux-64/x.tar.bz2`` -> ``local/linux-64/x.tar.bz2`` (host-free)."""
+    parts = urllib.parse.urlsplit(url).path.rstrip("/").split("/")
+    return "local" if key == "channel" else "local/" + "/".join(parts[-2:])
+
+
+def scrub_conda_meta(env: Path) -> int:
+    """Rewrite every conda-meta/*.json without host paths (temp file + rename); returns the count."""
+    meta = env / "conda-meta"
+    count = 0
+    for path in sorted(meta.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(scrub_record(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.chmod(0o644)
+        tmp.replace(path)
+        count += 1
+    return count

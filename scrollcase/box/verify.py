@@ -1,0 +1,106 @@
+"""``scrollcase verify``: prove a built release is what its manifest says, in a throwaway folder.
+
+Order matters: the archive's size and sha256 are checked before anything is extracted (by
+``unpack_archive``), the layout is checked against ``box.json`` and the manifest, and only then is
+the box's own interpreter trusted to run the self-test.  The temporary folder is always removed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from scrollcase.box.boxjson import BoxJson, parse_box_json
+from scrollcase.box.build import check_host, run_self_test
+from scrollcase.box.layout import BOX_JSON, env_dir_for
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.errors import IntegrityError, Problem, describe_path
+from scrollcase.release import ReleaseManifest, SelfTestReport, parse_release
+from scrollcase.targets import host_platform
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    release: Path
+    archive: Path
+    manifest: ReleaseManifest
+    layout_checks: tuple[str, ...]
+    self_test: SelfTestReport | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"release": str(self.release), "archive": str(self.archive), "passed": True,
+                "archiveSha256": self.manifest.archive.sha256, "layout": list(self.layout_checks),
+                "selfTest": None if self.self_test is None else self.self_test.model_dump(mode="json")}
+
+
+def read_release(path: Path) -> ReleaseManifest:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IntegrityError(f"cannot read release manifest {describe_path(path)}: {exc.strerror}",
+                             fix="pass the .release.json written by `scrollcase build`") from None
+    return parse_release(data, file=str(describe_path(path)))
+
+
+def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
+    """How the unpacked box disagrees with its manifest or cannot run (empty when it is sound)."""
+    problems = []
+    pairs = {"boxId": (box.boxId, manifest.boxId), "version": (box.version, manifest.version),
+             "targetId": (box.targetId, manifest.targetId),
+             "pythonEntryPoint": (box.pythonEntryPoint, manifest.pythonEntryPoint),
+             "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir)}
+    for key, (inside, outside) in pairs.items():
+        if inside != outside:
+            problems.append(Problem(message="box.json and the release manifest disagree", file=BOX_JSON,
+                                    key=key, value=f"{inside!r} vs {outside!r}"))
+    if env_dir_for(box.pythonEntryPoint, windows).as_posix() != box.envDir:
+        problems.append(Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON,
+                                key="envDir", value=box.envDir))
+    python = box_root / box.pythonEntryPoint
+    if not python.is_file():
+        problems.append(Problem(message="the interpreter is missing from the archive", file=BOX_JSON,
+                                key="pythonEntryPoint", value=box.pythonEntryPoint))
+    elif not windows and not os.access(python, os.X_OK):
+        problems.append(Problem(message="the interpreter is not executable", file=BOX_JSON,
+                                key="pythonEntryPoint", value=box.pythonEntryPoint))
+    for asset in box.assets:
+        if asset.bundled and not (box_root / box.modelCacheSubdir / asset.path).is_file():
+            problems.append(Problem(message="a bundled asset is missing", file=BOX_JSON,
+                                    key=f"assets.{asset.name}", value=asset.path))
+    return problems
+
+
+def verify_release(release: Path, *, self_test: bool, junit: Path | None = None,
+                   temp_parent: Path | None = None) -> VerifyReport:
+    """Unpack into a fresh temporary folder, check the layout, optionally re-run the self-test."""
+    manifest = read_release(release)
+    archive = release.parent / manifest.archive.name
+    if self_test:
+        check_host(manifest.target.platform, manifest.target.arch, manifest.targetId, host_platform())
+    with tempfile.TemporaryDirectory(prefix="scrollcase-verify-", dir=temp_parent) as tmp:
+        root = Path(tmp) / "box"
+        unpack_archive(archive, root, expected_size=manifest.archive.size,
+                       expected_sha256=manifest.archive.sha256)
+        box = _read_box_json(root)
+        problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")
+        if problems:
+            raise IntegrityError(f"{manifest.archive.name} does not hold the box its manifest describes",
+                                 problems=problems, fix="rebuild the box with `scrollcase build`")
+        checks = ("archive size and sha256", "box.json valid and matches the manifest",
+                  f"{box.pythonEntryPoint} exists and is executable")
+        report = None
+        if self_test:
+            report, error = run_self_test(root, box, recipe_file=None, recipe_text=None, junit=junit)
+            if error is not None:
+                raise error
+    return VerifyReport(release, archive, manifest, checks, report)
+
+
+def _read_box_json(root: Path) -> BoxJson:
+    path = root / BOX_JSON
+    if not path.is_file():
+        raise IntegrityError("the archive has no box.json at its root",
+                             fix="rebuild the box with `scrollcase build`")
+    return parse_box_json(path.read_bytes(), file=BOX_JSON)

@@ -1,0 +1,38 @@
+"""``scrollcase verify RELEASE.json``: check size/sha256, unpack into a temp folder, check the layout,
+optionally re-run the self-test with the box's own interpreter."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from scrollcase.console import Console
+
+NAME = "verify"
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(NAME, parents=[common],
+                       help="verify a built release (archive digest, layout, self-test)",
+                       description="Check the archive's size and sha256 against the release manifest before "
+                                   "extracting, extract safely into a fresh temporary folder, check box.json "
+                                   "and the interpreter, and with --self-test re-run the self-test with the "
+                                   "box's own interpreter.  The temporary folder is removed afterwards.")
+    p.add_argument("release", type=Path, help="the .release.json written by `scrollcase build`")
+    p.add_argument("--self-test", action="store_true",
+                   help="re-run the recipe's self-test in the unpacked box")
+    p.add_argument("--junit", type=Path, default=None, help="write the self-test as JUnit XML to PATH")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from scrollcase.box.verify import verify_release
+
+    console.progress(f"verifying {args.release}")
+    report = verify_release(args.release, self_test=args.self_test, junit=args.junit)
+    lines = [f"ok: {report.archive.name}"] + [f"  ok  {check}" for check in report.layout_checks]
+    if report.self_test is not None:
+        lines += [f"  ok  self-test: {c.name} ({c.durationSeconds:.2f}s)" for c in report.self_test.checks]
+    console.result(report.to_json(), "\n".join(lines))
+    return 0

@@ -1,0 +1,275 @@
+"""End to end: a real box from a real relocatable CPython and real numpy, built, unpacked, moved, run,
+verified, tampered with, rebuilt elsewhere, and refused when it must be."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml
+
+from scrollcase import engine
+from scrollcase.box.assets import default_fetchers, fetch_file
+from scrollcase.box.build import BuildResult, execute_build, plan_build
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.box.verify import verify_release
+from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
+from scrollcase.errors import BuildError, HostError, IntegrityError, SelfTestError
+from scrollcase.proc import run_python
+from scrollcase.recipe_loader import RecipeDir, resolve_recipe
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def demo_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_demo_channel(tmp_path_factory.mktemp("channel") / "demo", demo_target().subdir)
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One package/asset cache for the builds that are not about caching, so they link warm."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def make_recipe(root: Path, channel: Path, **changes: object) -> RecipeDir:
+    """The demo recipe under ``root`` (optionally changed), locked against ``channel``."""
+    folder = write_demo_recipe(root / "recipes", demo_target(), root / "assets")
+    if changes:
+        data = json.loads((folder / "recipe.json").read_text())
+        data.update(changes)
+        (folder / "recipe.json").write_text(json.dumps(data, indent=2))
+    recipe_dir = resolve_recipe(str(folder))
+    engine.lock_recipe(recipe_dir, channel_overrides={DEMO_CHANNEL_NAME: channel.as_uri()})
+    return recipe_dir
+
+
+def build(recipe_dir: RecipeDir, root: Path, **kwargs: object) -> BuildResult:
+    plan = plan_build(recipe_dir, out_dir=root / "dist", state_dir=root / "state", **kwargs)  # type: ignore[arg-type]
+    records = engine.locked_records(recipe_dir.lock_file, demo_target().subdir)
+    return execute_build(plan, records=records, fetchers=default_fetchers())
+
+
+@pytest.fixture(scope="module")
+def built(demo_channel: Path, shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+    root = tmp_path_factory.mktemp("build1")
+    return build(make_recipe(root, demo_channel), root, cache_dir=shared_cache)
+
+
+def test_build_writes_archive_and_release_only(built: BuildResult) -> None:
+    names = sorted(p.name for p in built.release.parent.iterdir())
+    assert names == sorted([built.archive.name, built.release.name])
+    manifest = json.loads(built.release.read_text())
+    assert manifest["archive"]["sha256"] == built.manifest.archive.sha256
+    assert manifest["selfTest"]["passed"] is True
+    assert [c["kind"] for c in manifest["selfTest"]["checks"]] == [
+        "entrypoint",
+        "import",
+        "import",
+        "file",
+        "code",
+    ]
+    assert manifest["assets"][0]["bundled"] is True and "url" not in manifest["assets"][0]
+    assert not (built.plan.work_dir).exists()  # work folder removed after success
+
+
+def test_unpacked_box_runs_after_moving(built: BuildResult, tmp_path: Path) -> None:
+    first = tmp_path / "first" / "box"
+    unpack_archive(
+        built.archive,
+        first,
+        expected_size=built.manifest.archive.size,
+        expected_sha256=built.manifest.archive.sha256,
+    )
+    moved = tmp_path / "elsewhere" / "moved-box"
+    moved.parent.mkdir()
+    shutil.move(str(first), moved)
+    shutil.rmtree(tmp_path / "first")
+    run = run_python(
+        moved / "venv/bin/python", ["-c", "import sys, numpy; print(numpy.ones(3).sum()); print(sys.prefix)"]
+    )
+    assert run.ok, run.stderr
+    total, prefix = run.stdout.split()
+    assert total == "3.0"
+    assert Path(prefix).resolve() == (moved / "venv").resolve()
+
+
+def test_no_build_path_leaks_into_archive(built: BuildResult, tmp_path: Path) -> None:
+    box = tmp_path / "box"
+    unpack_archive(
+        built.archive,
+        box,
+        expected_size=built.manifest.archive.size,
+        expected_sha256=built.manifest.archive.sha256,
+    )
+    build_root = str(built.plan.work_dir.parent.parent.parent).encode()
+    leaks = [p for p in box.rglob("*") if p.is_file() and not p.is_symlink() and build_root in p.read_bytes()]
+    assert leaks == []
+    meta = json.loads(next((box / "venv/conda-meta").glob("numpy-*.json")).read_text())
+    assert "extracted_package_dir" not in meta and "source" not in meta.get("link", {})
+
+
+def test_verify_passes_and_writes_junit(built: BuildResult, tmp_path: Path) -> None:
+    junit = tmp_path / "verify.xml"
+    report = verify_release(built.release, self_test=True, junit=junit, temp_parent=tmp_path)
+    assert report.self_test is not None and report.self_test.passed
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    assert suite.tests == 5 and suite.failures == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verify.xml"]  # temp folder removed
+
+
+def _tampered_copy(built: BuildResult, dest: Path, change: str) -> Path:
+    dest.mkdir()
+    shutil.copy(built.release, dest / built.release.name)
+    data = bytearray(built.archive.read_bytes())
+    if change == "flip":
+        data[len(data) // 2] ^= 0x01
+    else:
+        data = data[: len(data) - 1000]
+    (dest / built.archive.name).write_bytes(bytes(data))
+    return dest / built.release.name
+
+
+@pytest.mark.parametrize("change", ["flip", "truncate"])
+def test_verify_rejects_tampered_archive(built: BuildResult, tmp_path: Path, change: str) -> None:
+    release = _tampered_copy(built, tmp_path / "copy", change)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.raises(IntegrityError) as caught:
+        verify_release(release, self_test=True, temp_parent=scratch)
+    assert built.archive.name in str(caught.value) or "sha256" in str(caught.value)
+    assert list(scratch.iterdir()) == []
+    assert sorted(p.name for p in release.parent.iterdir()) == sorted(
+        [built.archive.name, built.release.name]
+    )
+
+
+def test_cli_verify_reports_tampering_without_traceback(built: BuildResult, tmp_path: Path) -> None:
+    release = _tampered_copy(built, tmp_path / "copy", "flip")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "verify", str(release), "--self-test"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 8
+    assert "Traceback" not in done.stderr and "sha256" in done.stderr
+
+
+def test_build_is_reproducible_across_working_dirs(
+    built: BuildResult, demo_channel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "a" / "completely" / "different" / "place"
+    other.mkdir(parents=True)
+    monkeypatch.chdir(other)
+    second = build(make_recipe(Path("."), demo_channel), Path("."))
+    assert second.manifest.archive.sha256 == built.manifest.archive.sha256
+    assert second.archive.read_bytes() == built.archive.read_bytes()
+
+
+def test_import_missing_from_box_fails_though_host_has_it(
+    demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
+    import yaml  # noqa: F401 - the host has it; the box must not borrow it
+
+    recipe_dir = make_recipe(tmp_path, demo_channel, selfTest={"imports": ["numpy", "yaml"], "files": []})
+    with pytest.raises(SelfTestError) as caught:
+        build(recipe_dir, tmp_path, cache_dir=shared_cache)
+    text = caught.value.render()
+    assert "import yaml" in text and "No module named 'yaml'" in text and "import numpy" not in text
+    assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
+    junit = tmp_path / "state/reports" / f"selftest-{recipe_dir.recipe.recipeId}.xml"
+    suite = next(iter(JUnitXml.fromfile(str(junit))))
+    assert suite.failures == 1
+    failed = [case for case in suite if case.result]
+    assert failed[0].name == "import yaml" and failed[0]._elem.get("line")
+
+
+def test_cross_build_is_refused(demo_channel: Path, tmp_path: Path) -> None:
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    with pytest.raises(HostError) as caught:
+        plan_build(recipe_dir, host=("osx", "arm64"))
+    assert "natively" in caught.value.message
+
+
+def test_interrupted_build_reruns_cleanly(demo_channel: Path, shared_cache: Path, tmp_path: Path) -> None:
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    plan = plan_build(
+        recipe_dir,
+        out_dir=tmp_path / "dist",
+        state_dir=tmp_path / "state",
+        cache_dir=shared_cache / "interrupted",
+    )
+    records = engine.locked_records(recipe_dir.lock_file, demo_target().subdir)
+
+    def dies(url: str, out: object, offset: int) -> None:
+        raise ConnectionResetError("network went away")
+
+    with pytest.raises(BuildError, match="interrupted"):
+        execute_build(plan, records=records, fetchers={"file": dies})
+    assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
+    assert plan.work_dir.exists()  # leftovers live in the work folder, which the rerun discards
+    result = execute_build(plan, records=records, fetchers={"file": fetch_file})
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted(
+        [result.archive.name, result.release.name]
+    )
+
+
+def test_on_demand_weights_stay_out_of_the_box(
+    demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
+    recipe_dir = make_recipe(
+        tmp_path,
+        demo_channel,
+        selfTest={"imports": ["numpy"], "files": ["model-cache/scrollcase-demo/weights.json"]},
+    )
+    result = build(recipe_dir, tmp_path, weights="on-demand", cache_dir=shared_cache)
+    asset = result.manifest.assets[0]
+    assert not asset.bundled and asset.url and asset.url.startswith("file://")
+    assert asset.url.endswith("/weights.json")
+    assert result.manifest.selfTest is not None
+    file_check = next(c for c in result.manifest.selfTest.checks if c.kind == "file")
+    assert file_check.passed and file_check.message.startswith("skipped")
+
+
+def test_cli_build_json(demo_channel: Path, tmp_path: Path) -> None:
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "build", str(recipe_dir.path), "--json", "--out", "out"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert Path(tmp_path / data["release"]).is_file() and data["targetId"] == demo_target().target_id
+    assert "[6/7] self-test" in done.stderr
+
+
+def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tmp_path: Path) -> None:
+    """SIGKILL the CLI between stages (as a cancelled CI job would), then simply run it again."""
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "scrollcase", "build", str(recipe_dir.path), "--out", "dist"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("[5/7] pack"):
+            proc.kill()
+            break
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.suffix for p in (tmp_path / "dist").iterdir()) == [".json", ".zst"]

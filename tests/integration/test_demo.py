@@ -1,0 +1,35 @@
+"""The README's first command, as a user runs it: `scrollcase demo`, offline, start to finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data["timings"]) == {"channel", "recipe", "lock", "build", "verify"}
+    release = tmp_path / data["release"]
+    assert release.parent == tmp_path / "w/.scrollcase/dist"
+    manifest = json.loads(release.read_text())
+    assert manifest["selfTest"]["passed"] and manifest["archive"]["sha256"] == data["sha256"]
+    for stage in ("== channel", "== lock", "[5/7] pack", "== verify"):
+        assert stage in done.stderr

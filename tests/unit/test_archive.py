@@ -1,0 +1,184 @@
+"""pack_tree: headers, determinism, normalisation, refusals.  Archives are read back by stdlib
+tarfile and by GNU tar, so the format is checked by independent readers."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from scrollcase.box import archive
+from scrollcase.box.archive import build_header, pack_tree
+from scrollcase.errors import BuildError
+
+
+def _read_tar(path: Path) -> list[tarfile.TarInfo]:
+    data = zstandard.ZstdDecompressor().stream_reader(path.open("rb")).read()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        return tar.getmembers()
+
+
+def _make_tree(root: Path) -> Path:
+    (root / "venv" / "bin").mkdir(parents=True)
+    (root / "venv" / "lib" / "python3.11").mkdir(parents=True)
+    (root / "venv" / "bin" / "python3.11").write_bytes(b"\x7fELF" + os.urandom(3000))
+    (root / "venv" / "bin" / "python3.11").chmod(0o700)
+    (root / "venv" / "bin" / "python").symlink_to("python3.11")
+    (root / "venv" / "lib" / "python3.11" / "os.py").write_text("import sys\n" * 100)
+    (root / "venv" / "lib" / "python3.11" / "os.py").chmod(0o600)
+    (root / "model-cache").mkdir()
+    (root / "model-cache" / ("w" * 120 + ".bin")).write_bytes(bytes(range(256)) * 40)
+    (root / "ünïcode.txt").write_text("x")
+    (root / "empty").mkdir()
+    (root / "box.json").write_text("{}")
+    return root
+
+
+def test_header_is_read_back_by_stdlib() -> None:
+    block = build_header("venv/bin/python", kind="file", mode=0o755, size=10)
+    assert len(block) == 512
+    info = tarfile.TarInfo.frombuf(block, "utf-8", "strict")
+    assert (info.name, info.size, info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname) == \
+        ("venv/bin/python", 10, 0o755, 0, 0, 0, "", "")
+
+
+def test_long_and_unicode_names_use_pax() -> None:
+    for name in ["d/" * 70 + "f", "x" * 101, "ünï"]:
+        block = build_header(name, kind="file", size=3)
+        assert len(block) % 512 == 0
+        with tarfile.open(fileobj=io.BytesIO(block + b"abc" + bytes(509) + bytes(1024)), mode="r:") as tar:
+            assert tar.getnames() == [name]
+
+
+def test_long_name_fits_ustar_prefix_without_pax() -> None:
+    name = "p" * 150 + "/" + "n" * 99
+    assert len(build_header(name, kind="file")) == 512
+
+
+def test_huge_size_goes_to_pax() -> None:
+    block = build_header("big", kind="file", size=9 << 30)
+    with tarfile.open(fileobj=io.BytesIO(block + bytes(1024)), mode="r:") as tar:
+        info = tar.next()
+    assert info is not None and info.size == 9 << 30
+
+
+def test_pack_normalises_and_keeps_symlinks(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "tree")
+    result = pack_tree(root, tmp_path / "out.tar.zst")
+    members = {m.name: m for m in _read_tar(result.path)}
+    assert list(members) == sorted(members, key=lambda n: n.split("/"))  # sorted at every level
+    assert members["venv/bin/python3.11"].mode == 0o755
+    assert members["venv/lib/python3.11/os.py"].mode == 0o644
+    assert members["empty"].isdir() and members["empty"].mode == 0o755
+    assert members["venv/bin/python"].issym() and members["venv/bin/python"].linkname == "python3.11"
+    assert all(m.mtime == 0 and m.uid == 0 and m.gid == 0 and m.uname == "" for m in members.values())
+    assert result.files == 5
+    assert result.entries == len(members)
+    digest = hashlib.sha256(result.path.read_bytes()).hexdigest()
+    assert (result.sha256, result.size) == (digest, result.path.stat().st_size)
+
+
+def test_same_content_at_two_paths_and_two_runs_is_byte_identical(tmp_path: Path) -> None:
+    a = _make_tree(tmp_path / "a")
+    b = tmp_path / "elsewhere" / "deeper" / "b"
+    shutil.copytree(a, b, symlinks=True)
+    (b / "box.json").touch()  # a different mtime must not matter
+    os.utime(b / "venv" / "lib" / "python3.11" / "os.py", (12345, 12345))
+    first = pack_tree(a, tmp_path / "1.tar.zst")
+    second = pack_tree(a, tmp_path / "2.tar.zst")
+    third = pack_tree(b, tmp_path / "3.tar.zst", threads=1)
+    assert first.sha256 == second.sha256 == third.sha256
+
+
+def test_changed_content_changes_the_digest(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "a")
+    first = pack_tree(root, tmp_path / "1.tar.zst")
+    (root / "box.json").write_text("{ }")
+    assert pack_tree(root, tmp_path / "2.tar.zst").sha256 != first.sha256
+
+
+def test_files_larger_than_the_buffer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive, "CHUNK", 4096)
+    root = tmp_path / "t"
+    root.mkdir()
+    payload = os.urandom(50_001)
+    (root / "big").write_bytes(payload)
+    (root / "small").write_bytes(b"s" * 700)
+    result = pack_tree(root, tmp_path / "o.tar.zst")
+    data = zstandard.ZstdDecompressor().stream_reader(result.path.open("rb")).read()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        big = tar.extractfile("big")
+        assert big is not None and big.read() == payload
+    assert result.uncompressed_bytes == len(data)
+
+
+@pytest.mark.skipif(shutil.which("tar") is None or shutil.which("zstd") is None, reason="needs GNU tar+zstd")
+def test_gnu_tar_lists_the_archive(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "tree")
+    result = pack_tree(root, tmp_path / "out.tar.zst")
+    listing = subprocess.run(f"zstd -dc {result.path} | tar -tvf -", shell=True, check=True,
+                             capture_output=True, text=True).stdout
+    assert "venv/bin/python -> python3.11" in listing
+    assert "w" * 120 + ".bin" in listing
+
+
+@pytest.mark.parametrize("target", ["../../outside", "/etc/passwd"])
+def test_refuses_symlinks_leaving_the_root(tmp_path: Path, target: str) -> None:
+    root = tmp_path / "t"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "link").symlink_to(target)
+    with pytest.raises(BuildError, match="symlink") as info:
+        pack_tree(root, tmp_path / "o.tar.zst")
+    assert "d/link" in str(info.value)
+    assert not list(tmp_path.glob("*.tar.zst*")) and not list(tmp_path.glob(".o.tar.zst*"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_refuses_fifos(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    os.mkfifo(root / "pipe")
+    with pytest.raises(BuildError, match="FIFO"):
+        pack_tree(root, tmp_path / "o.tar.zst")
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="not a directory"):
+        pack_tree(tmp_path / "missing", tmp_path / "o.tar.zst")
+
+
+def test_failed_pack_leaves_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _make_tree(tmp_path / "t")
+    (tmp_path / "o.tar.zst").write_bytes(b"previous")
+
+    def boom(*_: object) -> int:
+        raise BuildError("simulated")
+
+    monkeypatch.setattr(archive, "_write_entries", boom)
+    with pytest.raises(BuildError):
+        pack_tree(root, tmp_path / "o.tar.zst")
+    assert (tmp_path / "o.tar.zst").read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.tar.zst", "t"]
+
+
+@pytest.mark.parametrize(("kind", "st_mode", "mode"), [
+    ("dir", 0o700, 0o755), ("file", 0o700, 0o755), ("file", 0o100, 0o755), ("file", 0o666, 0o644),
+    ("symlink", 0o777, 0o777),
+])
+def test_normalised_mode(kind: str, st_mode: int, mode: int) -> None:
+    assert archive.normalised_mode(kind, st_mode) == mode
+
+
+def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _make_tree(tmp_path / "t")
+    native = pack_tree(root, tmp_path / "a.tar.zst")
+    monkeypatch.setattr(archive, "_read_into", archive._read_into_copy)
+    assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256

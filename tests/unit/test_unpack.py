@@ -1,0 +1,265 @@
+"""unpack_archive: round trips and every hostile archive we know of.
+
+Hostile archives are crafted with stdlib tarfile + zstandard.  For each one we check the message
+(archive, member, rule), that DEST does not exist, that no temp directory is left beside it and
+that nothing appeared outside the work folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from scrollcase.box.archive import pack_tree
+from scrollcase.box.unpack import DEFAULT_LIMITS, Limits, UnpackResult, unpack_archive
+from scrollcase.errors import IntegrityError, UsageError
+
+Member = tuple[tarfile.TarInfo, bytes | None]
+
+
+@dataclass
+class Crafted:
+    path: Path
+    size: int
+    sha256: str
+
+
+def _info(name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = "",
+          mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.linkname, info.mode = kind, size, link, mode
+    return info
+
+
+def _file(name: str, data: bytes, mode: int = 0o644) -> Member:
+    return _info(name, size=len(data), mode=mode), data
+
+
+def _tar_bytes(members: list[Member]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return raw.getvalue()
+
+
+def _write(work: Path, compressed: bytes, name: str = "box.tar.zst") -> Crafted:
+    path = work / name
+    path.write_bytes(compressed)
+    return Crafted(path, len(compressed), hashlib.sha256(compressed).hexdigest())
+
+
+def craft(work: Path, members: list[Member]) -> Crafted:
+    return _write(work, zstandard.ZstdCompressor(level=3).compress(_tar_bytes(members)))
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "work").mkdir()
+    return tmp_path / "work"
+
+
+def unpack(c: Crafted, dest: Path, limits: Limits | None = None) -> UnpackResult:
+    return unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256,
+                          limits=limits or DEFAULT_LIMITS)
+
+
+def assert_rejected(c: Crafted, work: Path, *fragments: str, limits: Limits | None = None) -> None:
+    outside_before = sorted(p.name for p in work.parent.iterdir())
+    with pytest.raises(IntegrityError) as info:
+        unpack(c, work / "dest", limits)
+    message = str(info.value)
+    for fragment in (c.path.name, *fragments):
+        assert fragment in message, message
+    assert sorted(p.name for p in work.iterdir()) == [c.path.name], "temp dir or DEST left behind"
+    assert sorted(p.name for p in work.parent.iterdir()) == outside_before, "wrote outside"
+
+
+# ---------------------------------------------------------------- round trips
+
+
+def test_round_trip_of_a_packed_tree(tmp_path: Path, work: Path) -> None:
+    src = tmp_path / "src"
+    (src / "venv" / "bin").mkdir(parents=True)
+    (src / "venv" / "bin" / "python3").write_bytes(b"\x7fELF" + os.urandom(100_000))
+    (src / "venv" / "bin" / "python3").chmod(0o755)
+    (src / "venv" / "bin" / "python").symlink_to("python3")
+    (src / "venv" / "lib").mkdir()
+    (src / "venv" / "lib" / "x.py").write_text("x = 1\n")
+    (src / "empty").mkdir()
+    packed = pack_tree(src, work / "b.tar.zst")
+    result = unpack_archive(packed.path, work / "dest", expected_size=packed.size,
+                            expected_sha256=packed.sha256)
+    dest = work / "dest"
+    assert result.dest == dest.resolve()
+    assert (result.files, result.entries, result.sha256) == (2, packed.entries, packed.sha256)
+    assert (dest / "venv" / "bin" / "python3").read_bytes() == (src / "venv" / "bin" / "python3").read_bytes()
+    assert os.access(dest / "venv" / "bin" / "python3", os.X_OK)
+    assert os.readlink(dest / "venv" / "bin" / "python") == "python3"
+    assert (dest / "empty").is_dir()
+    assert sorted(p.name for p in work.iterdir()) == ["b.tar.zst", "dest"]
+
+
+def test_foreign_tar_with_hardlinks_implicit_dirs_and_pax(work: Path) -> None:
+    c = craft(work, [
+        _file("a/b/c.txt", b"hello", 0o4755),  # parents implicit; setuid dropped
+        (_info("a/b/hard", tarfile.LNKTYPE, link="a/b/c.txt"), None),
+        _file("ü" * 120, b"long unicode name"),
+        (_info("a", tarfile.DIRTYPE), None),  # explicit dir after its implicit creation
+    ])
+    result = unpack(c, work / "dest")
+    dest = work / "dest"
+    assert (dest / "a" / "b" / "hard").read_bytes() == b"hello"
+    assert (dest / ("ü" * 120)).read_bytes() == b"long unicode name"
+    assert (dest / "a" / "b" / "c.txt").stat().st_mode & 0o7777 == 0o755
+    assert result.files == 3
+
+
+def test_dest_may_be_an_empty_folder(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    (work / "dest").mkdir()
+    unpack(c, work / "dest")
+    assert (work / "dest" / "f").read_bytes() == b"1"
+
+
+def test_dest_that_is_not_empty_is_refused(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    (work / "dest").mkdir()
+    (work / "dest" / "keep").write_text("mine")
+    with pytest.raises(UsageError, match="not an empty folder"):
+        unpack(c, work / "dest")
+    assert (work / "dest" / "keep").read_text() == "mine"
+
+
+# ---------------------------------------------------------------- digest and stream integrity
+
+
+def test_wrong_size_is_refused_before_reading(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    with pytest.raises(IntegrityError, match=r"is \d+ bytes, expected 1"):
+        unpack_archive(c.path, work / "dest", expected_size=1, expected_sha256=c.sha256)
+    assert not (work / "dest").exists()
+
+
+def test_wrong_sha256(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    assert_rejected(Crafted(c.path, c.size, "0" * 64), work, "sha256 is", "expected " + "0" * 64)
+
+
+def test_flipped_byte_is_a_digest_mismatch(work: Path) -> None:
+    c = craft(work, [_file(f"f{i}", os.urandom(5000)) for i in range(20)])
+    data = bytearray(c.path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    c.path.write_bytes(bytes(data))
+    assert_rejected(c, work, "sha256 is", c.sha256)
+
+
+def test_truncated_archive_with_matching_digest(work: Path) -> None:
+    full = zstandard.ZstdCompressor().compress(_tar_bytes([_file("f", os.urandom(20_000))]))
+    assert_rejected(_write(work, full[: len(full) // 2]), work, "truncated")
+
+
+def test_tar_without_end_marker(work: Path) -> None:
+    tar = _tar_bytes([_file("f", b"x" * 10)])
+    body = tar[:1024]  # header + one data block, no end-of-archive blocks
+    assert_rejected(_write(work, zstandard.ZstdCompressor().compress(body)), work, "truncated")
+
+
+def test_not_zstd(work: Path) -> None:
+    assert_rejected(_write(work, b"this is not zstd at all" * 10), work, "zstd")
+
+
+def test_data_after_the_zstd_frame(work: Path) -> None:
+    good = zstandard.ZstdCompressor().compress(_tar_bytes([_file("f", b"1")]))
+    assert_rejected(_write(work, good + b"junk"), work, "after the end of the zstd frame")
+
+
+def test_corrupt_header_checksum(work: Path) -> None:
+    tar = bytearray(_tar_bytes([_file("f", b"1")]))
+    tar[0] = ord("g")
+    assert_rejected(_write(work, zstandard.ZstdCompressor().compress(bytes(tar))), work, "checksum")
+
+
+# ---------------------------------------------------------------- hostile members
+
+HOSTILE: dict[str, tuple[Callable[[], list[Member]], str, str]] = {
+    "absolute": (lambda: [_file("/tmp/evil", b"x")], "/tmp/evil", "absolute path"),
+    "dotdot": (lambda: [_file("../evil", b"x")], "../evil", "'..'"),
+    "dotdot-deep": (lambda: [_file("a/../../evil", b"x")], "a/../../evil", "'..'"),
+    "backslash": (lambda: [_file("a\\..\\evil", b"x")], "evil", "backslash"),
+    "drive": (lambda: [_file("C:/evil", b"x")], "C:/evil", "drive letter"),
+    "symlink-absolute": (lambda: [(_info("l", tarfile.SYMTYPE, link="/etc"), None)], "'l'", "absolute"),
+    "symlink-outside": (lambda: [(_info("a/l", tarfile.SYMTYPE, link="../../outside"), None)],
+                        "a/l", "outside the archive root"),
+    "symlink-chain": (lambda: [(_info("d", tarfile.DIRTYPE), None),
+                               (_info("d/l1", tarfile.SYMTYPE, link=".."), None),
+                               (_info("d/l2", tarfile.SYMTYPE, link="l1/../.."), None)],
+                      "d/l2", "outside the archive root"),
+    "write-through-symlink": (lambda: [(_info("l", tarfile.SYMTYPE, link="."), None),
+                                       _file("l/evil", b"x")], "l/evil", "which is a symlink"),
+    "hardlink-outside": (lambda: [(_info("h", tarfile.LNKTYPE, link="../outside"), None)], "'h'", "'..'"),
+    "hardlink-absolute": (lambda: [(_info("h", tarfile.LNKTYPE, link="/etc/passwd"), None)], "'h'",
+                          "absolute"),
+    "hardlink-to-symlink": (lambda: [(_info("l", tarfile.SYMTYPE, link="."), None),
+                                     (_info("h", tarfile.LNKTYPE, link="l"), None)], "'h'",
+                            "not an earlier regular file"),
+    "chardev": (lambda: [(_info("dev", tarfile.CHRTYPE), None)], "'dev'", "device"),
+    "blockdev": (lambda: [(_info("dev", tarfile.BLKTYPE), None)], "'dev'", "device"),
+    "fifo": (lambda: [(_info("p", tarfile.FIFOTYPE), None)], "'p'", "fifo"),
+    "duplicate": (lambda: [_file("f", b"1"), _file("f", b"2")], "'f'", "duplicate"),
+    "duplicate-dir-file": (lambda: [(_info("d", tarfile.DIRTYPE), None), _file("d", b"2")], "'d'",
+                           "duplicate"),
+    "file-as-parent": (lambda: [_file("f", b"1"), _file("f/g", b"2")], "f/g", "which is a file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_member(work: Path, case: str) -> None:
+    members, member, rule = HOSTILE[case]
+    assert_rejected(craft(work, members()), work, member, rule)
+
+
+def test_outside_symlink_followed_by_write_never_escapes(work: Path) -> None:
+    target = work.parent / "escaped"
+    c = craft(work, [(_info("l", tarfile.SYMTYPE, link="../escaped"), None), _file("l/x", b"pwned")])
+    assert_rejected(c, work, "'l/x'")
+    assert not target.exists()
+
+
+def test_case_insensitive_collision(work: Path) -> None:
+    c = craft(work, [_file("Lib/a.py", b"1"), _file("lib/A.py", b"2")])
+    assert_rejected(c, work, "lib/A.py", "case-insensitive", limits=Limits(case_insensitive=True))
+    unpack(c, work / "dest", Limits(case_insensitive=False))  # fine where names are case-sensitive
+
+
+def test_bomb_by_compression_ratio(work: Path) -> None:
+    c = craft(work, [_file("zeros", bytes(8 << 20))])
+    assert_rejected(c, work, "'zeros'", "compression-ratio", limits=Limits(max_ratio=10, ratio_floor=1 << 20))
+
+
+def test_bomb_by_total_size(work: Path) -> None:
+    c = craft(work, [_file("a", os.urandom(4096)), _file("b", os.urandom(4096))])
+    assert_rejected(c, work, "'b'", "total-size", limits=Limits(max_total_bytes=6000))
+
+
+def test_bomb_by_member_count(work: Path) -> None:
+    c = craft(work, [_file(f"f{i}", b"") for i in range(11)])
+    assert_rejected(c, work, "'f10'", "more than 10 members", limits=Limits(max_members=10))
+
+
+def test_digest_mismatch_outranks_a_hostile_member(work: Path) -> None:
+    c = craft(work, [_file("../evil", b"x")])
+    assert_rejected(Crafted(c.path, c.size, "1" * 64), work, "sha256 is")
+
+
+def test_windows_reserved_names_when_enabled(work: Path) -> None:
+    c = craft(work, [_file("venv/Lib/aux.py", b"1")])
+    assert_rejected(c, work, "venv/Lib/aux.py", "reserved device name", limits=Limits(windows_names=True))
