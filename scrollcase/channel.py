@@ -11,10 +11,14 @@ import bz2
 import hashlib
 import io
 import json
+import subprocess
+import sys
 import tarfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scrollcase.errors import BuildError
 
 # conda's prefix placeholder convention: a 255-char path that install-time code replaces.
 PREFIX_PLACEHOLDER = "/opt/anaconda1anaconda2anaconda3"
@@ -124,12 +128,27 @@ def write_package(channel: Path, spec: PackageSpec) -> Path:
     return out
 
 
+# Runs in a child that ends with os._exit: py-rattler 0.28's indexer leaves worker threads that can
+# crash CPython's finalisation (SIGSEGV / "PyGILState_Release" aborts in about one run of four), which
+# would turn a successful caller — pytest included — into a failed exit status.
+_INDEX_CODE = """
+import asyncio, os, sys
+from rattler.index import index_fs
+asyncio.run(index_fs(sys.argv[1], force=True, write_zst=False, write_shards=False))
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
+"""
+
+
 def index_channel(channel: Path, subdirs: Iterable[str] = ("noarch",)) -> None:
-    """Write repodata.json for every subdir of ``channel`` (py-rattler's indexer)."""
-    import asyncio
-
-    from rattler.index import index_fs
-
-    for subdir in {*subdirs, "noarch"}:
+    """Write repodata.json for every subdir of ``channel`` (py-rattler's indexer, in a child process)."""
+    wanted = sorted({*subdirs, "noarch"})
+    for subdir in wanted:
         (channel / subdir).mkdir(parents=True, exist_ok=True)
-    asyncio.run(index_fs(channel, force=True, write_zst=False, write_shards=False))
+    done = subprocess.run([sys.executable, "-c", _INDEX_CODE, str(channel)], capture_output=True, text=True,
+                          check=False)
+    missing = [s for s in wanted if not (channel / s / "repodata.json").is_file()]
+    if done.returncode != 0 or missing:
+        raise BuildError(f"indexing the local channel {channel} failed (missing repodata for {missing or 'none'})",
+                         fix=f"check the packages in it: {done.stderr.strip()[-2000:]}")

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
-from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, write_package
+from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError
 from scrollcase.targets import SUBDIRS, SUPPORTED, host_platform
 
@@ -138,35 +137,6 @@ def host_subdir() -> str:
     return SUBDIRS[(plat, arch)]
 
 
-_INDEX_CODE = """
-import os, sys
-from pathlib import Path
-from scrollcase.channel import index_channel
-index_channel(Path(sys.argv[1]), sys.argv[2:])
-sys.stdout.flush()
-os._exit(0)
-"""
-
-
-def index_channel_isolated(channel: Path, subdirs: Sequence[str]) -> None:
-    """:func:`scrollcase.channel.index_channel` in a child process that skips interpreter shutdown.
-
-    py-rattler 0.28's indexer leaves worker threads that can crash CPython's finalisation (SIGSEGV or
-    "PyGILState_Release" aborts in about one run of four), which would turn a good demo into a failed
-    exit status; ``os._exit`` after indexing side-steps it.
-    """
-    import scrollcase
-
-    source_root = str(Path(scrollcase.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH"))
-                                                       if p)}
-    done = subprocess.run([sys.executable, "-c", _INDEX_CODE, str(channel), *subdirs], env=env,
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not all((channel / s / "repodata.json").is_file() for s in subdirs):
-        raise BuildError(f"indexing the local channel {channel} failed",
-                         fix=f"check the packages in it: {done.stderr.strip()[-2000:]}")
-
-
 def make_demo_channel(dest: Path, subdir: str | None = None,
                       progress: Callable[[str], None] = lambda _: None) -> Path:
     """Write the demo channel at ``dest`` (temp folder, then rename); reuse it when already there."""
@@ -180,7 +150,7 @@ def make_demo_channel(dest: Path, subdir: str | None = None,
         write_package(tmp, python_package(subdir))
         progress("  packaging numpy from its installed wheel")
         write_package(tmp, numpy_package(subdir))
-        index_channel_isolated(tmp, [subdir])
+        index_channel(tmp, [subdir])
         if dest.exists():
             shutil.rmtree(dest)
         tmp.replace(dest)

@@ -1,4 +1,4 @@
-# ruff: noqa: N815 - field names are the box.json contract (camelCase like recipe.json)
+
 """``box.json``: the small description every box carries at its archive root.
 
 A host app (and ``scrollcase verify``/``unpack``) reads it to find the interpreter, the model cache,

@@ -12,8 +12,7 @@ from scrollcase.box import install
 from scrollcase.box.build import env_placeholder, plan_build, prune_box
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.channel import PackageFile, PackageSpec, write_package
-from scrollcase.demo import index_channel_isolated
+from scrollcase.channel import PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError, IntegrityError
 from scrollcase.recipe_loader import RecipeDir, parse_recipe
 
@@ -122,7 +121,7 @@ def channel_records(tmp_path: Path) -> tuple[Path, list[Any]]:
 
     channel = tmp_path / "chan"
     package = write_package(channel, PackageSpec("foo", "1.0", files=[PackageFile("share/foo.txt", b"hi\n")]))
-    index_channel_isolated(channel, ["linux-64"])
+    index_channel(channel, ["linux-64"])
     records = asyncio.run(rattler.solve(sources=[channel.as_uri()], specs=["foo"], platforms=["linux-64"]))
     return package, list(records)
 
