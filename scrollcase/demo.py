@@ -226,18 +226,23 @@ class DemoResult:
     sha256: str
     size: int
     timings: dict[str, float]
+    store: Path
+    published: tuple[str, ...]  # keys written by this run; empty when an identical release was already there
 
 
 def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) -> DemoResult:
-    """Channel, recipe, lock, build, verify --self-test, all offline inside ``workdir``.
+    """Channel, recipe, lock, build, verify --self-test, publish to a local store, offline in ``workdir``.
 
-    Later stages (parity, publish) hook in after verify with the release path this returns.
+    The demo targets this host's CPU, which has no second accelerator to compare with, so its recipe
+    declares no parity gate (see recipes/ for CUDA recipes that do).
     """
     from scrollcase import engine
     from scrollcase.box.assets import default_fetchers
     from scrollcase.box.build import execute_build, locked_install_records, plan_build
     from scrollcase.box.verify import verify_release
     from scrollcase.recipe_loader import resolve_recipe
+    from scrollcase.store.local import LocalStore
+    from scrollcase.store.publish import publish
 
     timings: dict[str, float] = {}
     state = workdir / ".scrollcase"
@@ -268,5 +273,10 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     done = timed("verify", "unpack into a fresh folder, check the layout, re-run the self-test")
     verify_release(built.release, self_test=True, junit=state / "reports" / "verify-demo.xml")
     done(0)
+    store = state / "store"
+    done = timed("publish", f"archive, sidecar, manifest and index into the local store {store}")
+    published = publish(LocalStore(store), built.manifest, built.archive, manifest_file=str(built.release),
+                        progress=progress)
+    done(0)
     return DemoResult(workdir, built.release, built.archive, built.manifest.archive.sha256,
-                      built.manifest.archive.size, timings)
+                      built.manifest.archive.size, timings, store, published.uploaded)
