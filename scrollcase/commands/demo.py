@@ -15,8 +15,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(NAME, parents=[common], help="run the whole lifecycle offline on an example recipe",
                        description="Make a local conda channel from this machine's CPython and numpy, "
                                    "write an example recipe for this host's CPU target, lock it, build "
-                                   "the box, verify it and publish it to a local store.  Needs no network.  The release is left under "
-                                   "WORKDIR/.scrollcase/dist.")
+                                   "the box, verify it and publish it to a local store.  Needs no network.  "
+                                   "The release is left under WORKDIR/.scrollcase/dist, the store under "
+                                   "WORKDIR/.scrollcase/store.")
     p.add_argument("--workdir", type=Path, default=Path("scrollcase-demo"),
                    help="folder for the demo's recipe, channel and outputs (default: %(default)s)")
     p.set_defaults(handler=run)
