@@ -60,7 +60,7 @@ class Limits:
     """What an archive may unpack to; beyond any of these it is treated as a decompression bomb."""
 
     max_total_bytes: int = 512 << 30
-    max_members: int = 5_000_000
+    max_members: int = 1_000_000  # CUDA + torch environments have ~100k; each name costs memory
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
     case_insensitive: bool = paths.case_insensitive_default()
