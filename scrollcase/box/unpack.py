@@ -50,6 +50,7 @@ READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)
 _END = None
+_MAX_TRAILER = 1 << 20  # after the end-of-archive marker: record padding (GNU tar: < 10 KiB)
 # O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
 _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
                  | getattr(os, "O_NOFOLLOW", 0))
@@ -291,8 +292,11 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
         if block is None:
             raise TarFormatError("archive is truncated (no end-of-archive marker)")
         if not any(block):
-            reader.drain()  # the second zero block and the record padding
+            reader.drain(_MAX_TRAILER)  # the second zero block and the record padding
             return
+        if reader.consumed > ex.budget:  # counts extended headers too, not only member data
+            raise _Reject(pending.get("path", "?"), f"unpacked size exceeds {ex.budget} bytes "
+                                                    "(total-size or compression-ratio limit)")
         header = parse_header(block)
         if header.kind in ("pax", "paxglobal", "gnulongname", "gnulonglink"):
             _meta(header, reader, pending)

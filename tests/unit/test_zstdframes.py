@@ -46,7 +46,7 @@ def test_multiple_frames_and_skippable_frames() -> None:
 @pytest.mark.parametrize("cut", [1, 4, 5, 100, -1, -4, -5])
 def test_truncated(cut: int) -> None:
     frame = _frames()[0]
-    with pytest.raises(FrameError, match="truncated|no frame"):
+    with pytest.raises(FrameError, match=r"truncated|no frame"):
         _walk(frame[:cut], 64)
 
 
