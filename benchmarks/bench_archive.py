@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -116,7 +117,8 @@ def package_spec(index: int, corpus: bytes) -> PackageSpec:
         start = rng.randrange(0, len(corpus) - length)
         files.append(PackageFile(f"{site}/mod{j // 50:02d}/m{j:04d}.py", corpus[start:start + length]))
     for j in range(2):
-        script = f"#!{PREFIX_PLACEHOLDER}/bin/python3.11\nimport sys\nfrom {name.replace('-', '_')} import main\n"
+        module = name.replace("-", "_")
+        script = f"#!{PREFIX_PLACEHOLDER}/bin/python3.11\nimport sys\nfrom {module} import main\n"
         files.append(PackageFile(f"bin/{name}-tool{j}", script.encode(), 0o755, prefix_mode="text"))
     pc = f"prefix={PREFIX_PLACEHOLDER}\nlibdir=${{prefix}}/lib\nName: {name}\n"
     files.append(PackageFile(f"lib/pkgconfig/{name}.pc", pc.encode(), prefix_mode="text"))
@@ -199,13 +201,24 @@ def build_2gb_box(workdir: Path, box: Path) -> Path:
 # ---------------------------------------------------------------- measurements
 
 
-def best_of(repeat: int, fn: callable) -> float:  # type: ignore[valid-type]
-    times = []
+def interleaved_best(repeat: int, runs: dict[str, tuple[Callable[[], None], Callable[[], object]]]
+                     ) -> dict[str, float]:
+    """Best wall time of each method; methods alternate (A B C A B C ...) so a noisy moment on a
+    shared machine hurts all of them alike.  Before each run: its setup (untimed), then ``sync``
+    so the previous run's dirty pages are not written back on this run's clock."""
+    best: dict[str, float] = {}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for name, (setup, run) in runs.items():
+            setup()
+            os.sync()
+            start = time.perf_counter()
+            run()
+            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
+    return best
+
+
+def nothing() -> None:
+    return None
 
 
 def shell(cmd: str) -> None:
@@ -226,11 +239,15 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     results: dict[str, object] = {"files": files, "bytes": raw}
     sc_out, tar_out, cp_out = out / "sc.tar.zst", out / "tar.tar.zst", out / "condapack.tar.zst"
     packed = pack_tree(box, sc_out)  # warm the page cache
-    t_sc = best_of(repeat, lambda: pack_tree(box, sc_out))
-    t_tar = best_of(repeat, lambda: shell(f"tar -cf - -C {box} . | zstd -q -f -T0 -3 -o {tar_out}"))
-    t_cp = best_of(max(1, repeat - 1), lambda: shell(
-        f"{Path(sys.executable).parent / 'conda-pack'} -q -p {box / 'venv'} -o {fresh(cp_out)} "
-        "--compress-level 3 --n-threads -1 --ignore-missing-files"))
+    conda_pack = Path(sys.executable).parent / "conda-pack"
+    pack_times = interleaved_best(repeat, {
+        "sc": (nothing, lambda: pack_tree(box, sc_out)),
+        "tar": (nothing, lambda: shell(f"tar -cf - -C {box} . | zstd -q -f -T0 -3 -o {tar_out}")),
+        "cp": (lambda: fresh(cp_out), lambda: shell(
+            f"{conda_pack} -q -p {box / 'venv'} -o {cp_out} --compress-level 3 --n-threads -1 "
+            "--ignore-missing-files")),
+    })
+    t_sc, t_tar, t_cp = pack_times["sc"], pack_times["tar"], pack_times["cp"]
     results["pack"] = {
         "scrollcase": {"seconds": t_sc, "size": packed.size, "MBps": raw / t_sc / 1e6},
         "tar|zstd -T0 -3": {"seconds": t_tar, "size": tar_out.stat().st_size, "MBps": raw / t_tar / 1e6},
@@ -239,15 +256,16 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     dest, tar_dest = out / "dest", out / "tar-dest"
 
     def ours() -> None:
-        unpack_archive(sc_out, fresh(dest), expected_size=packed.size, expected_sha256=packed.sha256)
+        unpack_archive(sc_out, dest, expected_size=packed.size, expected_sha256=packed.sha256)
 
     def theirs() -> None:
-        fresh(tar_dest).mkdir()
         shell(f"zstd -q -dc {sc_out} | tar -xf - -C {tar_dest}")
 
-    ours()  # warm
-    u_sc = best_of(repeat, ours)
-    u_tar = best_of(repeat, theirs)
+    unpack_times = interleaved_best(repeat, {
+        "sc": (lambda: fresh(dest), ours),
+        "tar": (lambda: fresh(tar_dest).mkdir(), theirs),
+    })
+    u_sc, u_tar = unpack_times["sc"], unpack_times["tar"]
     results["unpack"] = {
         "scrollcase (sha+checks+relocate)": {"seconds": u_sc, "MBps": raw / u_sc / 1e6},
         "zstd -dc | tar -x": {"seconds": u_tar, "MBps": raw / u_tar / 1e6},
@@ -326,7 +344,8 @@ def summarise(results: dict[str, object]) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/scrollcase-bench"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-rss", action="store_true", help="skip the 2 GB peak-RSS runs")

@@ -138,11 +138,13 @@ class ChunkReader:
         for _ in self.slices(n):
             pass
 
-    def drain(self) -> int:
-        """Consume everything left; returns how many bytes that was."""
+    def drain(self, limit: int) -> int:
+        """Consume everything left (at most ``limit`` bytes); returns how many bytes that was."""
         left = len(self._view) - self._pos
-        while self._fill():
+        while left <= limit and self._fill():
             left += len(self._view)
         self._pos = len(self._view)
         self.consumed += left
+        if left > limit:
+            raise TarFormatError(f"more than {limit} bytes after the end-of-archive marker")
         return left

@@ -50,6 +50,7 @@ READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)
 _END = None
+_MAX_TRAILER = 1 << 20  # after the end-of-archive marker: record padding (GNU tar: < 10 KiB)
 # O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
 _CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
                  | getattr(os, "O_NOFOLLOW", 0))
@@ -60,7 +61,7 @@ class Limits:
     """What an archive may unpack to; beyond any of these it is treated as a decompression bomb."""
 
     max_total_bytes: int = 512 << 30
-    max_members: int = 5_000_000
+    max_members: int = 1_000_000  # CUDA + torch environments have ~100k; each name costs memory
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
     case_insensitive: bool = paths.case_insensitive_default()
@@ -291,8 +292,11 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
         if block is None:
             raise TarFormatError("archive is truncated (no end-of-archive marker)")
         if not any(block):
-            reader.drain()  # the second zero block and the record padding
+            reader.drain(_MAX_TRAILER)  # the second zero block and the record padding
             return
+        if reader.consumed > ex.budget:  # counts extended headers too, not only member data
+            raise _Reject(pending.get("path", "?"), f"unpacked size exceeds {ex.budget} bytes "
+                                                    "(total-size or compression-ratio limit)")
         header = parse_header(block)
         if header.kind in ("pax", "paxglobal", "gnulongname", "gnulonglink"):
             _meta(header, reader, pending)

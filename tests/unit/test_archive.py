@@ -182,3 +182,13 @@ def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path,
     native = pack_tree(root, tmp_path / "a.tar.zst")
     monkeypatch.setattr(archive, "_read_into", archive._read_into_copy)
     assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
+
+
+def test_worker_count_does_not_change_the_bytes_across_many_zstd_jobs(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    block = os.urandom(1 << 20)
+    for i in range(24):  # 24 MiB: several multi-threaded zstd jobs at level 3
+        (root / f"f{i:02d}").write_bytes(block[: (i + 1) * 40_000] + bytes(1 << 20) + block)
+    digests = {pack_tree(root, tmp_path / f"{t}.tar.zst", threads=t).sha256 for t in (1, 2, 3)}
+    assert len(digests) == 1

@@ -75,7 +75,7 @@ def test_chunk_reader_reads_across_chunk_boundaries() -> None:
     reader = ChunkReader(lambda: next(chunks, None))
     assert reader.read(4) == b"abcd"
     assert b"".join(bytes(v) for v in reader.slices(5)) == b"efghi"
-    assert reader.drain() == 1
+    assert reader.drain(limit=10) == 1
     assert reader.consumed == 10
 
 
@@ -107,3 +107,10 @@ def test_stdlib_archive_roundtrip_through_chunk_reader() -> None:
     header = parse_header(reader.read(512))
     assert header.size == 700
     assert b"".join(bytes(v) for v in reader.slices(700)) == b"x" * 700
+
+
+def test_chunk_reader_drain_limit() -> None:
+    chunks = iter([b"x" * 100, b"y" * 100])
+    reader = ChunkReader(lambda: next(chunks, None))
+    with pytest.raises(TarFormatError, match="after the end-of-archive"):
+        reader.drain(limit=150)

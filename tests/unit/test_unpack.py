@@ -263,3 +263,15 @@ def test_digest_mismatch_outranks_a_hostile_member(work: Path) -> None:
 def test_windows_reserved_names_when_enabled(work: Path) -> None:
     c = craft(work, [_file("venv/Lib/aux.py", b"1")])
     assert_rejected(c, work, "venv/Lib/aux.py", "reserved device name", limits=Limits(windows_names=True))
+
+
+def test_zeros_after_the_end_marker_are_bounded(work: Path) -> None:
+    # 64 MiB of zeros compress to a few KiB; a reader that drained them all would be a CPU bomb.
+    tar = _tar_bytes([_file("f", b"1")]) + bytes(64 << 20)
+    c = _write(work, zstandard.ZstdCompressor(level=3).compress(tar))
+    assert_rejected(c, work, "after the end-of-archive marker")
+
+
+def test_many_extended_headers_count_against_the_budget(work: Path) -> None:
+    members = [_file("d" * 200 + f"/{i}", b"") for i in range(300)]  # each needs a pax/GNU long name
+    assert_rejected(craft(work, members), work, "limit", limits=Limits(max_ratio=1, ratio_floor=100_000))
