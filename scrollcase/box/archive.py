@@ -288,14 +288,12 @@ def _write_entries(entries: Iterable[Entry], stream: _TarStream) -> tuple[int, l
 
 
 def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressionParameters:
-    """zstd ``level`` with pinned tables and job size, part of the archive's reproducibility contract.
+    """zstd's own parameters for ``level`` in multi-threaded mode: part of the reproducibility contract.
 
-    Measured on a 1 GB rattler-installed env (benchmarks/bench_archive.py): 16-bit hash/chain tables
-    and 32 MiB jobs compress ~10% faster than level 3's defaults at the same ratio (427.7 vs 427.9 MB).
-    Changing any value here changes every archive's bytes.
+    Tried on the 1 GB benchmark env: 16-bit tables and 32 MiB jobs were within run-to-run noise of
+    these defaults and raised peak RSS from ~125 to ~300 MB, so the defaults stay.
     """
-    return zstandard.ZstdCompressionParameters.from_level(
-        level, threads=threads or 1, write_checksum=1, hash_log=16, chain_log=16, job_size=32 << 20)
+    return zstandard.ZstdCompressionParameters.from_level(level, threads=threads or 1, write_checksum=1)
 
 
 def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int = -1) -> PackResult:
