@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.digest import sha256_bytes
 from scrollcase.errors import BuildError, HostError
 from scrollcase.targets import SUBDIRS, SUPPORTED, host_platform
 
@@ -195,7 +196,7 @@ def write_demo_recipe(recipes_root: Path, target: DemoTarget, weights_dir: Path)
     recipe_id = f"{DEMO_BOX_ID}-{target.target_id}"
     recipe.update(recipeId=recipe_id, pythonVersion=short, assetBaseUrl=weights_dir.resolve().as_uri())
     recipe["target"] = {"platform": target.platform, "arch": target.arch, "accelerator": "cpu"}
-    recipe["assets"][0].update(sha256=_sha256(weights), size=len(weights))
+    recipe["assets"][0].update(sha256=sha256_bytes(weights), size=len(weights))
     folder = recipes_root / recipe_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
@@ -208,12 +209,6 @@ def write_demo_recipe(recipes_root: Path, target: DemoTarget, weights_dir: Path)
 def _demo_weights() -> bytes:
     """A tiny "model": a weight vector the self-test loads and multiplies with numpy."""
     return json.dumps({"weights": [0.5, 1.5, 2.0]}, sort_keys=True).encode() + b"\n"
-
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 # --- the lifecycle -----------------------------------------------------------------------------

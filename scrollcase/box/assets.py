@@ -7,7 +7,6 @@ file seek) instead of starting over.  Transport is injected: a :class:`Fetcher` 
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import shutil
 import urllib.error
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from scrollcase.digest import sha256_file
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.recipe import Asset
 from scrollcase.release import ReleaseAsset
@@ -93,7 +93,7 @@ def _verify(part: Path, source: AssetSource, *, progressed: bool) -> None:
         raise BuildError(f"downloading asset {source.name!r} was interrupted", problems=[Problem(
             message=f"got {size} of {source.size} bytes", key=f"assets.{source.name}", value=source.url,
             fix="rerun the build: the partial download is kept and resumed")])
-    digest = sha256_file(part) if size == source.size else None
+    digest = sha256_file(part)[0] if size == source.size else None
     if digest == source.sha256:
         return
     part.unlink()  # wrong bytes: resuming would only extend them
@@ -126,12 +126,6 @@ def place_assets(sources: Sequence[AssetSource], cache: Path, fetchers: Mapping[
     return placed
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # --- transports ------------------------------------------------------------------------------------

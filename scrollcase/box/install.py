@@ -9,7 +9,6 @@ leaks into the box; :func:`scrub_conda_meta` then removes the host paths rattler
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import urllib.parse
 import urllib.request
@@ -17,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from scrollcase.digest import sha256_file
 from scrollcase.errors import BuildError, IntegrityError, Problem
 
 # Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
 HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")
-_CHUNK = 1024 * 1024
 
 
 def local_package_path(url: str) -> Path | None:
@@ -69,19 +68,13 @@ def _package_problem(record: Any, path: Path, lock_file: str) -> Problem | None:
     if record.size is not None and size != record.size:
         return Problem(message=f"{record.file_name}: size differs from the lock", file=lock_file, key=key,
                        value=f"{size} bytes, lock says {record.size}")
-    got = _sha256(path)
+    got = sha256_file(path)[0]
     if got != want:
         return Problem(message=f"{record.file_name}: sha256 differs from the lock", file=lock_file, key=key,
                        value=f"{got}, lock says {want}")
     return None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def locked_pypi_packages(lock_path: Path, subdir: str, environment: str = "default") -> list[str]:

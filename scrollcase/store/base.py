@@ -9,11 +9,10 @@ when it still holds the version that was read.  A failed condition raises
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 CHUNK = 1024 * 1024
 SHA256_METADATA = "scrollcase-sha256"  # stored as x-amz-meta-scrollcase-sha256 on S3
@@ -75,27 +74,6 @@ class Store(Protocol):
                  progress: ProgressCallback | None = None) -> None:
         """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists."""
         ...
-
-
-def sha256_stream(stream: BinaryIO, progress: ProgressCallback | None = None) -> tuple[str, int]:
-    """Hex sha256 and byte count of a stream, read in bounded chunks."""
-    digest = hashlib.sha256()
-    total = 0
-    while chunk := stream.read(CHUNK * 8):
-        digest.update(chunk)
-        total += len(chunk)
-        if progress:
-            progress(len(chunk))
-    return digest.hexdigest(), total
-
-
-def sha256_file(path: Path) -> tuple[str, int]:
-    with path.open("rb") as stream:
-        return sha256_stream(stream)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def sidecar_text(sha256: str, file_name: str) -> bytes:

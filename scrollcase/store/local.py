@@ -20,8 +20,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from scrollcase.digest import sha256_bytes, sha256_file
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
-from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, sha256_bytes, sha256_file
+from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback
 
 STALE_LOCK_SECONDS = 60.0
 LOCK_WAIT_SECONDS = 30.0

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from scrollcase.digest import sha256_bytes, sha256_file
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.release import ReleaseManifest, dump_release, object_keys
-from scrollcase.store.base import ObjectInfo, Store, sha256_bytes, sha256_file, sidecar_text
+from scrollcase.store.base import ObjectInfo, Store, sidecar_text
 from scrollcase.store.index import (
     IndexEntry,
     entry_for,

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase.digest import sha256_bytes
 from scrollcase.errors import ConflictError, IntegrityError
 from scrollcase.release import dump_release
-from scrollcase.store.base import ObjectInfo, sha256_bytes, sidecar_text
+from scrollcase.store.base import ObjectInfo, sidecar_text
 from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish
 from tests.support.releases import make_manifest
 
