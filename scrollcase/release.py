@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scrollcase.errors import IntegrityError, Problem
+from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
 from scrollcase.recipe import Compatibility, Identifier, MajorMinor, RelPath, SemVer, Sha256, Target
 
 RELEASE_SCHEMA_VERSION = 1
@@ -153,6 +154,19 @@ def parse_release(data: bytes | str, file: str = "release.json") -> ReleaseManif
                     for e in exc.errors()]
         raise IntegrityError(f"{file} is not a valid release manifest", problems=problems,
                              fix="rebuild the box with this scrollcase version") from None
+
+
+def load_release(path: Path) -> ReleaseManifest:
+    """Read and validate the release manifest at ``path`` (a path the user gave: missing is a usage error)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"cannot read release manifest {path}: no such file",
+                         fix="pass the *.release.json that `scrollcase build` wrote (in .scrollcase/dist/)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read release manifest {path}: {exc.strerror}",
+                         fix="check the path and its permissions") from None
+    return parse_release(data, file=describe_path(path) or str(path))
 
 
 def release_json_schema() -> dict[str, Any]:

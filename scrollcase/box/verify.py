@@ -16,8 +16,8 @@ from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.build import check_host, run_self_test
 from scrollcase.box.layout import BOX_JSON, env_dir_for
 from scrollcase.box.unpack import unpack_archive
-from scrollcase.errors import IntegrityError, Problem, describe_path
-from scrollcase.release import ReleaseManifest, SelfTestReport, parse_release
+from scrollcase.errors import IntegrityError, Problem
+from scrollcase.release import ReleaseManifest, SelfTestReport, load_release
 from scrollcase.targets import host_platform
 
 
@@ -33,15 +33,6 @@ class VerifyReport:
         return {"release": str(self.release), "archive": str(self.archive), "passed": True,
                 "archiveSha256": self.manifest.archive.sha256, "layout": list(self.layout_checks),
                 "selfTest": None if self.self_test is None else self.self_test.model_dump(mode="json")}
-
-
-def read_release(path: Path) -> ReleaseManifest:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise IntegrityError(f"cannot read release manifest {describe_path(path)}: {exc.strerror}",
-                             fix="pass the .release.json written by `scrollcase build`") from None
-    return parse_release(data, file=str(describe_path(path)))
 
 
 def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
@@ -75,7 +66,7 @@ def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, win
 def verify_release(release: Path, *, self_test: bool, junit: Path | None = None,
                    temp_parent: Path | None = None) -> VerifyReport:
     """Unpack into a fresh temporary folder, check the layout, optionally re-run the self-test."""
-    manifest = read_release(release)
+    manifest = load_release(release)
     archive = release.parent / manifest.archive.name
     if self_test:
         check_host(manifest.target.platform, manifest.target.arch, manifest.targetId, host_platform())

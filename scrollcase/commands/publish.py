@@ -9,7 +9,7 @@ from typing import Any
 
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, UsageError, describe_path
-from scrollcase.release import parse_release
+from scrollcase.release import load_release
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
@@ -70,19 +70,9 @@ def make_store(destination: str | None, endpoint_url: str | None) -> Store:
     return LocalStore(Path(target))
 
 
-def read_release_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such release manifest",
-                         fix="pass the .release.json from .scrollcase/dist/") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc}", fix="check the path and its permissions") from None
-
-
 def run(args: argparse.Namespace, console: Console) -> int:
     manifest_file = describe_path(args.release) or str(args.release)
-    manifest = parse_release(read_release_file(args.release), manifest_file)
+    manifest = load_release(args.release)
     archive = args.archive or args.release.with_name(manifest.archive.name)
     if args.archive is None and not archive.is_file():
         raise IntegrityError(f"{archive} (named by {manifest_file}) does not exist",

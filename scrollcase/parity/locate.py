@@ -9,7 +9,7 @@ from pathlib import Path
 from scrollcase.errors import BuildError, RecipeError, UsageError
 from scrollcase.recipe import Parity, Recipe
 from scrollcase.recipe_loader import RecipeDir, resolve_recipe
-from scrollcase.release import ReleaseManifest, dump_release, parse_release
+from scrollcase.release import ReleaseManifest, dump_release, load_release
 
 DIST_DIR = Path(".scrollcase/dist")
 RELEASE_SUFFIX = ".release.json"
@@ -26,12 +26,7 @@ def is_release_arg(arg: str) -> bool:
 
 
 def read_release(path: Path) -> ReleaseFile:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read release manifest {path}: {exc.strerror}",
-                         fix="pass the *.release.json written by `scrollcase build`") from None
-    return ReleaseFile(path, parse_release(data, file=str(path)))
+    return ReleaseFile(path, load_release(path))
 
 
 def built_release(recipe: Recipe, dist: Path = DIST_DIR) -> Path | None:

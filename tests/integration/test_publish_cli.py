@@ -89,7 +89,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 def test_missing_manifest_is_a_usage_error(tmp_path: Path) -> None:
     done = scrollcase(str(tmp_path / "nope.release.json"), cwd=tmp_path)
-    assert done.returncode == 2 and "no such release manifest" in done.stderr
+    assert done.returncode == 2 and "cannot read release manifest" in done.stderr
 
 
 def test_help_documents_the_options(tmp_path: Path) -> None:
