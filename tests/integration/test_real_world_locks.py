@@ -12,6 +12,7 @@ Rows not listed have no torch at all.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,66 @@ def test_v7_platforms_map_lock_local_names_to_subdirs() -> None:
     assert lock.platforms["p1"].subdir == "win-64"
     assert "__cuda=12" in lock.platforms["p2"].virtual_packages
     assert lock.platform_names("default", "linux-64") == ["linux-64", "p2"]
+
+
+def _independent_torch_rows(lock_path: Path) -> dict[str, tuple[str, str, str | None, str | None]]:
+    """A second, deliberately naive reading of a lock: full YAML, torch found by package file name only.
+
+    It shares no code with scrollcase's reader or classifier, so the pinned table above is checked against
+    something other than the code under test.  Returns env/platform -> (provider, version, build, cuda runtime).
+    """
+    import re
+    import urllib.parse
+
+    import yaml
+
+    data = yaml.load(lock_path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+    rows: dict[str, list[tuple[str, str]]] = {}
+    if data["version"] == 3:
+        for package in data["package"]:
+            rows.setdefault(f"default/{package['platform']}", []).append(
+                ("conda" if package["manager"] == "conda" else "pypi", package["url"]))
+    else:
+        for env, body in data["environments"].items():
+            for platform, packages in (body.get("packages") or {}).items():
+                rows[f"{env}/{platform}"] = [next(iter(p.items())) for p in packages]
+    out: dict[str, tuple[str, str, str | None, str | None]] = {}
+    for key, refs in rows.items():
+        runtime = None
+        for kind, url in refs:
+            name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
+            if kind == "conda" and (m := re.match(r"^pytorch-(\d[^-]*)-([^-]+)\.(conda|tar\.bz2)$", name)):
+                out[key] = ("conda", m.group(1), m.group(2), None)
+            elif kind == "pypi" and (m := re.match(r"^torch-([^-]+)-", name)):
+                out[key] = ("pypi", m.group(1), None, None)
+            elif kind == "pypi" and (m := re.match(r"^nvidia_cuda_runtime_cu1\d-(\d+\.\d+)", name)):
+                runtime = m.group(1)
+        if key in out:
+            out[key] = (*out[key][:3], runtime)
+    return out
+
+
+@pytest.mark.parametrize("workspace", sorted(EXPECTED))
+def test_pinned_table_matches_an_independent_reading(workspace: str) -> None:
+    _, _, torch_rows = EXPECTED[workspace]
+    independent = _independent_torch_rows(ROOT / workspace / "pixi.lock")
+    assert set(independent) == set(torch_rows)
+    for key, (_subdir, provider, version, build, accelerator) in torch_rows.items():
+        i_provider, i_version, i_build, runtime = independent[key]
+        assert (provider, version, build) == (i_provider, i_version, i_build), key
+        if build is not None:  # conda: the build string names the CUDA version, or says cpu
+            legacy = re.search(r"_cuda(\d+)\.(\d+)", build)  # pytorch channel: py3.10_cuda11.7_cudnn8.5.0_0
+            compact = re.match(r"cuda(\d+)(\d)_", build)  # conda-forge: cuda126_py310...
+            if legacy or compact:
+                match = legacy or compact
+                assert match is not None
+                assert accelerator == f"cuda{match.group(1)}.{match.group(2)}", key
+            else:
+                assert build.startswith("cpu_") and accelerator == "cpu", key
+        elif "+cu" in version:
+            tag = version.split("+cu", 1)[1]
+            assert accelerator == f"cuda{tag[:-1]}.{tag[-1]}", key
+        elif "+cpu" in version:
+            assert accelerator == "cpu", key
+        else:  # an untagged wheel: CUDA when the nvidia runtime wheel sits beside it, else CPU
+            assert accelerator == (f"cuda{runtime}" if runtime else "cpu"), key
