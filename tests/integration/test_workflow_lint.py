@@ -5,23 +5,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION_PATHS = sorted([ROOT / "action.yml", *(ROOT / "actions").glob("*/action.yml")])
 ACTIONS = [str(p.relative_to(ROOT)) for p in ACTION_PATHS]
 WORKFLOWS = [str(p.relative_to(ROOT)) for p in sorted((ROOT / ".github" / "workflows").glob("*.yml"))]
-
-
-def tool(name: str) -> str:
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if not found:
-        pytest.fail(f"{name} is not installed: pip install -e '.[test]'")
-    return found
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
