@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -478,8 +477,6 @@ def recipe_json_schema() -> dict[str, Any]:
     return schema
 
 
-def recipe_dir_for(recipes_root: Path, recipe_id: str) -> Path:
-    return recipes_root / recipe_id
 
 
 __all__ = ["Recipe", "RuleViolation", "recipe_json_schema", "recipe_rules", "target_id", "target_rules"]

@@ -136,13 +136,6 @@ def normalised_mode(kind: str, st_mode: int) -> int:
 # ---------------------------------------------------------------- planning (reads the tree, writes nothing)
 
 
-def plan_entries(root: Path) -> list[Entry]:
-    """Every member of the archive for ``root``, sorted, after checking symlinks stay inside."""
-    entries = list(iter_entries(root))
-    check_links(root, entries)
-    return entries
-
-
 def iter_entries(root: Path) -> Iterator[Entry]:
     """The members of ``root`` in archive order, read lazily so packing overlaps the walk."""
     if not root.is_dir():
