@@ -88,7 +88,7 @@ def main() -> None:
     import boto3
 
     size = args.size_mb * 1024 * 1024
-    with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp, seaweedfs() as server:
+    with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
         archive = Path(tmp) / "bench-box-1.0.0-linux-x86_64-cuda12.4.tar.zst"
         sha = write_large_archive(archive, size)
         from scrollcase.release import dump_release
@@ -96,14 +96,16 @@ def main() -> None:
         manifest = make_manifest(box_id="bench-box", size=size, sha256=sha)
         manifest_path = Path(tmp) / "bench.release.json"
         manifest_path.write_bytes(dump_release(manifest))
-        client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
-                              aws_secret_access_key=server.secret_key, region_name="us-east-1")
         rows: list[tuple[str, int, dict[str, float]]] = []
         for round_number in range(args.rounds):
             for name in ("boto3", "boto3-sha256", "scrollcase"):
-                bucket = f"bench-{name}-{round_number}"
-                client.create_bucket(Bucket=bucket)
-                rows.append((name, round_number, run_child(name, server, bucket, archive, manifest_path)))
+                # A fresh server for every upload: each contender meets the same empty store, and
+                # rounds do not fill the server's volumes.
+                with seaweedfs() as server:
+                    client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
+                                          aws_secret_access_key=server.secret_key, region_name="us-east-1")
+                    client.create_bucket(Bucket="bench")
+                    rows.append((name, round_number, run_child(name, server, "bench", archive, manifest_path)))
     print(f"archive: {args.size_mb} MiB, server: SeaweedFS on 127.0.0.1")
     print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13}")
     for name, round_number, result in rows:

@@ -13,7 +13,7 @@ from scrollcase.release import load_release
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
-from scrollcase.store.s3 import S3Store, parse_s3_url
+from scrollcase.store.s3 import S3Store, client_config, parse_s3_url
 
 NAME = "publish"
 DEFAULT_STORE = ".scrollcase/store"
@@ -46,14 +46,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def make_s3_client(endpoint_url: str | None) -> Any:
     """A boto3 S3 client from the standard credential chain; created only when a command needs it."""
     import boto3
-    from botocore.config import Config
 
-    config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10, read_timeout=120,
-                    max_pool_connections=32,
-                    # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
-                    request_checksum_calculation="when_required",
-                    response_checksum_validation="when_required")
-    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=client_config())
 
 
 def make_store(destination: str | None, endpoint_url: str | None) -> Store:

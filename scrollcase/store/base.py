@@ -9,7 +9,7 @@ when it still holds the version that was read.  A failed condition raises
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -70,9 +70,19 @@ class Store(Protocol):
         """
         ...
 
+    def checksum_part_size(self, size: int) -> int | None:
+        """The size of the pieces ``put_file`` sends with their own checksums for a file of ``size``
+        bytes, or None when it sends the file whole."""
+        ...
+
     def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 progress: ProgressCallback | None = None) -> None:
-        """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists."""
+                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
+        """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists.
+
+        ``part_sha256``: hex sha256 of each ``checksum_part_size`` piece, computed when the file was
+        checked; the store sends them instead of hashing again, so the server verifies that it got
+        exactly the bytes that were checked.
+        """
         ...
 
 

@@ -17,7 +17,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from scrollcase.digest import sha256_bytes, sha256_file
@@ -89,8 +89,11 @@ class LocalStore:
                 temp.replace(target)
         return sha256_bytes(data)
 
+    def checksum_part_size(self, size: int) -> int | None:
+        return None  # the copy is hashed whole as it is written
+
     def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 progress: ProgressCallback | None = None) -> None:
+                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
         target = self._prepare(key)
         with self._temp_beside(target) as temp:
             copied_sha, copied_size = _copy_synced(path, temp, progress)

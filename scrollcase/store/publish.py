@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from scrollcase.digest import sha256_bytes, sha256_file
+from scrollcase.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.store.base import ObjectInfo, Store, sidecar_text
@@ -38,6 +38,7 @@ class LocalArchive:
     path: Path
     size: int
     sha256: str
+    part_sha256: tuple[str, ...] = ()  # per piece, as the store will send it (see Store.checksum_part_size)
 
 
 @dataclass(frozen=True)
@@ -146,12 +147,17 @@ def conflict(manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: in
 # ----------------------------------------------------------------------------------------- executors
 
 
-def measure_archive(path: Path) -> LocalArchive:
+def measure_archive(path: Path, store: Store) -> LocalArchive:
+    """Hash the archive once: the whole file (for the manifest check) and the pieces the store sends."""
     if not path.is_file():
         raise IntegrityError(f"archive {path} does not exist",
                              fix="build the box first, or pass --archive with the archive's path")
-    sha, size = sha256_file(path)
-    return LocalArchive(path=path, size=size, sha256=sha)
+    part_size = store.checksum_part_size(path.stat().st_size)
+    if part_size is None:
+        sha, size = sha256_file(path)
+        return LocalArchive(path=path, size=size, sha256=sha)
+    digests = sha256_file_and_parts(path, part_size)
+    return LocalArchive(path=path, size=digests.size, sha256=digests.sha256, part_sha256=digests.parts)
 
 
 def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
@@ -191,7 +197,7 @@ def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_
             manifest_file: str = "release.json", progress: Progress = lambda _: None) -> PublishResult:
     """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``."""
     progress(f"checking {archive_path} against {manifest_file}")
-    archive = measure_archive(archive_path)
+    archive = measure_archive(archive_path, store)
     check_archive(manifest, archive, manifest_file)
     store.check()
     plan = plan_publish(manifest, archive, read_remote_state(store, manifest), manifest_file)
@@ -213,7 +219,7 @@ def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archi
     try:
         if step.data is None:
             store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256,
-                           progress=byte_progress(step.size, progress))
+                           part_sha256=archive.part_sha256, progress=byte_progress(step.size, progress))
         else:
             store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
         return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,9 +42,25 @@ T = TypeVar("T")
 
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _UNSUPPORTED_CODES = {"NotImplemented", "501"}
+_DIGEST_CODES = {"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch"}
 _AUTH_CODES = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
                "ExpiredToken", "InvalidToken", "InvalidClientTokenId"}
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
+
+
+def client_config(*, attempts: int = 3, connect_timeout: float = 10, read_timeout: float = 120) -> Any:
+    """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too)."""
+    from botocore.config import Config
+
+    return Config(retries={"max_attempts": attempts, "mode": "standard"}, connect_timeout=connect_timeout,
+                  read_timeout=read_timeout, max_pool_connections=32,
+                  # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
+                  request_checksum_calculation="when_required",
+                  response_checksum_validation="when_required",
+                  # Every body we send carries a SHA-256 checksum in a signed header that the server
+                  # verifies.  Over plain http botocore would also sign the payload, hashing every
+                  # byte a second time on both ends for no extra integrity.
+                  s3={"payload_signing_enabled": False})
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -56,9 +72,14 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
+def effective_part_size(size: int, part_size: int) -> int:
+    """``part_size`` raised to S3's minimum, and further when 10,000 parts would not hold ``size``."""
+    return max(part_size, MIN_PART_SIZE, -(-size // MAX_PARTS))
+
+
 def plan_parts(size: int, part_size: int) -> list[tuple[int, int, int]]:
-    """(part number, offset, length) for a multipart upload; parts grow when 10,000 would not do."""
-    part_size = max(part_size, MIN_PART_SIZE, -(-size // MAX_PARTS))
+    """(part number, offset, length) for a multipart upload of ``size`` bytes."""
+    part_size = effective_part_size(size, part_size)
     return [(n + 1, offset, min(part_size, size - offset))
             for n, offset in enumerate(range(0, size, part_size))]
 
@@ -140,8 +161,11 @@ class S3Store:
                                      lambda a: self.client.put_object(**a))
         return str(response["ETag"])
 
+    def checksum_part_size(self, size: int) -> int | None:
+        return None if size <= self.part_size else effective_part_size(size, self.part_size)
+
     def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 progress: ProgressCallback | None = None) -> None:
+                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
         if size <= self.part_size:
             with path.open("rb") as stream:
                 data = stream.read()
@@ -152,7 +176,7 @@ class S3Store:
             if progress:
                 progress(size)
             return
-        self._put_multipart(key, path, size, sha256, progress)
+        self._put_multipart(key, path, size, sha256, part_sha256, progress)
 
     def _conditional(self, key: str, args: dict[str, Any], if_none_match: bool, if_match: str | None,
                      call: Callable[[dict[str, Any]], Any]) -> Any:
@@ -183,7 +207,7 @@ class S3Store:
             raise ConflictError(f"{self.url_for(key)} changed since it was read",
                                 fix="read it again and retry")
 
-    def _put_multipart(self, key: str, path: Path, size: int, sha256: str,
+    def _put_multipart(self, key: str, path: Path, size: int, sha256: str, part_sha256: Sequence[str],
                        progress: ProgressCallback | None) -> None:
         full = self._full(key)
         if not self.conditional_writes:
@@ -194,7 +218,7 @@ class S3Store:
                 Metadata={SHA256_METADATA: sha256})["UploadId"])
         try:
             before = _fingerprint(path)
-            parts = self._upload_parts(key, upload_id, path, size, progress)
+            parts = self._upload_parts(key, upload_id, path, size, part_sha256, progress)
             if _fingerprint(path) != before or before[0] != size:
                 # The parts' checksums match what was read, not what the manifest promised.
                 raise IntegrityError(f"{path} changed while it was being uploaded",
@@ -208,13 +232,14 @@ class S3Store:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
             raise
 
-    def _upload_parts(self, key: str, upload_id: str, path: Path, size: int,
+    def _upload_parts(self, key: str, upload_id: str, path: Path, size: int, part_sha256: Sequence[str],
                       progress: ProgressCallback | None) -> list[dict[str, Any]]:
         """Upload parts in parallel; memory stays near ``workers * part_size``."""
         plan = plan_parts(size, self.part_size)
+        known = list(part_sha256) if len(part_sha256) == len(plan) else [None] * len(plan)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="scrollcase-part") as pool:
-            futures = [pool.submit(self._upload_part, key, upload_id, path, number, offset, length, progress)
-                       for number, offset, length in plan]
+            futures = [pool.submit(self._upload_part, key, upload_id, path, number, offset, length, sha, progress)
+                       for (number, offset, length), sha in zip(plan, known, strict=True)]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in done if f.exception() is not None]
             if failed:
@@ -224,13 +249,13 @@ class S3Store:
         return [f.result() for f in futures]
 
     def _upload_part(self, key: str, upload_id: str, path: Path, number: int, offset: int, length: int,
-                     progress: ProgressCallback | None) -> dict[str, Any]:
+                     known_sha256: str | None, progress: ProgressCallback | None) -> dict[str, Any]:
         import hashlib
 
         with path.open("rb") as stream:
             stream.seek(offset)
             data = stream.read(length)
-        checksum = base64.b64encode(hashlib.sha256(data).digest()).decode()
+        checksum = _b64(known_sha256 or hashlib.sha256(data).hexdigest())
         with self._errors("UploadPart", key):
             response = self.client.upload_part(Bucket=self.bucket, Key=self._full(key), UploadId=upload_id,
                                                PartNumber=number, Body=data, ChecksumSHA256=checksum)
@@ -268,6 +293,11 @@ class S3Store:
         if code in _CONFLICT_CODES or status in ("412", "409"):
             return ConflictError(f"{where}: the write condition failed ({code or status})",
                                  fix="another publisher wrote this key first; rerun to compare")
+        if code in _DIGEST_CODES:
+            return IntegrityError(
+                f"{action} {where}: the server received bytes whose checksum does not match ({code})",
+                fix="the archive changed after it was checked against the release manifest; "
+                    "rebuild it (or restore the built file) and rerun publish")
         if code in _UNSUPPORTED_CODES or status == "501":
             return _UnsupportedError(code)
         if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES or status == "404")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.release import dump_release
 from scrollcase.store.index import index_key, parse_index
-from scrollcase.store.publish import publish
+from scrollcase.store.publish import measure_archive, publish
 from scrollcase.store.s3 import S3Store
 from tests.support.refusing_proxy import refusing_conditional_writes
 from tests.support.releases import SyntheticRelease, write_release
@@ -94,6 +95,52 @@ def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed
     # The archive went up before the manifest.
     order = [op for op in traffic.writes if op != "PUT UploadPart"]
     assert order.index("POST CompleteMultipartUpload") < order.index("PUT PutObject")
+
+
+def test_parts_carry_the_checked_sha256_and_no_payload_signature(weed: S3Server, weed_bucket: str,
+                                                                   tmp_path: Path) -> None:
+    """Each part's checksum header is the SHA-256 of exactly its bytes (computed in the pre-upload
+    check's read), and the payload is not hashed again for a signature: the checksum header is
+    signed, and the server verifies the body against it."""
+    release = write_release(tmp_path, size=MULTIPART_SIZE)
+    seen: list[tuple[str, str, str]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        stream = request.body  # botocore wraps a bytes body in a seekable stream
+        position = stream.tell()
+        body = stream.read()
+        stream.seek(position)
+        seen.append((request.headers["x-amz-checksum-sha256"].decode(),
+                     request.headers["X-Amz-Content-SHA256"].decode(),
+                     base64.b64encode(hashlib.sha256(body).digest()).decode()))
+
+    store = make_store(weed, weed_bucket)
+    store.client.meta.events.register("before-send.s3.UploadPart", record)
+    do_publish(store, release)
+    assert len(seen) == 3
+    assert all(sent == actual and signature == "UNSIGNED-PAYLOAD" for sent, signature, actual in seen)
+
+
+def test_bytes_changed_after_the_check_are_refused_by_the_server(weed: S3Server, weed_bucket: str,
+                                                                 tmp_path: Path) -> None:
+    """The archive changes after it matched the manifest, keeping its size and mtime (so no local
+    fingerprint can notice): the server refuses the part whose bytes differ from what was checked,
+    and nothing is published."""
+    release = write_release(tmp_path, size=MULTIPART_SIZE)
+    store = make_store(weed, weed_bucket)
+    checked = measure_archive(release.archive_path, store)
+    assert len(checked.part_sha256) == 3
+    before = release.archive_path.stat()
+    data = bytearray(release.archive_path.read_bytes())
+    data[PART + 7] ^= 0xFF  # inside part 2
+    release.archive_path.write_bytes(bytes(data))
+    os.utime(release.archive_path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(IntegrityError, match="checksum does not match") as caught:
+        store.put_file(release.manifest.keys.archive, release.archive_path, size=checked.size,
+                       sha256=checked.sha256, part_sha256=checked.part_sha256)
+    assert "changed after it was checked" in caught.value.render()
+    assert keys_in(weed, weed_bucket) == []
+    assert s3_client(weed).list_multipart_uploads(Bucket=weed_bucket).get("Uploads", []) == []
 
 
 def test_republish_identical_bytes_sends_nothing(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:

@@ -8,7 +8,15 @@ import hashlib
 import pytest
 
 from scrollcase.errors import StoreError
-from scrollcase.store.s3 import MAX_PARTS, MIN_PART_SIZE, _b64_sha256_to_hex, parse_s3_url, plan_parts
+from scrollcase.store.s3 import (
+    MAX_PARTS,
+    MIN_PART_SIZE,
+    S3Store,
+    _b64_sha256_to_hex,
+    client_config,
+    parse_s3_url,
+    plan_parts,
+)
 
 
 def test_parse_s3_url() -> None:
@@ -38,3 +46,19 @@ def test_only_full_object_checksums_count_as_sha256() -> None:
     assert _b64_sha256_to_hex(encoded) == digest.hex()
     assert _b64_sha256_to_hex(encoded + "-3") is None  # composite multipart checksum
     assert _b64_sha256_to_hex(None) is None
+
+
+def test_checksum_part_size_matches_the_part_plan() -> None:
+    store = S3Store(client=None, bucket="b", part_size=8 * 1024 * 1024)
+    assert store.checksum_part_size(8 * 1024 * 1024) is None  # sent whole, with the file's own sha256
+    size = 100 * 1024 * 1024 + 7
+    assert store.checksum_part_size(size) == plan_parts(size, 8 * 1024 * 1024)[0][2] == 8 * 1024 * 1024
+    huge = 10 * 1024**4
+    assert store.checksum_part_size(huge) == plan_parts(huge, 8 * 1024 * 1024)[0][2]
+
+
+def test_client_config_sends_checksums_instead_of_signing_payloads() -> None:
+    config = client_config()
+    assert config.s3 == {"payload_signing_enabled": False}
+    assert config.request_checksum_calculation == "when_required"
+    assert config.retries == {"max_attempts": 3, "mode": "standard"}
