@@ -192,3 +192,16 @@ def test_worker_count_does_not_change_the_bytes_across_many_zstd_jobs(tmp_path: 
         (root / f"f{i:02d}").write_bytes(block[: (i + 1) * 40_000] + bytes(1 << 20) + block)
     digests = {pack_tree(root, tmp_path / f"{t}.tar.zst", threads=t).sha256 for t in (1, 2, 3)}
     assert len(digests) == 1
+
+
+def test_default_level_uses_the_smaller_tables_and_other_levels_stock_ones(tmp_path: Path) -> None:
+    default = archive.compression_parameters(archive.DEFAULT_LEVEL, 2)
+    assert (default.compression_level, default.hash_log, default.chain_log) == (3, 16, 15)
+    assert default.threads == 2 and default.write_checksum == 1
+    stock = zstandard.ZstdCompressionParameters.from_level(19, threads=1)
+    other = archive.compression_parameters(19, 0)  # single-threaded mode maps to one worker
+    assert (other.hash_log, other.chain_log, other.threads) == (stock.hash_log, stock.chain_log, 1)
+    # Still a plain zstd frame with a content checksum, as any zstd reads it.
+    root = _make_tree(tmp_path / "t")
+    packed = pack_tree(root, tmp_path / "o.tar.zst")
+    assert zstandard.get_frame_parameters(packed.path.read_bytes()[:18]).has_checksum
