@@ -87,20 +87,23 @@ def _split_ustar(name: str) -> tuple[bytes, bytes] | None:
     return None
 
 
-# Fields that never vary (uid, gid, mtime; magic, uname, gname, devices) are built once.
+# Fields that never vary (uid, gid, mtime; magic, uname, gname, devices) are built once, and so is
+# their share of the header checksum (plus 256: the checksum field itself counts as 8 spaces).
 _OWNER = _octal(0, 8) + _octal(0, 8)
 _MTIME = _octal(FIXED_MTIME, 12)
 _MAGIC_TO_DEVICES = b"ustar\x0000" + b"\x00" * 64 + _octal(0, 8) + _octal(0, 8)
-_CHECKSUM_SPACES = b" " * 8
+_TRAILER = b"\x00" * 12
+_FIXED_SUM = sum(_OWNER) + sum(_MTIME) + sum(_MAGIC_TO_DEVICES) + 256
 
 
 def _ustar(name: bytes, prefix: bytes, *, mode: int, size: int, typeflag: bytes,
            link: bytes = b"") -> bytes:
-    head = b"".join((name.ljust(100, b"\x00"), _octal(mode, 8), _OWNER, _octal(size, 12), _MTIME))
-    tail = b"".join((typeflag, link.ljust(100, b"\x00"), _MAGIC_TO_DEVICES,
-                     prefix.ljust(155, b"\x00"), b"\x00" * 12))
-    checksum = b"%06o\x00 " % (sum(head) + 256 + sum(tail))  # 256: the checksum field as 8 spaces
-    return head + checksum + tail
+    mode_field, size_field = _octal(mode, 8), _octal(size, 12)
+    checksum = (_FIXED_SUM + sum(name) + sum(prefix) + sum(link) + sum(mode_field) + sum(size_field)
+                + typeflag[0])  # NUL padding adds nothing
+    return b"".join((name.ljust(100, b"\x00"), mode_field, _OWNER, size_field, _MTIME,
+                     b"%06o\x00 " % checksum, typeflag, link.ljust(100, b"\x00"), _MAGIC_TO_DEVICES,
+                     prefix.ljust(155, b"\x00"), _TRAILER))
 
 
 def build_header(name: str, *, kind: str, mode: int = 0o644, size: int = 0, link: str = "") -> bytes:
