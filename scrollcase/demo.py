@@ -233,7 +233,7 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     """
     from scrollcase import engine
     from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, locked_install_records, plan_build
+    from scrollcase.box.build import execute_build, locked_install, plan_build
     from scrollcase.box.verify import verify_release
     from scrollcase.recipe_loader import resolve_recipe
     from scrollcase.store.local import LocalStore
@@ -262,8 +262,8 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     done(0)
     done = timed("build", "install, prune, assets, pack, self-test")
     plan = plan_build(recipe_dir, out_dir=state / "dist", state_dir=state)
-    records = locked_install_records(plan)
-    built = execute_build(plan, records=records, fetchers=default_fetchers(), progress=progress)
+    locked = locked_install(plan)
+    built = execute_build(plan, locked=locked, fetchers=default_fetchers(), progress=progress)
     done(0)
     done = timed("verify", "unpack into a fresh folder, check the layout, re-run the self-test")
     verify_release(built.release, self_test=True, junit=state / "reports" / "verify-demo.xml")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from scrollcase import __version__
 from scrollcase.box import assets as asset_mod
 from scrollcase.box import install, selftest
+from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.layout import BoxLayout, box_layout
@@ -52,6 +53,7 @@ class BuildPlan:
     work_dir: Path  # everything of this build before it is complete; wiped at the start
     package_cache: Path
     asset_cache: Path
+    wheel_cache: Path
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
@@ -87,14 +89,23 @@ class BuildResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def locked_install_records(plan: BuildPlan) -> list[Any]:
-    """The conda records to install from the recipe's pixi.lock (which must hold no PyPI packages)."""
+@dataclass(frozen=True)
+class LockedInstall:
+    """What the lock pins for the target: conda records (rattler's) and PyPI wheels."""
+
+    records: tuple[Any, ...]
+    wheels: tuple[wheels_mod.WheelSource, ...] = ()
+
+
+def locked_install(plan: BuildPlan) -> LockedInstall:
+    """Everything to install from the recipe's pixi.lock for the target's platform."""
     from scrollcase import engine
 
     subdir = plan.recipe.target.spec.subdir
-    records = engine.locked_records(plan.recipe_dir.lock_file, subdir)
-    install.refuse_pypi_packages(plan.recipe_dir.lock_file, subdir)
-    return records
+    lock = plan.recipe_dir.lock_file
+    records = engine.locked_records(lock, subdir)
+    wheels = wheels_mod.plan_wheels(wheels_mod.locked_wheels(lock, subdir), lock, subdir)
+    return LockedInstall(tuple(records), tuple(wheels))
 
 
 def check_host(target_platform: str, target_arch: str, target_id: str, host: tuple[str, str]) -> None:
@@ -122,7 +133,7 @@ def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
     return BuildPlan(
         recipe_dir=recipe_dir, layout=layout, weights=weights, out_dir=out_dir,
         work_dir=state_dir / "work" / recipe.recipeId, package_cache=cache / "pkgs",
-        asset_cache=cache / "assets",
+        asset_cache=cache / "assets", wheel_cache=cache / "wheels",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources), prune=tuple(recipe.prunePaths))
 
@@ -147,18 +158,14 @@ class _Stages:
         self.progress(f"      {name} done in {self.timings[name]:.1f}s")
 
 
-def execute_build(plan: BuildPlan, *, records: Sequence[Any], fetchers: Mapping[str, asset_mod.Fetcher],
+def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher],
                   progress: Progress = lambda _: None) -> BuildResult:
     """Run every stage; on any failure the output folder is untouched (the work folder is kept)."""
     stages = _Stages(progress)
     _fresh_dir(plan.work_dir)
-    with stages.stage("install", f"{len(records)} packages into {plan.layout.env_dir}/"):
-        lock_file = str(plan.recipe_dir.lock_file)
-        install.verify_local_packages(records, lock_file)
-        env = plan.box_root / plan.layout.env_dir
-        install.install_records(records, env, subdir=plan.recipe.target.spec.subdir,
-                                cache_dir=plan.package_cache, placeholder=env_placeholder(plan.layout))
-        install.scrub_conda_meta(env)
+    count = f"{len(locked.records)} packages" + (f" + {len(locked.wheels)} wheels" if locked.wheels else "")
+    with stages.stage("install", f"{count} into {plan.layout.env_dir}/"):
+        install_locked(plan, locked, fetchers)
     with stages.stage("prune", f"{len(plan.prune)} prunePaths + bytecode caches"):
         for note in prune_box(plan.box_root, plan.layout, plan.prune):
             progress(f"      note: {note}")
@@ -178,6 +185,18 @@ def execute_build(plan: BuildPlan, *, records: Sequence[Any], fetchers: Mapping[
         _publish_outputs(plan, packed.path, dump_release(manifest))
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
+
+
+def install_locked(plan: BuildPlan, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher]) -> None:
+    """Conda packages with rattler, then the lock's PyPI wheels (as pixi does), all checked first."""
+    install.verify_local_packages(locked.records, str(plan.recipe_dir.lock_file))
+    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers) for w in locked.wheels]
+    env = plan.box_root / plan.layout.env_dir
+    install.install_records(locked.records, env, subdir=plan.recipe.target.spec.subdir,
+                            cache_dir=plan.package_cache, placeholder=env_placeholder(plan.layout))
+    install.scrub_conda_meta(env)
+    wheels_mod.install_wheels(wheel_files, plan.layout, env, placeholder=env_placeholder(plan.layout),
+                              arch=plan.recipe.target.arch)
 
 
 def env_placeholder(layout: BoxLayout) -> str:

@@ -77,31 +77,6 @@ def _package_problem(record: Any, path: Path, lock_file: str) -> Problem | None:
 
 
 
-def locked_pypi_packages(lock_path: Path, subdir: str, environment: str = "default") -> list[str]:
-    """``name==version`` of every PyPI package the lock holds for ``subdir`` (rattler reads the lock)."""
-    from rattler import LockFile
-
-    env = LockFile.from_path(lock_path).environment(environment)
-    if env is None:
-        return []
-    for platform in env.platforms():
-        if str(platform) == subdir:
-            return sorted(f"{p.name}=={p.version}" for p in env.pypi_packages_for_platform(platform) or [])
-    return []
-
-
-def refuse_pypi_packages(lock_path: Path, subdir: str) -> None:
-    """PyPI wheels in a lock are not installed by this builder: refuse rather than ship a box without them."""
-    names = locked_pypi_packages(lock_path, subdir)
-    if names:
-        raise BuildError(f"{lock_path} locks {len(names)} PyPI package(s) for {subdir}, which scrollcase "
-                         "cannot install into a box yet", problems=[Problem(
-                             message="the box would silently lack these packages", file=str(lock_path),
-                             key=f"environments.default.packages.{subdir}", value=", ".join(names[:10]),
-                             fix="depend on the conda-forge builds instead ([dependencies] in pixi.toml) "
-                                 "and re-lock with `scrollcase lock`")])
-
-
 def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir: Path,
                     placeholder: str) -> None:
     """Link ``records`` into ``env`` as though it lived at ``placeholder``; no link scripts run."""

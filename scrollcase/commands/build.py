@@ -33,14 +33,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, locked_install_records, plan_build
+    from scrollcase.box.build import execute_build, locked_install, plan_build
     from scrollcase.recipe_loader import resolve_recipe
 
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir,
                       junit=args.junit)
-    records = locked_install_records(plan)
-    result = execute_build(plan, records=records, fetchers=default_fetchers(_s3_client(plan)),
+    locked = locked_install(plan)
+    result = execute_build(plan, locked=locked, fetchers=default_fetchers(_s3_client(plan)),
                            progress=console.progress)
     m = result.manifest
     data = {"release": str(result.release), "archive": str(result.archive), "sha256": m.archive.sha256,

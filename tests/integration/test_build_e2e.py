@@ -3,6 +3,7 @@ verified, tampered with, rebuilt elsewhere, and refused when it must be."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,17 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from junitparser import JUnitXml
 
 from scrollcase import engine
 from scrollcase.box.assets import default_fetchers, fetch_file
-from scrollcase.box.build import BuildResult, execute_build, plan_build
+from scrollcase.box.build import BuildResult, LockedInstall, execute_build, locked_install, plan_build
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.verify import verify_release
 from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
 from scrollcase.errors import BuildError, HostError, IntegrityError, SelfTestError
 from scrollcase.proc import run_python
 from scrollcase.recipe_loader import RecipeDir, resolve_recipe
+from tests.support.wheels import make_wheel
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +56,7 @@ def make_recipe(root: Path, channel: Path, **changes: object) -> RecipeDir:
 def build(recipe_dir: RecipeDir, root: Path, **kwargs: object) -> BuildResult:
     plan = plan_build(recipe_dir, out_dir=root / "dist", state_dir=root / "state", **kwargs)  # type: ignore[arg-type]
     records = engine.locked_records(recipe_dir.lock_file, demo_target().subdir)
-    return execute_build(plan, records=records, fetchers=default_fetchers())
+    return execute_build(plan, locked=LockedInstall(tuple(records)), fetchers=default_fetchers())
 
 
 @pytest.fixture(scope="module")
@@ -214,10 +217,10 @@ def test_interrupted_build_reruns_cleanly(demo_channel: Path, shared_cache: Path
         raise ConnectionResetError("network went away")
 
     with pytest.raises(BuildError, match="interrupted"):
-        execute_build(plan, records=records, fetchers={"file": dies})
+        execute_build(plan, locked=LockedInstall(tuple(records)), fetchers={"file": dies})
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
     assert plan.work_dir.exists()  # leftovers live in the work folder, which the rerun discards
-    result = execute_build(plan, records=records, fetchers={"file": fetch_file})
+    result = execute_build(plan, locked=LockedInstall(tuple(records)), fetchers={"file": fetch_file})
     assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted(
         [result.archive.name, result.release.name]
     )
@@ -273,3 +276,52 @@ def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tm
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(p.suffix for p in (tmp_path / "dist").iterdir()) == [".json", ".zst"]
+
+
+def add_pypi_wheel(lock: Path, wheel: Path) -> None:
+    """Pin ``wheel`` in a v7 pixi.lock the way pixi pins a PyPI package (URL + sha256)."""
+    data = yaml.safe_load(lock.read_text())
+    url = wheel.as_uri()
+    data["environments"]["default"]["packages"][demo_target().subdir].append({"pypi": url})
+    data["packages"].append({"pypi": url, "name": "tinywheel", "version": "1.0",
+                             "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+                             "requires_python": ">=3.8"})
+    lock.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_a_locked_pypi_wheel_is_installed_and_relocated(demo_channel: Path, shared_cache: Path,
+                                                        tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "wheels", "tinywheel", "1.0",
+                       {"tinywheel/__init__.py": b"ANSWER = 42\n\ndef main():\n    print(ANSWER)\n"},
+                       {"tinywheel-answer": "tinywheel:main"})
+    recipe_dir = make_recipe(tmp_path, demo_channel, selfTest={
+        "imports": ["numpy", "tinywheel"], "files": [],
+        "pythonCode": "import tinywheel; assert tinywheel.ANSWER == 42"})
+    add_pypi_wheel(recipe_dir.lock_file, wheel)
+    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state",
+                      cache_dir=shared_cache)
+    locked = locked_install(plan)
+    assert [(w.name, w.version) for w in locked.wheels] == [("tinywheel", "1.0")]
+    result = execute_build(plan, locked=locked, fetchers=default_fetchers())
+    assert result.manifest.selfTest is not None and result.manifest.selfTest.passed
+    box = tmp_path / "somewhere else" / "box"
+    unpack_archive(result.archive, box, expected_size=result.manifest.archive.size,
+                   expected_sha256=result.manifest.archive.sha256)
+    tool = subprocess.run([str(box / "venv/bin/tinywheel-answer")], capture_output=True, text=True,
+                          check=False, env={"PATH": "/usr/bin:/bin"})
+    assert (tool.returncode, tool.stdout) == (0, "42\n"), tool.stderr
+    record = box / "venv/lib/python3.11/site-packages/tinywheel-1.0.dist-info/INSTALLER"
+    assert record.read_text() == "scrollcase\n"
+
+
+def test_a_wheel_changed_after_locking_fails_the_build_before_output(demo_channel: Path, shared_cache: Path,
+                                                                     tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "wheels", "tinywheel", "1.0", {"tinywheel/__init__.py": b"ANSWER = 42\n"})
+    recipe_dir = make_recipe(tmp_path, demo_channel)
+    add_pypi_wheel(recipe_dir.lock_file, wheel)
+    make_wheel(tmp_path / "wheels", "tinywheel", "1.0", {"tinywheel/__init__.py": b"ANSWER = 666\n"})
+    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state",
+                      cache_dir=shared_cache)
+    with pytest.raises(IntegrityError, match="does not match the lock"):
+        execute_build(plan, locked=locked_install(plan), fetchers=default_fetchers())
+    assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []

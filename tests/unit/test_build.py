@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scrollcase.box import install
+from scrollcase.box import install, wheels
 from scrollcase.box.build import env_placeholder, plan_build, prune_box
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
@@ -182,12 +182,13 @@ packages:
     return lock
 
 
-def test_pypi_packages_in_the_lock_are_refused(
+def test_pypi_wheels_in_the_lock_are_planned_for_install(
     tmp_path: Path, channel_records: tuple[Path, list[Any]]
 ) -> None:
     lock = _lock_with_pypi(tmp_path, channel_records)
-    assert install.locked_pypi_packages(lock, "linux-64") == ["torch==2.4.0+cu124"]
-    assert install.locked_pypi_packages(lock, "win-64") == []
-    with pytest.raises(BuildError) as caught:
-        install.refuse_pypi_packages(lock, "linux-64")
-    assert "torch==2.4.0+cu124" in caught.value.render() and caught.value.problems[0].fix
+    locked = wheels.locked_wheels(lock, "linux-64")
+    assert [(w.name, w.version) for w in locked] == [("torch", "2.4.0+cu124")]
+    assert wheels.locked_wheels(lock, "win-64") == []
+    (source,) = wheels.plan_wheels(locked, lock, "linux-64")
+    assert source.filename == "torch-2.4.0+cu124-cp311-cp311-linux_x86_64.whl"
+    assert source.url.startswith("https://files.pythonhosted.org/") and len(source.sha256) == 64

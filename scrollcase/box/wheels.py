@@ -1,0 +1,225 @@
+"""PyPI wheels a pixi lock pins for the target: checked against the lock's sha256, installed with
+pypa/installer into the box's environment.
+
+pixi installs these with uv after the conda packages; a box must hold them too, or it would import
+fine on the build machine's PATH and fail on the host.  Planning (:func:`plan_wheels`) is pure; every
+wheel is fetched into a cache keyed by its sha256 and verified before anything is installed, and
+each is installed as though the environment lived at the relocation placeholder (script shebangs
+name the placeholder interpreter, which unpacking rewrites like any conda entry point).
+"""
+
+from __future__ import annotations
+
+import io
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from scrollcase.box.assets import Fetcher
+from scrollcase.box.layout import BoxLayout
+from scrollcase.digest import sha256_file
+from scrollcase.errors import BuildError, IntegrityError, Problem
+
+LauncherKind = Literal["posix", "win-amd64", "win-arm64"]
+
+
+@dataclass(frozen=True)
+class LockedWheel:
+    """A PyPI package as the lock records it: ``location`` is a URL or a path relative to the lock."""
+
+    name: str
+    version: str
+    location: str
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class WheelSource:
+    """A wheel to install: fetched from ``url`` (https or file) and checked against ``sha256``."""
+
+    name: str
+    version: str
+    url: str
+    filename: str
+    sha256: str
+
+
+def locked_wheels(lock_path: Path, subdir: str, environment: str = "default") -> list[LockedWheel]:
+    """The PyPI packages the lock holds for ``subdir`` (rattler reads the lock)."""
+    from rattler import LockFile
+
+    env = LockFile.from_path(lock_path).environment(environment)
+    if env is None:
+        return []
+    for platform in env.platforms():
+        if str(platform) == subdir:
+            return [_locked(p) for p in env.pypi_packages_for_platform(platform) or []]
+    return []
+
+
+def _locked(package: Any) -> LockedWheel:
+    hashes = package.hashes
+    sha = hashes.sha256 if hashes is not None else None
+    digest = sha.hex() if isinstance(sha, bytes | bytearray) else sha
+    return LockedWheel(str(package.name), str(package.version), str(package.location), digest or None)
+
+
+def plan_wheels(locked: Sequence[LockedWheel], lock_path: Path, subdir: str) -> list[WheelSource]:
+    """Where each wheel comes from; every package that is not a hash-pinned wheel is a problem."""
+    sources: list[WheelSource] = []
+    problems: list[Problem] = []
+    for package in locked:
+        url = _resolve(package.location, lock_path.parent)
+        filename = urllib.parse.unquote(PurePosixPath(urllib.parse.urlsplit(url).path).name)
+        key = f"packages.pypi.{package.name}"
+        if not filename.endswith(".whl"):
+            problems.append(Problem(
+                message=f"{package.name} {package.version} is locked as a source distribution or folder, "
+                        "not a wheel", file=str(lock_path), key=key, value=package.location,
+                fix="lock a wheel for it (build one and point pixi at it), or use the conda-forge package"))
+        elif not package.sha256:
+            problems.append(Problem(
+                message=f"{package.name} {package.version}: the lock records no sha256 (pixi records none "
+                        "for wheels given by path)", file=str(lock_path), key=key, value=package.location,
+                fix="host the wheel at an https URL or an index so the lock pins its sha256, "
+                    "or use the conda-forge package"))
+        else:
+            sources.append(WheelSource(package.name, package.version, url, filename, package.sha256))
+    if problems:
+        raise BuildError(f"{len(problems)} PyPI package(s) in {lock_path} cannot be installed into a "
+                         f"box for {subdir}", problems=problems)
+    return sources
+
+
+def _resolve(location: str, lock_dir: Path) -> str:
+    """An absolute URL for a lock location (a URL, or a path relative to the lock's folder)."""
+    if urllib.parse.urlsplit(location).scheme in ("http", "https", "file", "s3"):
+        return location
+    return (lock_dir / location).resolve().as_uri()
+
+
+# ------------------------------------------------------------------------------------------ executors
+
+
+def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher]) -> Path:
+    """The wheel file, verified against the lock: local files are checked in place, others downloaded
+    into ``cache/<sha256>/`` once."""
+    parts = urllib.parse.urlsplit(source.url)
+    if parts.scheme == "file":
+        path = Path(urllib.request.url2pathname(parts.path))
+        if not path.is_file():
+            raise BuildError(f"wheel {source.filename} is missing", problems=[Problem(
+                message="the lock points to a file that does not exist", key=f"packages.pypi.{source.name}",
+                value=str(path), fix="restore the wheel, or re-lock")])
+        _verify(path, source)
+        return path
+    done = cache / source.sha256 / source.filename
+    if done.is_file():
+        _verify(done, source)
+        return done
+    fetcher = fetchers.get(parts.scheme)
+    if fetcher is None:
+        raise BuildError(f"no way to fetch {parts.scheme}:// wheels here", problems=[Problem(
+            message=f"{source.filename} needs a {parts.scheme} client", key=f"packages.pypi.{source.name}",
+            value=source.url, fix="build where that index is reachable, or lock wheels from https or file://")])
+    done.parent.mkdir(parents=True, exist_ok=True)
+    part = done.with_name(done.name + ".part")
+    try:
+        with part.open("wb") as out:
+            fetcher(source.url, out, 0)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise BuildError(f"downloading wheel {source.filename} failed", problems=[Problem(
+            message=str(exc) or type(exc).__name__, key=f"packages.pypi.{source.name}", value=source.url,
+            fix="check the network (or the index URL in the lock) and rerun the build")]) from None
+    _verify(part, source)
+    part.replace(done)
+    return done
+
+
+def _verify(path: Path, source: WheelSource) -> None:
+    got = sha256_file(path)[0]
+    if got != source.sha256:
+        if path.name.endswith(".part"):
+            path.unlink()
+        raise IntegrityError(f"wheel {source.filename} does not match the lock", problems=[Problem(
+            message=f"sha256 {got}, the lock says {source.sha256}", key=f"packages.pypi.{source.name}",
+            value=str(path), fix="re-lock against the wheel you build from, or restore the original file")])
+
+
+def scheme_for(layout: BoxLayout, env: Path) -> dict[str, str]:
+    """The install scheme of the box's environment at ``env`` (installer's keys)."""
+    site = env / layout.site_packages.relative_to(layout.env_dir)
+    include = "Include" if layout.windows else f"include/python{layout.python_version}"
+    return {"purelib": str(site), "platlib": str(site), "scripts": str(env / layout.scripts_dir.name),
+            "data": str(env), "headers": str(env / include)}
+
+
+def script_kind(layout: BoxLayout, arch: str) -> LauncherKind:
+    """installer's launcher kind: shebang scripts on POSIX, .exe launchers on Windows."""
+    if not layout.windows:
+        return "posix"
+    return "win-arm64" if arch in ("aarch64", "arm64") else "win-amd64"
+
+
+def plain_shebang(script: bytes, interpreter: str) -> bytes:
+    """A POSIX script from installer with its first line(s) replaced by ``#!interpreter``.
+
+    For a long interpreter path installer writes a ``/bin/sh`` trampoline with the path unquoted,
+    which breaks once unpacking puts a space into it; conda's entry points carry the plain
+    placeholder shebang instead, and :mod:`scrollcase.box.relocate` turns that into whatever works at
+    the box's final path.  Wheel scripts get the same treatment.
+    """
+    trampoline_end = b"\n' '''\n"
+    if script.startswith(b"#!/bin/sh\n'''exec' ") and trampoline_end in script:
+        body = script.split(trampoline_end, 1)[1]
+    else:
+        body = script.split(b"\n", 1)[1]
+    return b"#!" + interpreter.encode() + b"\n" + body
+
+
+
+def _destination(layout: BoxLayout, env: Path, interpreter: str, kind: LauncherKind) -> Any:
+    from installer.destinations import SchemeDictionaryDestination
+    from installer.records import RecordEntry
+    from installer.scripts import Script
+    from installer.utils import Scheme
+
+    class BoxDestination(SchemeDictionaryDestination):
+        def write_script(self, name: str, module: str, attr: str, section: Any) -> RecordEntry:
+            if kind != "posix":
+                return super().write_script(name, module, attr, section)
+            script_name, data = Script(name, module, attr, section).generate(interpreter, kind)
+            with io.BytesIO(plain_shebang(data, interpreter)) as stream:
+                return self.write_to_fs(Scheme("scripts"), script_name, stream, is_executable=True)
+
+    return BoxDestination(scheme_dict=scheme_for(layout, env), interpreter=interpreter, script_kind=kind,
+                          bytecode_optimization_levels=())  # no .pyc: they would carry build-time mtimes
+
+
+def install_wheels(wheels: Sequence[Path], layout: BoxLayout, env: Path, *, placeholder: str,
+                   arch: str) -> None:
+    """Install each wheel with pypa/installer; a file that already exists is a clash, never overwritten."""
+    from installer import install
+    from installer.sources import WheelFile
+
+    interpreter = f"{placeholder}/python.exe" if layout.windows else \
+        f"{placeholder}/bin/python{layout.python_version}"
+    destination = _destination(layout, env, interpreter, script_kind(layout, arch))
+    for wheel in wheels:
+        try:
+            with WheelFile.open(wheel) as source:
+                source.validate_record()  # every member against RECORD's hashes; installer skips it
+                install(source=source, destination=destination, additional_metadata={"INSTALLER": b"scrollcase\n"})
+        except FileExistsError as exc:
+            raise BuildError(f"wheel {wheel.name} clashes with a file already in the environment",
+                             problems=[Problem(message=str(exc), value=wheel.name,
+                                               fix="the lock holds the same files from a conda package and a "
+                                                   "PyPI wheel: keep only one of them in pixi.toml")]) from None
+        except Exception as exc:  # installer raises InvalidWheelSource, ValueError... for a bad wheel
+            raise BuildError(f"wheel {wheel.name} cannot be installed", problems=[Problem(
+                message=f"{type(exc).__name__}: {exc}", value=str(wheel),
+                fix="rebuild or re-download the wheel, and re-lock")]) from None
