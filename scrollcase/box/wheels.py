@@ -55,14 +55,16 @@ def locked_wheels(lock_path: Path, subdir: str, environment: str = "default") ->
     if env is None:
         return []
     for platform in env.platforms():
-        if str(platform) == subdir:
+        if str(platform.subdir) == subdir:  # v7 platforms have names ("p1") beside their subdir
             return [_locked(p) for p in env.pypi_packages_for_platform(platform) or []]
     return []
 
 
 def _locked(package: Any) -> LockedWheel:
-    hashes = package.hashes
-    sha = hashes.sha256 if hashes is not None else None
+    try:
+        sha = package.hashes.sha256 if package.hashes is not None else None
+    except AttributeError:  # rattler 0.28's hash wrapper raises when the lock records no hash at all
+        sha = None
     digest = sha.hex() if isinstance(sha, bytes | bytearray) else sha
     return LockedWheel(str(package.name), str(package.version), str(package.location), digest or None)
 
