@@ -10,6 +10,7 @@ name the placeholder interpreter, which unpacking rewrites like any conda entry 
 
 from __future__ import annotations
 
+import http.client
 import io
 import urllib.parse
 import urllib.request
@@ -132,7 +133,7 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
     try:
         with part.open("wb") as out:
             fetcher(source.url, out, 0)
-    except OSError as exc:
+    except (OSError, http.client.HTTPException) as exc:
         part.unlink(missing_ok=True)
         raise BuildError(f"downloading wheel {source.filename} failed", problems=[Problem(
             message=str(exc) or type(exc).__name__, key=f"packages.pypi.{source.name}", value=source.url,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import zipfile
 from pathlib import Path
@@ -166,3 +167,17 @@ def test_long_placeholder_scripts_keep_a_plain_shebang_for_relocation(tmp_path: 
     assert b"'''exec'" not in rest and b"from tiny import main" in rest
     assert os.access(script, os.X_OK)
     assert plain_shebang(b"#!/short/python\nbody\n", "/p/python") == b"#!/p/python\nbody\n"
+
+
+def test_a_dropped_download_is_a_build_error_and_leaves_no_part(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "index", "tiny", "1.0", {"tiny.py": b"X = 1\n"})
+
+    def drops(url: str, out: BinaryIO, offset: int) -> None:
+        out.write(b"half")
+        raise http.client.IncompleteRead(b"half")
+
+    with pytest.raises(BuildError, match="downloading wheel") as caught:
+        fetch_wheel(_source(wheel, url="https://i.example/tiny-1.0-py3-none-any.whl"), tmp_path / "c",
+                    {"https": drops})
+    assert "rerun the build" in (caught.value.problems[0].fix or "")
+    assert list((tmp_path / "c").rglob("*.part")) == []
