@@ -183,6 +183,15 @@ def pypi_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> lis
                         f"has none for {inp.target.subdir}",
                 file=inp.manifest.file, line=inp.manifest.line_of(name, "pypi-dependencies"),
                 key=f"pypi-dependencies.{name}", fix=_relock(inp)))
+    for package in packages:
+        if package.kind == "pypi" and not package.filename.endswith(".whl"):
+            problems.append(Problem(
+                message=f"the PyPI package {package.name} is locked as a source distribution, git URL or "
+                        f"folder, and `scrollcase build` installs wheels only",
+                file=inp.lock.file, line=package.line, key=f"packages.pypi.{package.name}",
+                value=package.location,
+                fix="lock a wheel for it (from an index or a wheel URL, so pixi pins its sha256), "
+                    "or depend on the conda-forge package instead"))
     return problems
 
 

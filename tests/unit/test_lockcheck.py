@@ -164,6 +164,18 @@ def test_untagged_pypi_wheel_without_runtime_is_cpu() -> None:
     assert check(lock_text(GOOD[0], pypi=(wheel, runtime)), PYPI_MANIFEST) == []
 
 
+def test_pypi_sdists_and_git_urls_are_flagged_before_the_build_refuses_them() -> None:
+    sdist = "https://files.pythonhosted.org/packages/2d/6a/asciitree-0.3.3.tar.gz"
+    git = "git+https://github.com/x/rtmlib.git?rev=98bca21#98bca21"
+    text = lock_text(*GOOD, pypi=(sdist,)).replace(
+        f"      - pypi: {sdist}\n", f"      - pypi: {sdist}\n      - pypi: {git}\n").rstrip("\n") + (
+        f"\n- pypi: {git}\n  name: rtmlib\n  version: 0.0.1\n")
+    problems = check(text, MANIFEST)
+    assert [(p.key, p.value) for p in problems] == [("packages.pypi.asciitree", sdist),
+                                                    ("packages.pypi.rtmlib", git)]
+    assert all(p.file == "recipes/d/pixi.lock" and p.line and "wheel" in (p.fix or "") for p in problems)
+
+
 def test_missing_pypi_dependency_is_stale() -> None:
     problems = check(lock_text(*GOOD), MANIFEST + '\n[pypi-dependencies]\nrich = "*"\n')
     assert [p.key for p in problems] == ["pypi-dependencies.rich"]
