@@ -80,8 +80,8 @@ def plan_wheels(locked: Sequence[LockedWheel], lock_path: Path, subdir: str) -> 
         key = f"packages.pypi.{package.name}"
         if not filename.endswith(".whl"):
             problems.append(Problem(
-                message=f"{package.name} {package.version} is locked as a source distribution or folder, "
-                        "not a wheel", file=str(lock_path), key=key, value=package.location,
+                message=f"{package.name} {package.version} is locked as a source distribution, git URL or "
+                        "folder, not a wheel", file=str(lock_path), key=key, value=package.location,
                 fix="lock a wheel for it (build one and point pixi at it), or use the conda-forge package"))
         elif not package.sha256:
             problems.append(Problem(
@@ -121,8 +121,9 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
         return path
     done = cache / source.sha256 / source.filename
     if done.is_file():
-        _verify(done, source)
-        return done
+        if sha256_file(done)[0] == source.sha256:
+            return done
+        done.unlink()  # a damaged cache entry is fetched again, never trusted
     fetcher = fetchers.get(parts.scheme)
     if fetcher is None:
         raise BuildError(f"no way to fetch {parts.scheme}:// wheels here", problems=[Problem(

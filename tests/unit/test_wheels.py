@@ -83,6 +83,9 @@ def test_remote_wheel_is_downloaded_once_into_a_sha_keyed_cache(tmp_path: Path) 
     assert got == tmp_path / "cache" / sha(wheel) / wheel.name and got.read_bytes() == wheel.read_bytes()
     assert fetch_wheel(source, tmp_path / "cache", {"https": serve}) == got
     assert len(calls) == 1
+    got.write_bytes(b"bit rot")  # a damaged cache entry is downloaded again
+    assert fetch_wheel(source, tmp_path / "cache", {"https": serve}).read_bytes() == wheel.read_bytes()
+    assert len(calls) == 2
 
 
 def test_tampered_download_is_refused_and_not_cached(tmp_path: Path) -> None:
