@@ -202,7 +202,7 @@ def build_2gb_box(workdir: Path, box: Path) -> Path:
 # ---------------------------------------------------------------- measurements
 
 
-def interleaved_best(repeat: int, runs: dict[str, tuple[Callable[[], None], Callable[[], object]]]
+def interleaved_best(repeat: int, runs: dict[str, tuple[Callable[[], object], Callable[[], object]]]
                      ) -> dict[str, float]:
     """Best wall time of each method; methods alternate (A B C A B C ...) so a noisy moment on a
     shared machine hurts all of them alike.  Before each run: its setup (untimed), then ``sync``
@@ -336,8 +336,9 @@ def measure_rss(workdir: Path, box: Path) -> dict[str, object]:
 def report(results: dict[str, object]) -> str:
     pack = results["pack"]
     unpack = results["unpack"]
-    assert isinstance(pack, dict) and isinstance(unpack, dict)
-    lines = [f"tree: {results['files']} files, {results['bytes'] / 1e6:.0f} MB", "",
+    raw = results["bytes"]
+    assert isinstance(pack, dict) and isinstance(unpack, dict) and isinstance(raw, int)
+    lines = [f"tree: {results['files']} files, {raw / 1e6:.0f} MB", "",
              f"{'pack':34} {'seconds':>8} {'MB/s':>8} {'size MB':>8} {'ratio':>6}"]
     for name, row in pack.items():
         lines.append(f"{name:34} {row['seconds']:8.2f} {row['MBps']:8.0f} {row['size'] / 1e6:8.1f} "

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scrollcase import engine
 from scrollcase.box.assets import default_fetchers
-from scrollcase.box.build import STAGES, execute_build, plan_build
+from scrollcase.box.build import STAGES, execute_build, locked_install, plan_build
 from scrollcase.box.verify import verify_release
 from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
 from scrollcase.recipe_loader import resolve_recipe
@@ -45,8 +45,7 @@ def main() -> None:
             engine.lock_recipe(recipe_dir, channel_overrides={DEMO_CHANNEL_NAME: channel.as_uri()})
             lock_s = time.monotonic() - t0
             plan = plan_build(recipe_dir, out_dir=work / "dist", state_dir=state)
-            records = engine.locked_records(recipe_dir.lock_file, target.subdir)
-            result = execute_build(plan, records=records, fetchers=default_fetchers())
+            result = execute_build(plan, locked=locked_install(plan), fetchers=default_fetchers())
             t1 = time.monotonic()
             verify_release(result.release, self_test=True)
             verify_s = time.monotonic() - t1

@@ -74,7 +74,7 @@ def compare_in_child(ref: Path, cand: Path) -> dict[str, float]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"comparison child failed with exit code {child.returncode}")
-    data = json.loads(out)
+    data: dict[str, float] = json.loads(out)
     data["wall"] = time.perf_counter() - start
     data["peak_rss_mib"] = usage.ru_maxrss / 1024  # Linux reports KiB
     return data

@@ -100,7 +100,7 @@ def python_package(subdir: str, base_prefix: Path | None = None) -> PackageSpec:
     for path in _stdlib_files(stdlib):
         files.append(_package_file(path, f"lib/python{short}/{path.relative_to(stdlib).as_posix()}", prefix))
     return PackageSpec("python", full, build="0_scrollcase_demo", subdir=subdir, files=files,
-                       license="PSF-2.0")
+                       license="PSF-2.0", format=".conda")
 
 
 # --- numpy from its installed wheel ------------------------------------------------------------
@@ -126,7 +126,7 @@ def numpy_package(subdir: str, distribution: str = "numpy") -> PackageSpec:
             files.append(PackageFile(f"{site}/{rel}", path.read_bytes(), mode))
     name = dist.metadata["Name"].lower()
     return PackageSpec(name, dist.version, build=f"py{short.replace('.', '')}_0", subdir=subdir,
-                       depends=[f"python {short}.*"], files=files, license="BSD-3-Clause")
+                       depends=[f"python {short}.*"], files=files, license="BSD-3-Clause", format=".conda")
 
 
 # --- the channel -------------------------------------------------------------------------------

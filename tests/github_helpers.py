@@ -48,7 +48,7 @@ def recipe(box_id: str, target_id: str, version: str = "1.0.0") -> Recipe:
 def write_recipe(recipes_root: Path, box_id: str, target_id: str, version: str = "1.0.0") -> Path:
     """recipes/<recipeId>/recipe.json (+ a pixi.toml placeholder); returns the folder."""
     data = recipe_data(box_id, target_id, version)
-    folder = recipes_root / data["recipeId"]
+    folder = recipes_root / str(data["recipeId"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "recipe.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return folder

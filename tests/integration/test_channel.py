@@ -1,6 +1,8 @@
 """A channel written by scrollcase.channel is indexed, solved and installed by py-rattler."""
 
 import asyncio
+import os
+import zipfile
 from pathlib import Path
 
 import rattler
@@ -55,3 +57,25 @@ def test_packages_are_byte_reproducible(tmp_path: Path):
     first = write_package(tmp_path / "one", spec).read_bytes()
     second = write_package(tmp_path / "two", spec).read_bytes()
     assert first == second
+
+
+def test_conda_v2_packages_are_indexed_solved_and_installed(tmp_path: Path):
+    """The .conda format (zstd inside a zip) the demo writes: rattler reads it, relocation included."""
+    ch = tmp_path / "channel"
+    text = PackageFile("share/where.txt", b"at " + PREFIX_PLACEHOLDER.encode() + b"\n", prefix_mode="text")
+    tool = PackageFile("bin/tool", b"#!/bin/sh\necho ok\n", 0o755)
+    link = PackageFile("bin/tool-link", b"", symlink_to="tool")
+    spec = PackageSpec("demo", "1.0", "0", files=[text, tool, link], format=".conda")
+    written = write_package(ch, spec)
+    assert written.name == "demo-1.0-0.conda"
+    assert written.read_bytes() == write_package(tmp_path / "again", spec).read_bytes()  # reproducible
+    with zipfile.ZipFile(written) as archive:
+        assert sorted(archive.namelist()) == ["info-demo-1.0-0.tar.zst", "metadata.json", "pkg-demo-1.0-0.tar.zst"]
+        assert all(i.compress_type == zipfile.ZIP_STORED for i in archive.infolist())
+    index_channel(ch, ["linux-64"])
+    records = _solve(ch, ["demo"], [_virtual("__unix", "0")])
+    assert [r.file_name for r in records] == ["demo-1.0-0.conda"]
+    prefix = tmp_path / "env"
+    asyncio.run(rattler.install(records, prefix, cache_dir=tmp_path / "cache", show_progress=False))
+    assert (prefix / "share/where.txt").read_text() == f"at {prefix}\n"
+    assert os.access(prefix / "bin/tool", os.X_OK) and (prefix / "bin/tool-link").is_symlink()

@@ -6,6 +6,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from scrollcase.recipe import Compatibility, Target
 from scrollcase.release import (
@@ -27,7 +28,7 @@ class SyntheticRelease:
 
 def make_manifest(*, box_id: str = "demo-box", version: str = "1.0.0", cuda: str | None = "12.4",
                   size: int, sha256: str, driver: str = "550.54") -> ReleaseManifest:
-    accelerator = "cuda" if cuda else "cpu"
+    accelerator: Literal["cuda", "cpu"] = "cuda" if cuda else "cpu"
     target = Target(platform="linux", arch="x86_64", accelerator=accelerator, cudaVersion=cuda)
     tid = target_id("linux", "x86_64", accelerator, cuda)
     name = f"{box_id}-{version}-{tid}.tar.zst"
