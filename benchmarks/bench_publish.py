@@ -2,10 +2,11 @@
 
     python benchmarks/bench_publish.py [--size-mb 1024] [--rounds 1]
 
-Each contender runs in its own child process (so peak RSS is its own) against the same server, into
-its own bucket.  scrollcase's time includes everything `scrollcase publish` does: hashing the archive
+Each contender runs in its own child process (so peak RSS is its own) against a fresh SeaweedFS
+(same settings for all, so no upload meets a fuller store than another).  scrollcase's time includes everything `scrollcase publish` does: hashing the archive
 to check it against the manifest, uploading with per-part SHA-256 checksums, sidecar, manifest and
-index.  boto3 runs ``upload_file`` with default settings (8 MiB parts, 10 threads, CRC32 checksums), and again
+index.  Client CPU is the child's own for the timed part; server CPU is SeaweedFS's over the same upload.
+boto3 runs ``upload_file`` with default settings (8 MiB parts, 10 threads, CRC32 checksums), and again
 with SHA-256 part checksums (the integrity scrollcase requires), to separate the cost of the checksum.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -35,18 +37,18 @@ def child_scrollcase(endpoint: str, bucket: str, archive: Path, manifest_json: P
 
     manifest = parse_release(manifest_json.read_bytes())
     store = S3Store(make_s3_client(endpoint), bucket, "bench", endpoint_url=endpoint)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     publish(store, manifest, archive)
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "cpuSeconds": time.process_time() - cpu}
 
 
 def child_boto3(endpoint: str, bucket: str, archive: Path, _: Path) -> dict[str, float]:
     import boto3
 
     client = boto3.client("s3", endpoint_url=endpoint)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     client.upload_file(str(archive), bucket, f"plain/{archive.name}")
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "cpuSeconds": time.process_time() - cpu}
 
 
 def child_boto3_sha256(endpoint: str, bucket: str, archive: Path, _: Path) -> dict[str, float]:
@@ -54,9 +56,18 @@ def child_boto3_sha256(endpoint: str, bucket: str, archive: Path, _: Path) -> di
     import boto3
 
     client = boto3.client("s3", endpoint_url=endpoint)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     client.upload_file(str(archive), bucket, f"plain/{archive.name}", ExtraArgs={"ChecksumAlgorithm": "SHA256"})
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "cpuSeconds": time.process_time() - cpu}
+
+
+def server_cpu(server: S3Server) -> float:
+    """CPU seconds the server process has used so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 CHILDREN = {"scrollcase": child_scrollcase, "boto3": child_boto3, "boto3-sha256": child_boto3_sha256}
@@ -105,12 +116,17 @@ def main() -> None:
                     client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
                                           aws_secret_access_key=server.secret_key, region_name="us-east-1")
                     client.create_bucket(Bucket="bench")
-                    rows.append((name, round_number, run_child(name, server, "bench", archive, manifest_path)))
+                    before = server_cpu(server)
+                    result = run_child(name, server, "bench", archive, manifest_path)
+                    result["serverCpuSeconds"] = server_cpu(server) - before
+                    rows.append((name, round_number, result))
     print(f"archive: {args.size_mb} MiB, server: SeaweedFS on 127.0.0.1")
-    print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13}")
+    print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13} "
+          f"{'client CPU s':>13} {'server CPU s':>13}")
     for name, round_number, result in rows:
         seconds, rss = result["seconds"], result["peakRssMiB"]
-        print(f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f}")
+        print(f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f} "
+              f"{result['cpuSeconds']:>13.2f} {result['serverCpuSeconds']:>13.2f}")
 
 
 if __name__ == "__main__":
