@@ -3,11 +3,12 @@
     python benchmarks/bench_publish.py [--size-mb 1024] [--rounds 1]
 
 Each contender runs in its own child process (so peak RSS is its own) against a fresh SeaweedFS
-(same settings for all, so no upload meets a fuller store than another).  scrollcase's time includes everything `scrollcase publish` does: hashing the archive
-to check it against the manifest, uploading with per-part SHA-256 checksums, sidecar, manifest and
-index.  Client CPU is the child's own for the timed part; server CPU is SeaweedFS's over the same upload.
-boto3 runs ``upload_file`` with default settings (8 MiB parts, 10 threads, CRC32 checksums), and again
-with SHA-256 part checksums (the integrity scrollcase requires), to separate the cost of the checksum.
+(same settings for all, so no upload meets a fuller store than another).  scrollcase's time
+includes everything `scrollcase publish` does: hashing the archive to check it against the
+manifest, uploading with per-part SHA-256 checksums, sidecar, manifest and index.  Client CPU is
+the child's own for the timed part; server CPU is SeaweedFS's over the same upload.  boto3 runs
+``upload_file`` with default settings (8 MiB parts, 10 threads, CRC32 checksums), and again with
+SHA-256 part checksums (the integrity scrollcase requires), to separate the cost of the checksum.
 """
 
 from __future__ import annotations
