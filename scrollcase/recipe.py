@@ -468,13 +468,17 @@ def recipe_rules(raw: Any) -> list[RuleViolation]:
     return out
 
 
-def recipe_json_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) for recipe.json, for editors and CI linters."""
-    schema = Recipe.model_json_schema()
+def document_json_schema(model: type[BaseModel], name: str, title: str) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of one of scrollcase's documents, for editors and CI linters."""
+    schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://scrollcase.dev/schemas/recipe-1.json"
-    schema["title"] = "scrollcase recipe.json"
+    schema["$id"] = f"https://scrollcase.dev/schemas/{name}-1.json"
+    schema["title"] = title
     return schema
+
+
+def recipe_json_schema() -> dict[str, Any]:
+    return document_json_schema(Recipe, "recipe", "scrollcase recipe.json")
 
 
 

@@ -9,7 +9,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
-from scrollcase.recipe import Compatibility, Identifier, MajorMinor, RelPath, SemVer, Sha256, Target
+from scrollcase.recipe import (
+    Compatibility,
+    Identifier,
+    MajorMinor,
+    RelPath,
+    SemVer,
+    Sha256,
+    Target,
+    document_json_schema,
+)
 
 RELEASE_SCHEMA_VERSION = 1
 
@@ -170,8 +179,4 @@ def load_release(path: Path) -> ReleaseManifest:
 
 
 def release_json_schema() -> dict[str, Any]:
-    schema = ReleaseManifest.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://scrollcase.dev/schemas/release-1.json"
-    schema["title"] = "scrollcase release manifest"
-    return schema
+    return document_json_schema(ReleaseManifest, "release", "scrollcase release manifest")

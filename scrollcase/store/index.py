@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.errors import ConflictError, Problem, StoreError
-from scrollcase.recipe import Identifier, SemVer, Sha256, Target
+from scrollcase.recipe import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.release import ReleaseManifest
 from scrollcase.store.base import Store
 
@@ -128,8 +128,4 @@ def update_index(store: Store, box_id: str, version: str, entry: IndexEntry, *,
 
 
 def index_json_schema() -> dict[str, Any]:
-    schema = BoxIndex.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://scrollcase.dev/schemas/index-1.json"
-    schema["title"] = "scrollcase box index"
-    return schema
+    return document_json_schema(BoxIndex, "index", "scrollcase box index")
