@@ -15,10 +15,13 @@ import json
 import subprocess
 import sys
 import tarfile
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import zstandard
 
 from scrollcase.errors import BuildError
 
@@ -141,10 +144,6 @@ def package_bytes(spec: PackageSpec) -> bytes:
 
 def _conda_bytes(spec: PackageSpec) -> bytes:
     """conda's v2 format: a stored zip of metadata.json, ``info-*.tar.zst`` and ``pkg-*.tar.zst``."""
-    import zipfile
-
-    import zstandard
-
     compress = zstandard.ZstdCompressor(level=3).compress  # single-threaded: same bytes everywhere
     members = {"metadata.json": json.dumps({"conda_pkg_format_version": 2}).encode(),
                f"info-{spec.stem}.tar.zst": compress(_tar(spec, _add_info)),

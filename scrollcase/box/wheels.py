@@ -139,7 +139,11 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
         raise BuildError(f"downloading wheel {source.filename} failed", problems=[Problem(
             message=str(exc) or type(exc).__name__, key=f"packages.pypi.{source.name}", value=source.url,
             fix="check the network (or the index URL in the lock) and rerun the build")]) from None
-    _verify(part, source)
+    try:
+        _verify(part, source)
+    except IntegrityError:
+        part.unlink()  # wrong bytes are never kept in the cache
+        raise
     part.replace(done)
     return done
 
@@ -147,8 +151,6 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
 def _verify(path: Path, source: WheelSource) -> None:
     got = sha256_file(path)[0]
     if got != source.sha256:
-        if path.name.endswith(".part"):
-            path.unlink()
         raise IntegrityError(f"wheel {source.filename} does not match the lock", problems=[Problem(
             message=f"sha256 {got}, the lock says {source.sha256}", key=f"packages.pypi.{source.name}",
             value=str(path), fix="re-lock against the wheel you build from, or restore the original file")])
@@ -183,7 +185,6 @@ def plain_shebang(script: bytes, interpreter: str) -> bytes:
     else:
         body = script.split(b"\n", 1)[1]
     return b"#!" + interpreter.encode() + b"\n" + body
-
 
 
 def _destination(layout: BoxLayout, env: Path, interpreter: str, kind: LauncherKind) -> Any:
