@@ -9,7 +9,8 @@ scripts and symlinks — INSTALLED by py-rattler from a synthetic local channel 
 so it has conda-meta/ like a real box.  It is installed under BOX_PREFIX_PLACEHOLDER (rattler's
 alternative_target_prefix) so unpacking includes real relocation work.
 
-Measured in one run, best of --repeat, all on warm page cache:
+Measured in one run, all on warm page cache; each speed-up is given from the best run of each
+contender and as the median (min-max) of the per-round ratios, rounds alternating the order:
   pack:   scrollcase.box.archive.pack_tree (level 3, threads -1)
           vs `tar -cf - -C BOX . | zstd -T0 -3`   (throughput, compressed size)
           vs `conda-pack -p ENV -o out.tar.zst --compress-level 3 --n-threads -1`
@@ -30,6 +31,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -202,20 +204,30 @@ def build_2gb_box(workdir: Path, box: Path) -> Path:
 # ---------------------------------------------------------------- measurements
 
 
-def interleaved_best(repeat: int, runs: dict[str, tuple[Callable[[], object], Callable[[], object]]]
-                     ) -> dict[str, float]:
-    """Best wall time of each method; methods alternate (A B C A B C ...) so a noisy moment on a
-    shared machine hurts all of them alike.  Before each run: its setup (untimed), then ``sync``
-    so the previous run's dirty pages are not written back on this run's clock."""
-    best: dict[str, float] = {}
-    for _ in range(repeat):
-        for name, (setup, run) in runs.items():
+def interleaved(repeat: int, runs: dict[str, tuple[Callable[[], object], Callable[[], object]]]
+                ) -> dict[str, list[float]]:
+    """Wall times of every run of each method.  Methods alternate, and the order flips every round
+    (A B C, C B A, ...), so a noisy moment on a shared machine, or going first, hurts all of them
+    alike.  Before each run: its setup (untimed), then ``sync`` so the previous run's dirty pages
+    are not written back on this run's clock."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_number in range(repeat):
+        order = list(runs.items())
+        for name, (setup, run) in order if round_number % 2 == 0 else reversed(order):
             setup()
             os.sync()
             start = time.perf_counter()
             run()
-            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
-    return best
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def speedup(ours: list[float], theirs: list[float]) -> dict[str, float]:
+    """theirs/ours from the best run of each, and the median/min/max of the same ratio per round
+    (both ran back to back in each round, so the per-round ratio is the one least hurt by drift)."""
+    per_round = sorted(t / o for o, t in zip(ours, theirs, strict=True))
+    return {"best": round(min(theirs) / min(ours), 2), "roundMedian": round(statistics.median(per_round), 2),
+            "roundMin": round(per_round[0], 2), "roundMax": round(per_round[-1], 2)}
 
 
 def nothing() -> None:
@@ -233,6 +245,15 @@ def fresh(path: Path) -> Path:
     return path
 
 
+def row(times: list[float], raw: int, size: int | None = None) -> dict[str, object]:
+    """One contender's line: best seconds (and throughput from it), every round, output size."""
+    best = min(times)
+    out: dict[str, object] = {"seconds": best, "MBps": raw / best / 1e6, "rounds": [round(t, 3) for t in times]}
+    if size is not None:
+        out["size"] = size
+    return out
+
+
 def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     out = workdir / "out"
     out.mkdir(exist_ok=True)
@@ -243,19 +264,20 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     conda_pack = Path(sys.executable).parent / "conda-pack"
     # Every run writes a new file, as a CI build does: replacing an existing file costs extra on
     # ext4 (auto_da_alloc flushes the old name's replacement at rename/truncate), for both contenders.
-    pack_times = interleaved_best(repeat, {
+    pack_times = interleaved(repeat, {
         "sc": (lambda: fresh(sc_out), lambda: pack_tree(box, sc_out)),
         "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {box} . | zstd -q -f -T0 -3 -o {tar_out}")),
         "cp": (lambda: fresh(cp_out), lambda: shell(
             f"{conda_pack} -q -p {box / 'venv'} -o {cp_out} --compress-level 3 --n-threads -1 "
             "--ignore-missing-files")),
     })
-    t_sc, t_tar, t_cp = pack_times["sc"], pack_times["tar"], pack_times["cp"]
     results["pack"] = {
-        "scrollcase": {"seconds": t_sc, "size": packed.size, "MBps": raw / t_sc / 1e6},
-        "tar|zstd -T0 -3": {"seconds": t_tar, "size": tar_out.stat().st_size, "MBps": raw / t_tar / 1e6},
-        "conda-pack tar.zst -3": {"seconds": t_cp, "size": cp_out.stat().st_size, "MBps": raw / t_cp / 1e6},
+        "scrollcase": row(pack_times["sc"], raw, packed.size),
+        "tar|zstd -T0 -3": row(pack_times["tar"], raw, tar_out.stat().st_size),
+        "conda-pack tar.zst -3": row(pack_times["cp"], raw, cp_out.stat().st_size),
     }
+    results["packSpeedup"] = {"tar|zstd -T0 -3": speedup(pack_times["sc"], pack_times["tar"]),
+                              "conda-pack tar.zst -3": speedup(pack_times["sc"], pack_times["cp"])}
     dest, tar_dest = out / "dest", out / "tar-dest"
 
     def ours() -> None:
@@ -264,15 +286,15 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     def theirs() -> None:
         shell(f"zstd -q -dc {sc_out} | tar -xf - -C {tar_dest}")
 
-    unpack_times = interleaved_best(repeat, {
+    unpack_times = interleaved(repeat, {
         "sc": (lambda: fresh(dest), ours),
         "tar": (lambda: fresh(tar_dest).mkdir(), theirs),
     })
-    u_sc, u_tar = unpack_times["sc"], unpack_times["tar"]
     results["unpack"] = {
-        "scrollcase (sha+checks+relocate)": {"seconds": u_sc, "MBps": raw / u_sc / 1e6},
-        "zstd -dc | tar -x": {"seconds": u_tar, "MBps": raw / u_tar / 1e6},
+        "scrollcase (sha+checks+relocate)": row(unpack_times["sc"], raw),
+        "zstd -dc | tar -x": row(unpack_times["tar"], raw),
     }
+    results["unpackSpeedup"] = {"zstd -dc | tar -x": speedup(unpack_times["sc"], unpack_times["tar"])}
     fresh(dest)
     fresh(tar_dest)
     return results
@@ -287,13 +309,14 @@ def measure_real_tree(workdir: Path, tree: Path, repeat: int) -> dict[str, objec
     files, raw = tree_stats(tree)
     sc_out, tar_out = out / "real-sc.tar.zst", out / "real-tar.tar.zst"
     pack_tree(tree, sc_out)  # warm the page cache
-    times = interleaved_best(repeat, {
+    times = interleaved(repeat, {
         "sc": (lambda: fresh(sc_out), lambda: pack_tree(tree, sc_out)),
         "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {tree} . | zstd -q -f -T0 -3 -o {tar_out}")),
     })
     result = {"tree": str(tree), "files": files, "bytes": raw,
-              "scrollcase": {"seconds": times["sc"], "size": sc_out.stat().st_size},
-              "tar|zstd -T0 -3": {"seconds": times["tar"], "size": tar_out.stat().st_size}}
+              "scrollcase": row(times["sc"], raw, sc_out.stat().st_size),
+              "tar|zstd -T0 -3": row(times["tar"], raw, tar_out.stat().st_size),
+              "speedup": speedup(times["sc"], times["tar"])}
     fresh(sc_out)
     fresh(tar_out)
     return result
@@ -352,21 +375,26 @@ def report(results: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def _speedup_text(speedup: object) -> str:
+    assert isinstance(speedup, dict)
+    return (f"{speedup['best']}x best vs best; per round median {speedup['roundMedian']}x "
+            f"({speedup['roundMin']}-{speedup['roundMax']}x)")
+
+
 def summarise(results: dict[str, object]) -> dict[str, object]:
-    pack, unpack = results["pack"], results["unpack"]
-    assert isinstance(pack, dict) and isinstance(unpack, dict)
-    sc, tar, cp = pack["scrollcase"], pack["tar|zstd -T0 -3"], pack["conda-pack tar.zst -3"]
-    u_sc, u_tar = unpack["scrollcase (sha+checks+relocate)"], unpack["zstd -dc | tar -x"]
-    summary = {
-        "pack speed vs tar|zstd (target >= 1.2x)": round(tar["seconds"] / sc["seconds"], 2),
+    pack, packs, unpacks = results["pack"], results["packSpeedup"], results["unpackSpeedup"]
+    assert isinstance(pack, dict) and isinstance(packs, dict) and isinstance(unpacks, dict)
+    sc, tar = pack["scrollcase"], pack["tar|zstd -T0 -3"]
+    summary: dict[str, object] = {
+        "pack speed vs tar|zstd (target >= 1.2x)": _speedup_text(packs["tar|zstd -T0 -3"]),
         "pack size vs tar|zstd (target within 2%)": f"{(sc['size'] / tar['size'] - 1) * 100:+.2f}%",
-        "pack speed vs conda-pack (target >= 3x)": round(cp["seconds"] / sc["seconds"], 2),
-        "unpack speed vs zstd|tar (target >= 0.8x)": round(u_tar["seconds"] / u_sc["seconds"], 2),
+        "pack speed vs conda-pack (target >= 3x)": _speedup_text(packs["conda-pack tar.zst -3"]),
+        "unpack speed vs zstd|tar (target >= 0.8x)": _speedup_text(unpacks["zstd -dc | tar -x"]),
     }
     real = results.get("realTree")
     if isinstance(real, dict):
         r_sc, r_tar = real["scrollcase"], real["tar|zstd -T0 -3"]
-        summary["real tree: pack speed vs tar|zstd"] = round(r_tar["seconds"] / r_sc["seconds"], 2)
+        summary["real tree: pack speed vs tar|zstd"] = _speedup_text(real["speedup"])
         summary["real tree: pack size vs tar|zstd"] = f"{(r_sc['size'] / r_tar['size'] - 1) * 100:+.2f}%"
     if "rss" in results:
         summary["peak RSS MB pack/unpack 2 GB box (target < 300)"] = results["rss"]

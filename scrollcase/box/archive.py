@@ -15,12 +15,14 @@ threads compress while Python reads the next files.  Memory stays constant whate
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO, cast
+from typing import IO, BinaryIO, NamedTuple, TypeVar, cast
 
 import zstandard
 
@@ -33,6 +35,7 @@ FIXED_MTIME = 0
 DEFAULT_LEVEL = 3
 _USTAR_MAX_SIZE = 0o77777777777  # 11 octal digits
 _ZEROS = bytes(BLOCK)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,20 @@ class PackResult:
     uncompressed_bytes: int  # length of the tar stream
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One member to write: its archive name, kind and (for files) where to read it."""
+class Entry(NamedTuple):
+    """One member to write: its archive name, kind, and the directory handle + base name to open.
+
+    ``where`` is an open directory descriptor where the platform can open relative to one
+    (:class:`_FdTree`), else the directory's path (:class:`_PathTree`); it is only valid while the
+    walk is inside that directory.  A file's size and mode are read with ``fstat`` on the opened
+    file when it is written, so the walk itself costs no ``stat`` call per file.
+    """
 
     name: str
     kind: str  # "dir" | "file" | "symlink"
-    source: str  # absolute path on disk
-    mode: int = 0o644
+    where: int | str
+    base: str
     link: str = ""
-    size: int = 0
 
 
 # ---------------------------------------------------------------- headers (pure)
@@ -136,15 +143,94 @@ def normalised_mode(kind: str, st_mode: int) -> int:
     return 0o777 if kind == "symlink" else 0o644
 
 
-# ---------------------------------------------------------------- planning (reads the tree, writes nothing)
+# ---------------------------------------------------------------- walking (reads the tree, writes nothing)
 
 
-def iter_entries(root: Path) -> Iterator[Entry]:
+class _FdTree:
+    """Opens relative to directory descriptors: no path lookup from the root for each of the
+    30,000+ files of an env, and a directory swapped for a symlink mid-walk is not followed."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def shown(self, name: str) -> str:
+        """A member's path on disk, for messages."""
+        return f"{self.root}{os.sep}{name}"
+
+    def open_root(self) -> int | str:
+        # Followed if the root itself is a symlink (as before), unlike anything below it.
+        return os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+    def open_dir(self, where: int | str, base: str) -> int | str:
+        return _open_dir(base, where)
+
+    def close_dir(self, handle: int | str) -> None:
+        os.close(cast("int", handle))
+
+    def scan(self, handle: int | str) -> list[os.DirEntry[str]]:
+        with os.scandir(cast("int", handle)) as it:
+            return sorted(it, key=_by_name)
+
+    def readlink(self, where: int | str, base: str) -> str:
+        return os.readlink(base, dir_fd=cast("int", where))
+
+    def open_file(self, where: int | str, base: str) -> int:
+        return os.open(base, _FILE_FLAGS, dir_fd=cast("int", where))
+
+
+class _PathTree(_FdTree):
+    """The portable fallback (Windows has no ``dir_fd``): directories are handled by path."""
+
+    def open_root(self) -> str:
+        return self.root
+
+    def open_dir(self, where: int | str, base: str) -> str:
+        return f"{where}{os.sep}{base}"
+
+    def close_dir(self, handle: int | str) -> None:
+        pass
+
+    def scan(self, handle: int | str) -> list[os.DirEntry[str]]:
+        with os.scandir(cast("str", handle)) as it:
+            return sorted(it, key=_by_name)
+
+    def readlink(self, where: int | str, base: str) -> str:
+        return os.readlink(f"{where}{os.sep}{base}")  # noqa: PTH115 - str in, str out, 30,000 times
+
+    def open_file(self, where: int | str, base: str) -> int:
+        return os.open(f"{where}{os.sep}{base}", _FILE_FLAGS)
+
+
+# O_NONBLOCK: a FIFO swapped in after the walk must not hang the open; O_NOFOLLOW: nor a symlink.
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+_FD_WALK = (os.open in os.supports_dir_fd and os.scandir in os.supports_fd and os.readlink in os.supports_dir_fd
+            and hasattr(os, "O_DIRECTORY"))
+
+
+def _by_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _open_dir(name: str, dir_fd: int | str) -> int:
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    return os.open(name, flags, dir_fd=cast("int", dir_fd))
+
+
+def make_tree(root: Path) -> _FdTree:
+    return _FdTree(str(root)) if _FD_WALK else _PathTree(str(root))
+
+
+def iter_entries(root: Path, tree: _FdTree | None = None) -> Generator[Entry, None, None]:
     """The members of ``root`` in archive order, read lazily so packing overlaps the walk."""
     if not root.is_dir():
         raise BuildError(f"cannot pack {describe_path(root)}: not a directory",
                          fix="pass the folder of the box tree to pack")
-    yield from _walk(str(root), "")
+    tree = tree or make_tree(root)
+    handle = _tree_call(tree, "", tree.open_root)
+    try:
+        yield from _walk(tree, handle)
+    finally:
+        tree.close_dir(handle)
 
 
 def check_links(root: Path, entries: Iterable[Entry]) -> None:
@@ -156,35 +242,63 @@ def check_links(root: Path, entries: Iterable[Entry]) -> None:
                          fix="make the link relative and pointing inside the box, or remove it")
 
 
-def _walk(directory: str, prefix: str) -> Iterator[Entry]:
+def _walk(tree: _FdTree, root: int | str) -> Iterator[Entry]:
+    """Depth first, sorted by name at every level.  A stack instead of recursion: nested generators
+    would pass each of the 30,000+ entries up through every level of the tree."""
+    stack = [(root, iter(_tree_call(tree, "", tree.scan, root)), "")]
     try:
-        with os.scandir(directory) as it:
-            children = sorted(it, key=lambda e: e.name)
+        while stack:
+            handle, children, prefix = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                if stack:  # the caller opened the root and closes it
+                    tree.close_dir(handle)
+                continue
+            name = prefix + child.name
+            if child.is_symlink():
+                target = _tree_call(tree, name, tree.readlink, handle, child.name)
+                yield _symlink_entry(tree, name, handle, child.name, target)
+            elif child.is_dir(follow_symlinks=False):
+                yield Entry(name, "dir", handle, child.name)
+                sub = _tree_call(tree, name, tree.open_dir, handle, child.name)
+                stack.append((sub, iter(_scan_or_close(tree, name, sub)), name + "/"))
+            elif child.is_file(follow_symlinks=False):
+                yield Entry(name, "file", handle, child.name)
+            else:
+                raise BuildError(f"cannot pack {tree.shown(name)}: not a regular file, directory or "
+                                 "symlink (device, FIFO or socket)", fix="remove it from the box tree")
+    finally:
+        for handle, _, _ in stack[1:]:
+            tree.close_dir(handle)
+
+
+def _scan_or_close(tree: _FdTree, name: str, handle: int | str) -> list[os.DirEntry[str]]:
+    try:
+        return _tree_call(tree, name, tree.scan, handle)
+    except BuildError:
+        tree.close_dir(handle)
+        raise
+
+
+def _tree_call(tree: _FdTree, name: str, call: Callable[..., T], *args: object) -> T:
+    """``call(*args)``, with an OSError turned into a BuildError naming the member ``name``."""
+    try:
+        return call(*args)
     except OSError as exc:
-        raise BuildError(f"cannot read {directory}: {exc.strerror}", fix="check permissions") from None
-    for child in children:
-        name = prefix + child.name
-        if child.is_symlink():
-            yield _symlink_entry(child.path, name)
-        elif child.is_dir(follow_symlinks=False):
-            yield Entry(name, "dir", child.path, 0o755)
-            yield from _walk(child.path, name + "/")
-        elif child.is_file(follow_symlinks=False):
-            st = child.stat(follow_symlinks=False)
-            yield Entry(name, "file", child.path, normalised_mode("file", st.st_mode), size=st.st_size)
-        else:
-            raise BuildError(f"cannot pack {child.path}: not a regular file, directory or symlink "
-                             "(device, FIFO or socket)", fix="remove it from the box tree")
+        where = tree.shown(name) if name else describe_path(tree.root)
+        raise BuildError(f"cannot read {where}: {exc.strerror}",
+                         fix="check permissions, and do not modify the box tree while packing it") from None
 
 
-def _symlink_entry(path: str, name: str) -> Entry:
-    target = Path(path).readlink().as_posix()
+def _symlink_entry(tree: _FdTree, name: str, where: int | str, base: str, target: str) -> Entry:
+    target = target.replace(os.sep, "/") if os.sep != "/" else target
     try:
         paths.check_link_target(target)
     except paths.UnsafePath as exc:
-        raise BuildError(f"cannot pack symlink {path} -> {target}: {exc.rule}",
+        raise BuildError(f"cannot pack symlink {tree.shown(name)} -> {target}: {exc.rule}",
                          fix="make the link relative and pointing inside the box, or remove it") from None
-    return Entry(name, "symlink", path, 0o777, target)
+    return Entry(name, "symlink", where, base, target)
 
 
 # ---------------------------------------------------------------- writing
@@ -226,22 +340,19 @@ class _TarStream:
             if self.pos == CHUNK:
                 self.drain()
 
-    def put_file(self, path: str, size: int) -> None:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            left = size
-            while left:
-                if self.pos == CHUNK:
-                    self.drain()
-                want = min(left, CHUNK - self.pos)
-                got = _read_into(fd, self.view[self.pos:self.pos + want])
-                if got == 0:
-                    raise BuildError(f"{path} shrank while it was being packed",
-                                     fix="do not modify the box tree while packing it")
-                self.pos += got
-                left -= got
-        finally:
-            os.close(fd)
+    def put_file(self, fd: int, size: int, path: str) -> None:
+        """Exactly ``size`` bytes of the open file ``fd``, then the padding to a whole block."""
+        left = size
+        while left:
+            if self.pos == CHUNK:
+                self.drain()
+            want = min(left, CHUNK - self.pos)
+            got = _read_into(fd, self.view[self.pos:self.pos + want])
+            if got == 0:
+                raise BuildError(f"{path} shrank while it was being packed",
+                                 fix="do not modify the box tree while packing it")
+            self.pos += got
+            left -= got
         self.put(_ZEROS[: -size % BLOCK])
 
     def drain(self) -> None:
@@ -266,21 +377,33 @@ if not hasattr(os, "readv"):
     _read_into = _read_into_copy  # the portable fallback
 
 
-def _write_entries(entries: Iterable[Entry], stream: _TarStream) -> tuple[int, list[Entry]]:
+def _write_entries(entries: Iterable[Entry], stream: _TarStream, tree: _FdTree) -> tuple[int, list[Entry]]:
     """Write every member; return the count of regular files and all members written."""
     files = 0
     written: list[Entry] = []
     for entry in entries:
         written.append(entry)
         if entry.kind == "file":
-            stream.put(build_header(entry.name, kind="file", mode=entry.mode, size=entry.size))
-            stream.put_file(entry.source, entry.size)
+            _write_file(entry, stream, tree)
             files += 1
         else:
-            stream.put(build_header(entry.name, kind=entry.kind, mode=entry.mode, link=entry.link))
+            stream.put(build_header(entry.name, kind=entry.kind, mode=normalised_mode(entry.kind, 0), link=entry.link))
     stream.put(bytes(2 * BLOCK))
     stream.drain()
     return files, written
+
+
+def _write_file(entry: Entry, stream: _TarStream, tree: _FdTree) -> None:
+    fd = _tree_call(tree, entry.name, tree.open_file, entry.where, entry.base)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BuildError(f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
+                             "file while the tree was being packed", fix="do not modify the box tree while packing it")
+        stream.put(build_header(entry.name, kind="file", mode=normalised_mode("file", st.st_mode), size=st.st_size))
+        stream.put_file(fd, st.st_size, tree.shown(entry.name))
+    finally:
+        os.close(fd)
 
 
 # Level 3 with half-size match tables (hash 2^16, chain 2^15 entries instead of 2^17 and 2^16).
@@ -309,7 +432,8 @@ def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int
     The tree is walked while zstd compresses (the walk is a second of stat calls on a big env, which
     would otherwise leave the compression workers idle); links are checked before the rename.
     """
-    entries = iter_entries(root)
+    tree = make_tree(root)
+    entries = iter_entries(root, tree)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.part")
     compressor = zstandard.ZstdCompressor(compression_params=compression_parameters(level, threads))
@@ -319,7 +443,8 @@ def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int
             target = cast("IO[bytes]", hashing)  # duck-typed: zstd only calls write/flush
             with compressor.stream_writer(target, closefd=False, write_size=1 << 20) as sink:
                 stream = _TarStream(sink)
-                files, written = _write_entries(entries, stream)
+                with contextlib.closing(entries):
+                    files, written = _write_entries(entries, stream, tree)
         check_links(root, written)
         tmp.replace(out)
     except BaseException:

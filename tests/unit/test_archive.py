@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,52 @@ def test_default_level_uses_the_smaller_tables_and_other_levels_stock_ones(tmp_p
     root = _make_tree(tmp_path / "t")
     packed = pack_tree(root, tmp_path / "o.tar.zst")
     assert zstandard.get_frame_parameters(packed.path.read_bytes()[:18]).has_checksum
+
+
+def test_path_walk_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows has no dir_fd: the path-based walk must write the same bytes."""
+    root = _make_tree(tmp_path / "t")
+    native = pack_tree(root, tmp_path / "a.tar.zst")
+    assert isinstance(archive.make_tree(root), archive._FdTree)
+    monkeypatch.setattr(archive, "_FD_WALK", False)
+    assert type(archive.make_tree(root)) is archive._PathTree
+    assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
+
+
+def _pack_swapping(root: Path, name: str, swap: Callable[[Path], object]) -> None:
+    """Write the archive of ``root``, replacing member ``name`` on disk right after the walk saw it."""
+    tree = archive.make_tree(root)
+
+    def entries() -> Iterator[archive.Entry]:
+        for entry in archive.iter_entries(root, tree):
+            if entry.name == name:
+                (root / name).unlink()
+                swap(root / name)
+            yield entry
+
+    stream = archive._TarStream(zstandard.ZstdCompressor().stream_writer(io.BytesIO()))
+    archive._write_entries(entries(), stream, tree)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_file_swapped_for_a_fifo_mid_pack_fails_instead_of_hanging(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "t")
+    with pytest.raises(BuildError, match="stopped being a regular file") as info:
+        _pack_swapping(root, "box.json", os.mkfifo)
+    assert str(root / "box.json") in str(info.value)
+
+
+def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "t")
+    secret = tmp_path / "secret"
+    secret.write_text("outside the tree")
+    with pytest.raises(BuildError, match="cannot read") as info:
+        _pack_swapping(root, "box.json", lambda p: p.symlink_to(secret))
+    assert "box.json" in str(info.value)
+
+
+def test_root_given_through_a_symlink_is_followed(tmp_path: Path) -> None:
+    root = _make_tree(tmp_path / "t")
+    (tmp_path / "alias").symlink_to(root)
+    assert pack_tree(tmp_path / "alias", tmp_path / "a.tar.zst").sha256 == \
+        pack_tree(root, tmp_path / "b.tar.zst").sha256
