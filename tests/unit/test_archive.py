@@ -198,14 +198,14 @@ def test_worker_count_does_not_change_the_bytes_across_many_zstd_jobs(tmp_path: 
 def test_default_level_uses_the_smaller_tables_and_other_levels_stock_ones(tmp_path: Path) -> None:
     default = archive.compression_parameters(archive.DEFAULT_LEVEL, 2)
     assert (default.compression_level, default.hash_log, default.chain_log) == (3, 16, 15)
-    assert default.threads == 2 and default.write_checksum == 1
+    assert default.threads == 2 and default.write_checksum == 0
     stock = zstandard.ZstdCompressionParameters.from_level(19, threads=1)
     other = archive.compression_parameters(19, 0)  # single-threaded mode maps to one worker
     assert (other.hash_log, other.chain_log, other.threads) == (stock.hash_log, stock.chain_log, 1)
-    # Still a plain zstd frame with a content checksum, as any zstd reads it.
+    # A plain zstd frame without zstd's content checksum (the manifest's sha256 covers the bytes).
     root = _make_tree(tmp_path / "t")
     packed = pack_tree(root, tmp_path / "o.tar.zst")
-    assert zstandard.get_frame_parameters(packed.path.read_bytes()[:18]).has_checksum
+    assert not zstandard.get_frame_parameters(packed.path.read_bytes()[:18]).has_checksum
 
 
 def test_path_walk_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
