@@ -20,7 +20,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, BinaryIO, NamedTuple, TypeVar, cast
 
@@ -115,6 +115,8 @@ def _ustar(name: bytes, prefix: bytes, *, mode: int, size: int, typeflag: bytes,
 
 def build_header(name: str, *, kind: str, mode: int = 0o644, size: int = 0, link: str = "") -> bytes:
     """The header block(s) for one member: a plain ustar header, or a pax header plus ustar."""
+    if kind == "file" and len(name) <= 100 and size <= _USTAR_MAX_SIZE and name.isascii():
+        return _ustar(name.encode("ascii"), b"", mode=mode, size=size, typeflag=b"0")  # most members
     typeflag = {"file": b"0", "dir": b"5", "symlink": b"2"}[kind]
     tar_name = name + "/" if kind == "dir" else name
     records: list[bytes] = []
@@ -256,15 +258,15 @@ def _walk(tree: _FdTree, root: int | str) -> Iterator[Entry]:
                     tree.close_dir(handle)
                 continue
             name = prefix + child.name
-            if child.is_symlink():
-                target = _tree_call(tree, name, tree.readlink, handle, child.name)
-                yield _symlink_entry(tree, name, handle, child.name, target)
+            if child.is_file(follow_symlinks=False):  # most members: one check
+                yield Entry(name, "file", handle, child.name)
             elif child.is_dir(follow_symlinks=False):
                 yield Entry(name, "dir", handle, child.name)
                 sub = _tree_call(tree, name, tree.open_dir, handle, child.name)
                 stack.append((sub, iter(_scan_or_close(tree, name, sub)), name + "/"))
-            elif child.is_file(follow_symlinks=False):
-                yield Entry(name, "file", handle, child.name)
+            elif child.is_symlink():
+                target = _tree_call(tree, name, tree.readlink, handle, child.name)
+                yield _symlink_entry(tree, name, handle, child.name, target)
             else:
                 raise BuildError(f"cannot pack {tree.shown(name)}: not a regular file, directory or "
                                  "symlink (device, FIFO or socket)", fix="remove it from the box tree")
@@ -286,9 +288,13 @@ def _tree_call(tree: _FdTree, name: str, call: Callable[..., T], *args: object) 
     try:
         return call(*args)
     except OSError as exc:
-        where = tree.shown(name) if name else describe_path(tree.root)
-        raise BuildError(f"cannot read {where}: {exc.strerror}",
-                         fix="check permissions, and do not modify the box tree while packing it") from None
+        raise _read_error(tree, name, exc) from None
+
+
+def _read_error(tree: _FdTree, name: str, exc: OSError) -> BuildError:
+    where = tree.shown(name) if name else describe_path(tree.root)
+    return BuildError(f"cannot read {where}: {exc.strerror}",
+                      fix="check permissions, and do not modify the box tree while packing it")
 
 
 def _symlink_entry(tree: _FdTree, name: str, where: int | str, base: str, target: str) -> Entry:
@@ -332,6 +338,11 @@ class _TarStream:
         self.total = 0
 
     def put(self, data: bytes) -> None:
+        end = self.pos + len(data)
+        if end < CHUNK:  # the common case: a header or padding that fits
+            self.buf[self.pos:end] = data
+            self.pos = end
+            return
         while data:
             n = min(len(data), CHUNK - self.pos)
             self.buf[self.pos:self.pos + n] = data[:n]
@@ -340,7 +351,7 @@ class _TarStream:
             if self.pos == CHUNK:
                 self.drain()
 
-    def put_file(self, fd: int, size: int, path: str) -> None:
+    def put_file(self, fd: int, size: int, path: Callable[[], str]) -> None:
         """Exactly ``size`` bytes of the open file ``fd``, then the padding to a whole block."""
         left = size
         while left:
@@ -349,7 +360,7 @@ class _TarStream:
             want = min(left, CHUNK - self.pos)
             got = _read_into(fd, self.view[self.pos:self.pos + want])
             if got == 0:
-                raise BuildError(f"{path} shrank while it was being packed",
+                raise BuildError(f"{path()} shrank while it was being packed",
                                  fix="do not modify the box tree while packing it")
             self.pos += got
             left -= got
@@ -377,31 +388,44 @@ if not hasattr(os, "readv"):
     _read_into = _read_into_copy  # the portable fallback
 
 
-def _write_entries(entries: Iterable[Entry], stream: _TarStream, tree: _FdTree) -> tuple[int, list[Entry]]:
-    """Write every member; return the count of regular files and all members written."""
-    files = 0
-    written: list[Entry] = []
+@dataclass
+class _Written:
+    files: int = 0  # regular files
+    entries: int = 0  # all members
+    links: list[Entry] = field(default_factory=list)  # the symlinks, checked once all are known
+
+
+def _write_entries(entries: Iterable[Entry], stream: _TarStream, tree: _FdTree) -> _Written:
+    """Write every member, then the end-of-archive blocks."""
+    written = _Written()
     for entry in entries:
-        written.append(entry)
+        written.entries += 1
         if entry.kind == "file":
             _write_file(entry, stream, tree)
-            files += 1
+            written.files += 1
         else:
             stream.put(build_header(entry.name, kind=entry.kind, mode=normalised_mode(entry.kind, 0), link=entry.link))
+            if entry.kind == "symlink":
+                written.links.append(entry)
     stream.put(bytes(2 * BLOCK))
     stream.drain()
-    return files, written
+    return written
 
 
 def _write_file(entry: Entry, stream: _TarStream, tree: _FdTree) -> None:
-    fd = _tree_call(tree, entry.name, tree.open_file, entry.where, entry.base)
+    """Header from ``fstat`` of the opened file, then its bytes (the hot loop: 30,000+ calls per env)."""
+    try:
+        fd = tree.open_file(entry.where, entry.base)
+    except OSError as exc:
+        raise _read_error(tree, entry.name, exc) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BuildError(f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
                              "file while the tree was being packed", fix="do not modify the box tree while packing it")
-        stream.put(build_header(entry.name, kind="file", mode=normalised_mode("file", st.st_mode), size=st.st_size))
-        stream.put_file(fd, st.st_size, tree.shown(entry.name))
+        stream.put(build_header(entry.name, kind="file", mode=0o755 if st.st_mode & 0o111 else 0o644,
+                                size=st.st_size))
+        stream.put_file(fd, st.st_size, lambda: tree.shown(entry.name))
     finally:
         os.close(fd)
 
@@ -447,10 +471,10 @@ def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int
             with compressor.stream_writer(target, closefd=False, write_size=1 << 20) as sink:
                 stream = _TarStream(sink)
                 with contextlib.closing(entries):
-                    files, written = _write_entries(entries, stream, tree)
-        check_links(root, written)
+                    written = _write_entries(entries, stream, tree)
+        check_links(root, written.links)
         tmp.replace(out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return PackResult(out, hashing.size, hashing.sha.hexdigest(), files, len(written), stream.total)
+    return PackResult(out, hashing.size, hashing.sha.hexdigest(), written.files, written.entries, stream.total)
