@@ -8,7 +8,9 @@ level in multi-threaded mode (zstd's multi-threaded output does not depend on th
 so it is mapped to 1).
 
 Speed: stdlib ``tarfile`` spends its time building TarInfo objects and copying 16 KiB at a time.
-This writer builds ustar headers itself (pax records only for long or non-ASCII names), reads files
+This writer builds ustar headers itself (pax records only for long or non-ASCII names), walks the
+tree with directory descriptors (each file is opened relative to its directory and measured with
+``fstat`` on the open file: no ``stat`` call and no lookup from the root per file), reads files
 straight into one reused multi-MiB buffer (``os.readv``), and hands zstd whole buffers, whose worker
 threads compress while Python reads the next files.  Memory stays constant whatever the tree size.
 """

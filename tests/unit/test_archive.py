@@ -255,3 +255,24 @@ def test_root_given_through_a_symlink_is_followed(tmp_path: Path) -> None:
     (tmp_path / "alias").symlink_to(root)
     assert pack_tree(tmp_path / "alias", tmp_path / "a.tar.zst").sha256 == \
         pack_tree(root, tmp_path / "b.tar.zst").sha256
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc")
+def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _make_tree(tmp_path / "t")
+    real_scan = archive._FdTree.scan
+    scanned: list[int | str] = []
+
+    def scan(self: archive._FdTree, handle: int | str) -> list[os.DirEntry[str]]:
+        scanned.append(handle)
+        if len(scanned) == 3:  # the root, then "empty", then "model-cache"
+            raise PermissionError(13, "Permission denied")
+        return real_scan(self, handle)
+
+    monkeypatch.setattr(archive._FdTree, "scan", scan)
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    with pytest.raises(BuildError, match=r"cannot read .*model-cache: Permission denied"):
+        pack_tree(root, tmp_path / "o.tar.zst")
+    assert len(list(Path("/proc/self/fd").iterdir())) == before
+    assert not (tmp_path / "o.tar.zst").exists()
