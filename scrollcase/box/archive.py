@@ -425,8 +425,7 @@ def _write_file(entry: Entry, stream: _TarStream, tree: _FdTree) -> None:
         if not stat.S_ISREG(st.st_mode):
             raise BuildError(f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
                              "file while the tree was being packed", fix="do not modify the box tree while packing it")
-        stream.put(build_header(entry.name, kind="file", mode=0o755 if st.st_mode & 0o111 else 0o644,
-                                size=st.st_size))
+        stream.put(build_header(entry.name, kind="file", mode=normalised_mode("file", st.st_mode), size=st.st_size))
         stream.put_file(fd, st.st_size, lambda: tree.shown(entry.name))
     finally:
         os.close(fd)
@@ -458,8 +457,8 @@ def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int
     """Pack ``root`` into ``out`` (``.tar.zst``), byte-for-byte reproducible.
 
     Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched.
-    The tree is walked while zstd compresses (the walk is a second of stat calls on a big env, which
-    would otherwise leave the compression workers idle); links are checked before the rename.
+    The tree is walked while zstd compresses (reading every directory of a big env takes a while,
+    which would otherwise leave the compression workers idle); links are checked before the rename.
     """
     tree = make_tree(root)
     entries = iter_entries(root, tree)
