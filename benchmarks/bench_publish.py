@@ -1,6 +1,6 @@
 """Publishing a large archive to a loopback SeaweedFS: scrollcase vs plain boto3 ``upload_file``.
 
-    python benchmarks/bench_publish.py [--size-mb 1024] [--rounds 1]
+    python benchmarks/bench_publish.py [--size-mb 1024] [--rounds 1]   (the order of contenders rotates every round)
 
 Each contender runs in its own child process (so peak RSS is its own) against a fresh SeaweedFS
 (same settings for all, so no upload meets a fuller store than another).  scrollcase's time
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,8 +110,11 @@ def main() -> None:
         manifest_path = Path(tmp) / "bench.release.json"
         manifest_path.write_bytes(dump_release(manifest))
         rows: list[tuple[str, int, dict[str, float]]] = []
+        names = list(CHILDREN)
         for round_number in range(args.rounds):
-            for name in ("boto3", "boto3-sha256", "scrollcase"):
+            # The order rotates every round, so no contender always goes first or last.
+            shift = round_number % len(names)
+            for name in names[shift:] + names[:shift]:
                 # A fresh server for every upload: each contender meets the same empty store, and
                 # rounds do not fill the server's volumes.
                 with seaweedfs() as server:
@@ -124,10 +128,24 @@ def main() -> None:
     print(f"archive: {args.size_mb} MiB, server: SeaweedFS on 127.0.0.1")
     print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13} "
           f"{'client CPU s':>13} {'server CPU s':>13}")
-    for name, round_number, result in rows:
+    for name, round_number, result in sorted(rows, key=lambda r: (r[1], names.index(r[0]))):
         seconds, rss = result["seconds"], result["peakRssMiB"]
         print(f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f} "
               f"{result['cpuSeconds']:>13.2f} {result['serverCpuSeconds']:>13.2f}")
+    print(summary(rows))
+
+
+def summary(rows: list[tuple[str, int, dict[str, float]]]) -> str:
+    """Medians per contender, and scrollcase's speed-up over plain boto3 per round and overall."""
+    seconds: dict[str, dict[int, float]] = {}
+    for name, round_number, result in rows:
+        seconds.setdefault(name, {})[round_number] = result["seconds"]
+    medians = {name: statistics.median(by_round.values()) for name, by_round in seconds.items()}
+    ratios = [seconds["boto3"][r] / seconds["scrollcase"][r] for r in sorted(seconds["scrollcase"])]
+    lines = ["median seconds: " + ", ".join(f"{name} {value:.2f}" for name, value in medians.items()),
+             f"scrollcase vs boto3 defaults (target >= 1x): {medians['boto3'] / medians['scrollcase']:.2f}x on "
+             f"medians; per round " + ", ".join(f"{r:.2f}x" for r in ratios)]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
