@@ -224,12 +224,12 @@ def make_tree(root: Path) -> _FdTree:
     return _FdTree(str(root)) if _FD_WALK else _PathTree(str(root))
 
 
-def iter_entries(root: Path, tree: _FdTree | None = None) -> Generator[Entry, None, None]:
-    """The members of ``root`` in archive order, read lazily so packing overlaps the walk."""
+def iter_entries(root: Path, tree: _FdTree) -> Generator[Entry, None, None]:
+    """The members of ``root`` (opened through ``tree``) in archive order, read lazily so packing
+    overlaps the walk."""
     if not root.is_dir():
         raise BuildError(f"cannot pack {describe_path(root)}: not a directory",
                          fix="pass the folder of the box tree to pack")
-    tree = tree or make_tree(root)
     handle = _tree_call(tree, "", tree.open_root)
     try:
         yield from _walk(tree, handle)

@@ -166,7 +166,7 @@ class S3Store:
 
     def put_file(self, key: str, path: Path, *, size: int, sha256: str,
                  part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
-        if size <= self.part_size:
+        if self.checksum_part_size(size) is None:  # one request, one checksum for the whole file
             with path.open("rb") as stream:
                 data = stream.read()
             args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key), "Body": data,
