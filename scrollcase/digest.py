@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-CHUNK = 8 << 20  # large reads: hashing is CPU-bound, syscalls are not free
+# 1 MiB reads: few syscalls, yet each chunk is still in the core's cache when it is hashed (8 MiB
+# reads hash about 7% slower here, because every chunk comes back from main memory).
+CHUNK = 1 << 20
+BUFFERS = 3  # chunks in flight between the reader and the piece-hashing thread
 
 
 def sha256_stream(stream: BinaryIO, progress: Callable[[int], None] | None = None) -> tuple[str, int]:
@@ -42,27 +46,53 @@ class FileDigests:
 def sha256_file_and_parts(path: Path, part_size: int) -> FileDigests:
     """One read of the file, two digests at once: the whole file's and each ``part_size`` piece's.
 
-    The piece digests run on a second thread (hashlib releases the GIL on large buffers), so on two
-    cores this takes about as long as hashing the file once.
+    The reading thread hashes the whole file while a second thread hashes the pieces from the same
+    few reused buffers (hashlib releases the GIL on large buffers), so on two cores this takes
+    about as long as hashing the file once.
     """
     if part_size <= 0:
         raise ValueError(f"part_size must be positive, not {part_size}")
-    whole, part = hashlib.sha256(), hashlib.sha256()
-    parts: list[str] = []
-    in_part = total = 0
-    with path.open("rb") as stream, ThreadPoolExecutor(1, thread_name_prefix="scrollcase-hash") as pool:
-        while chunk := stream.read(min(CHUNK, part_size - in_part)):
-            pending = pool.submit(part.update, chunk)
+    whole, pieces = hashlib.sha256(), _PieceHasher(part_size)
+    buffers = [memoryview(bytearray(CHUNK)) for _ in range(BUFFERS)]
+    pending: deque[Future[None]] = deque()
+    turn = total = 0
+    with path.open("rb", buffering=0) as stream, ThreadPoolExecutor(1, thread_name_prefix="scrollcase-hash") as pool:
+        while True:
+            if len(pending) == BUFFERS:
+                pending.popleft().result()  # the buffer about to be refilled has been hashed
+            buffer = buffers[turn % BUFFERS]
+            # A read never crosses a piece boundary, so the piece thread sees the same cut points.
+            read = stream.readinto(buffer[:min(CHUNK, part_size - total % part_size)])
+            if not read:
+                break
+            chunk = buffer[:read]
+            pending.append(pool.submit(pieces.update, chunk))
             whole.update(chunk)
-            pending.result()
-            in_part += len(chunk)
-            total += len(chunk)
-            if in_part == part_size:
-                parts.append(part.hexdigest())
-                part, in_part = hashlib.sha256(), 0
-    if in_part:
-        parts.append(part.hexdigest())
-    return FileDigests(whole.hexdigest(), total, tuple(parts))
+            total += read
+            turn += 1
+        for future in pending:
+            future.result()
+    return FileDigests(whole.hexdigest(), total, pieces.finish())
+
+
+class _PieceHasher:
+    """sha256 of each consecutive ``size`` bytes fed to it, in order (fed by one thread at a time)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.digest = hashlib.sha256()
+        self.filled = 0
+        self.done: list[str] = []
+
+    def update(self, chunk: memoryview) -> None:
+        self.digest.update(chunk)
+        self.filled += len(chunk)
+        if self.filled == self.size:
+            self.done.append(self.digest.hexdigest())
+            self.digest, self.filled = hashlib.sha256(), 0
+
+    def finish(self) -> tuple[str, ...]:
+        return (*self.done, self.digest.hexdigest()) if self.filled else tuple(self.done)
 
 
 def sha256_bytes(data: bytes) -> str:

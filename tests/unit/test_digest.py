@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,22 @@ def test_part_size_must_be_positive(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(b"x")
     with pytest.raises(ValueError, match="part_size"):
         sha256_file_and_parts(tmp_path / "a", 0)
+
+
+def test_a_slow_piece_hasher_never_sees_a_refilled_buffer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader reuses a few buffers; if it refilled one before the piece thread had hashed it, the
+    # pieces would be hashed from the wrong bytes.
+    monkeypatch.setattr(digest, "CHUNK", 1000)
+    update = digest._PieceHasher.update
+
+    def slow_update(self: digest._PieceHasher, chunk: memoryview) -> None:
+        time.sleep(0.002)
+        update(self, chunk)
+
+    monkeypatch.setattr(digest._PieceHasher, "update", slow_update)
+    data = os.urandom(25_000)
+    path = tmp_path / "a.bin"
+    path.write_bytes(data)
+    got = sha256_file_and_parts(path, 3000)
+    assert got.parts == pieces(data, 3000)
+    assert got.sha256 == hashlib.sha256(data).hexdigest()
