@@ -7,10 +7,11 @@ Evidence, strongest first:
   / ``py3.10_cpu_0``.  Metapackages (``pytorch-gpu``, ``pytorch-cpu``, ``pytorch-cuda``,
   ``pytorch-mutex``) only *ask* for a variant; the ``pytorch`` record is what gets installed.
 * PyPI ``torch`` wheels with a local version tag (``2.5.1+cu124``, ``+cpu``; in URLs ``%2Bcu124``).
-* untagged PyPI wheels (PyPI's default Linux builds) are CUDA builds only when the
-  ``nvidia-cuda-runtime-cu*`` wheel they need is locked beside them; its version is the CUDA version.
+* untagged PyPI wheels (PyPI's default Linux builds) are CUDA builds only when the CUDA runtime
+  wheel they need is locked beside them (``nvidia-cuda-runtime-cuNN`` up to CUDA 12, the unsuffixed
+  ``nvidia-cuda-runtime`` since CUDA 13 / torch 2.11); its version is the CUDA version.
 
-Names are matched exactly (``pytorch``, ``torch``, ``nvidia-cuda-runtime-cuNN``) so packages such as
+Names are matched exactly (``pytorch``, ``torch``, ``nvidia-cuda-runtime[-cuNN]``) so packages such as
 ``libopenvino-pytorch-frontend``, ``pytorch-3dunet`` or ``nvidia-ml-py`` are never taken for torch
 or CUDA.
 """
@@ -29,6 +30,28 @@ CONDA_TORCH = "pytorch"
 PYPI_TORCH = "torch"
 CUDA_VERSION_PACKAGE = "cuda-version"
 _CUDA_RUNTIME_WHEEL = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+# NVIDIA's CUDA library wheels: every ``nvidia-*-cuNN`` (CUDA 11/12 naming, and cudnn/nccl/... for 13)
+# and the unsuffixed CUDA 13 names.  Not nvidia-ml-py (NVML bindings), nvidia-pyindex or nvidia-modelopt.
+_CUDA_LIBRARY_WHEEL = re.compile(
+    r"^nvidia-(?:[a-z0-9-]+-cu\d+|cuda-[a-z0-9-]+|cublas|cublasmp|cudnn|cudss|cufft|cufile|curand|cusolver"
+    r"|cusolvermp|cusparse|cusparselt|cutensor|nccl|npp|nvfatbin|nvjitlink|nvjpeg|nvjpeg2k|nvshmem|nvtx|nvvm)$"
+)
+# The CUDA of the Linux torch wheels on PyPI's default index (their CUDA runtime wheel), per release.
+# PyPI's Windows and macOS torch wheels are CPU builds; PyTorch's own indexes carry ``+cuNNN`` builds.
+PYPI_TORCH_CUDA: dict[str, str] = {
+    "2.5": "12.4",
+    "2.6": "12.4",
+    "2.7": "12.6",
+    "2.8": "12.8",
+    "2.9": "12.8",
+    "2.10": "12.8",
+    "2.11": "13.0",
+    "2.12": "13.0",
+    "2.13": "13.0",
+    "2.14": "13.0",
+    "2.15": "13.2",
+}
+PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 _CONDA_CUDA_TAG = re.compile(r"(?:^|_)cuda(\d+)\.(\d+)|(?:^|_)cuda(\d{2,3})(?=_|py|h|$)")
 _CONDA_CPU_TAG = re.compile(r"(?:^|_)cpu(?:_|$)")
 _WHEEL_LOCAL = re.compile(r"\+(cu(\d+)|cpu|rocm[\d.]+)", re.IGNORECASE)
@@ -46,8 +69,12 @@ class TorchBuild:
     package: LockedPackage | None = None
 
     def to_json(self) -> dict[str, str | None]:
-        return {"provider": self.provider, "version": self.version, "build": self.build,
-                "accelerator": self.accelerator}
+        return {
+            "provider": self.provider,
+            "version": self.version,
+            "build": self.build,
+            "accelerator": self.accelerator,
+        }
 
     @property
     def cuda_version(self) -> str | None:
@@ -88,6 +115,21 @@ def major_minor(version: str) -> str:
     return ".".join(parts[:2]) if len(parts) >= 2 else version
 
 
+def cuda_tag(cuda: str) -> str:
+    """``12.4`` -> ``cu124``, the tag of PyTorch's index and wheels for that CUDA."""
+    return "cu" + cuda.replace(".", "")
+
+
+def pytorch_index(cuda: str | None) -> str:
+    """PyTorch's wheel index for a CUDA version (``.../whl/cu124``), or its CPU index for None."""
+    return PYTORCH_INDEX + (cuda_tag(cuda) if cuda else "cpu")
+
+
+def pypi_torch_releases(cuda: str) -> tuple[str, ...]:
+    """The torch releases (``2.5``, ``2.6``) whose Linux wheels on PyPI's default index use ``cuda``."""
+    return tuple(release for release, built in PYPI_TORCH_CUDA.items() if built == cuda)
+
+
 def find(packages: Sequence[LockedPackage], name: str, kind: str | None = None) -> LockedPackage | None:
     for package in packages:
         if package.name == name and (kind is None or package.kind == kind):
@@ -95,11 +137,19 @@ def find(packages: Sequence[LockedPackage], name: str, kind: str | None = None) 
     return None
 
 
+def cuda_runtime_wheels(packages: Sequence[LockedPackage]) -> list[LockedPackage]:
+    """Every CUDA runtime wheel (``nvidia-cuda-runtime-cuNN``, ``nvidia-cuda-runtime``), in lock order."""
+    return [p for p in packages if p.kind == "pypi" and _CUDA_RUNTIME_WHEEL.match(p.name)]
+
+
 def cuda_runtime_wheel(packages: Sequence[LockedPackage]) -> LockedPackage | None:
-    for package in packages:
-        if package.kind == "pypi" and _CUDA_RUNTIME_WHEEL.match(package.name):
-            return package
-    return None
+    runtimes = cuda_runtime_wheels(packages)
+    return runtimes[0] if runtimes else None
+
+
+def cuda_library_wheels(packages: Sequence[LockedPackage]) -> list[LockedPackage]:
+    """Every NVIDIA CUDA library wheel (runtime, cuBLAS, cuDNN, NCCL, ...), in lock order."""
+    return [p for p in packages if p.kind == "pypi" and _CUDA_LIBRARY_WHEEL.match(p.name)]
 
 
 def cuda_version_record(packages: Sequence[LockedPackage]) -> LockedPackage | None:

@@ -10,16 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from scrollcase.errors import Problem
 from scrollcase.pixi.classify import (
     TorchBuild,
     classify_torch,
+    cuda_library_wheels,
     cuda_runtime_wheel,
+    cuda_runtime_wheels,
     cuda_version_record,
     major_minor,
+    pypi_torch_releases,
+    pytorch_index,
 )
-from scrollcase.pixi.lockfile import LockedPackage, LockFile, normalize_name
-from scrollcase.pixi.manifest import Dependency, PixiManifest
+from scrollcase.pixi.lockfile import LockedPackage, LockFile
+from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.targets import TargetSpec
 
 ENVIRONMENT = "default"
@@ -64,8 +71,7 @@ def select_platform(lock: LockFile, environment: str, target: TargetSpec) -> str
     """The lock platform key holding ``target``'s subdir; for CUDA prefer one solved with ``__cuda``."""
     names = lock.platform_names(environment, target.subdir)
     if len(names) > 1 and target.cuda_version:
-        with_cuda = [n for n in names
-                     if any(v.startswith("__cuda") for v in lock.platforms[n].virtual_packages)]
+        with_cuda = [n for n in names if any(v.startswith("__cuda") for v in lock.platforms[n].virtual_packages)]
         names = with_cuda or names
     return names[0] if names else None
 
@@ -76,23 +82,35 @@ def check_lock(inp: LockCheckInput) -> LockCheckResult:
     env = lock.environments.get(inp.environment)
     if env is None:
         problem = Problem(
-            message=f"the lock has no environment {inp.environment!r} "
-                    f"(has: {', '.join(lock.environments) or 'none'})",
-            file=lock.file, line=1, key="environments", fix=_relock(inp))
+            message=f"the lock has no environment {inp.environment!r} (has: {', '.join(lock.environments) or 'none'})",
+            file=lock.file,
+            line=1,
+            key="environments",
+            fix=_relock(inp),
+        )
         return LockCheckResult(inp.recipe_id, None, TorchBuild(), (problem,))
     platform = select_platform(lock, inp.environment, target)
     if platform is None:
         covered = sorted({lock.subdir_of(p) for p in env.packages})
         problem = Problem(
             message=f"the lock does not cover the target platform {target.subdir} "
-                    f"(covers: {', '.join(covered) or 'nothing'})",
-            file=lock.file, line=env.line, key=f"environments.{inp.environment}.packages",
-            value=", ".join(covered), fix=_relock(inp))
+            f"(covers: {', '.join(covered) or 'nothing'})",
+            file=lock.file,
+            line=env.line,
+            key=f"environments.{inp.environment}.packages",
+            value=", ".join(covered),
+            fix=_relock(inp),
+        )
         return LockCheckResult(inp.recipe_id, None, TorchBuild(), (problem,))
     packages = env.packages[platform]
     torch = classify_torch(packages)
-    problems = [*format_problems(inp), *channel_problems(inp), *dependency_problems(inp, packages),
-                *pypi_problems(inp, packages), *accelerator_problems(inp, packages, torch)]
+    problems = [
+        *format_problems(inp),
+        *channel_problems(inp),
+        *dependency_problems(inp, packages),
+        *pypi_problems(inp, packages),
+        *accelerator_problems(inp, packages, torch),
+    ]
     return LockCheckResult(inp.recipe_id, platform, torch, tuple(problems))
 
 
@@ -100,10 +118,17 @@ def format_problems(inp: LockCheckInput) -> list[Problem]:
     if inp.pixi_version is None or pixi_reads(inp.pixi_version, inp.lock.version):
         return []
     needed = ".".join(str(p) for p in MIN_PIXI_FOR_LOCK[inp.lock.version])
-    return [Problem(
-        message=f"lock format v{inp.lock.version} needs pixi >= {needed}, but the recipe pins pixi "
-                f"{inp.pixi_version}", file=inp.lock.file, line=1, key="version",
-        value=str(inp.lock.version), fix=f"set pixiVersion to {needed} or newer in recipe.json")]
+    return [
+        Problem(
+            message=f"lock format v{inp.lock.version} needs pixi >= {needed}, but the recipe pins pixi "
+            f"{inp.pixi_version}",
+            file=inp.lock.file,
+            line=1,
+            key="version",
+            value=str(inp.lock.version),
+            fix=f"set pixiVersion to {needed} or newer in recipe.json",
+        )
+    ]
 
 
 def channel_problems(inp: LockCheckInput) -> list[Problem]:
@@ -111,20 +136,30 @@ def channel_problems(inp: LockCheckInput) -> list[Problem]:
     locked = tuple(c.rstrip("/") + "/" for c in env.channels)
     if locked == inp.channels:
         return []
-    return [Problem(
-        message=f"the lock is stale: it was solved with channels [{', '.join(locked)}] "
-                f"but pixi.toml asks for [{', '.join(inp.channels)}]",
-        file=inp.lock.file, line=env.line, key=f"environments.{inp.environment}.channels",
-        value=", ".join(locked), fix=_relock(inp))]
+    return [
+        Problem(
+            message=f"the lock is stale: it was solved with channels [{', '.join(locked)}] "
+            f"but pixi.toml asks for [{', '.join(inp.channels)}]",
+            file=inp.lock.file,
+            line=env.line,
+            key=f"environments.{inp.environment}.channels",
+            value=", ".join(locked),
+            fix=_relock(inp),
+        )
+    ]
 
 
 def _record(package: LockedPackage) -> object:
     from rattler import PackageRecord
     from rattler.package import BuildString
 
-    return PackageRecord(package.name, package.version, BuildString(package.build or ""), 0,
-                         package.location.rstrip("/").rsplit("/", 2)[-2] if "/" in package.location
-                         else "noarch")
+    return PackageRecord(
+        package.name,
+        package.version,
+        BuildString(package.build or ""),
+        0,
+        package.location.rstrip("/").rsplit("/", 2)[-2] if "/" in package.location else "noarch",
+    )
 
 
 def spec_matches(spec: str, package: LockedPackage) -> bool | str:
@@ -139,8 +174,11 @@ def spec_matches(spec: str, package: LockedPackage) -> bool | str:
     if not match_spec.matches(record):  # type: ignore[arg-type]
         return False
     channel = match_spec.channel
-    return channel is None or package.location.startswith(str(channel.base_url).rstrip("/") + "/") \
+    return (
+        channel is None
+        or package.location.startswith(str(channel.base_url).rstrip("/") + "/")
         or "://" not in package.location
+    )
 
 
 def dependency_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> list[Problem]:
@@ -150,53 +188,132 @@ def dependency_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) 
         locked = conda.get(dep.name.lower())
         spec = dep.match_spec()
         if locked is None:
-            problems.append(_manifest_problem(
-                inp, dep, f"the lock is stale: pixi.toml asks for {spec} but the lock has no "
-                          f"{dep.name} for {inp.target.subdir}", spec))
+            problems.append(
+                _manifest_problem(
+                    inp,
+                    dep,
+                    f"the lock is stale: pixi.toml asks for {spec} but the lock has no "
+                    f"{dep.name} for {inp.target.subdir}",
+                    spec,
+                )
+            )
             continue
         verdict = spec_matches(spec, locked)
         if verdict is True:
             continue
         if verdict is False:
-            message = (f"the lock is stale: pixi.toml asks for {spec} but the lock holds "
-                       f"{locked.name} {locked.version} {locked.build or ''}".rstrip())
+            message = (
+                f"the lock is stale: pixi.toml asks for {spec} but the lock holds "
+                f"{locked.name} {locked.version} {locked.build or ''}".rstrip()
+            )
         else:
             message = f"cannot check {spec} against the lock: {verdict}"
-        problems.append(Problem(message=message, file=inp.lock.file, line=locked.line or locked.entry_line,
-                                key=dep.name, value=f"{locked.name} {locked.version} {locked.build or ''}"
-                                .rstrip(), fix=_relock(inp)))
+        problems.append(
+            Problem(
+                message=message,
+                file=inp.lock.file,
+                line=locked.line or locked.entry_line,
+                key=dep.name,
+                value=f"{locked.name} {locked.version} {locked.build or ''}".rstrip(),
+                fix=_relock(inp),
+            )
+        )
     return problems
 
 
 def _manifest_problem(inp: LockCheckInput, dep: Dependency, message: str, spec: str) -> Problem:
-    return Problem(message=message, file=inp.manifest.file, line=inp.manifest.line_of(dep.name, dep.table),
-                   key=f"{dep.table}.{dep.name}", value=spec, fix=_relock(inp))
+    return Problem(
+        message=message,
+        file=inp.manifest.file,
+        line=inp.manifest.line_of(dep.name, dep.table),
+        key=f"{dep.table}.{dep.name}",
+        value=spec,
+        fix=_relock(inp),
+    )
+
+
+def pypi_spec_matches(spec: str, version: str) -> bool | str:
+    """True/False for PEP 440 specifiers (``*``, ``>=2.5,<2.7``) against a locked version, or why not."""
+    text = spec.strip()
+    if text == "*":
+        return True
+    try:
+        specifiers = SpecifierSet(text)
+    except InvalidSpecifier:
+        bare = " (a bare version: pixi asks for an operator)" if _is_version(text) else ""
+        return f"{text!r} is not a PEP 440 version specifier{bare}"
+    if not _is_version(version):
+        return f"the locked version {version!r} is not a PEP 440 version"
+    return specifiers.contains(Version(version), prereleases=True)
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def pypi_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> list[Problem]:
-    wheels = {p.name for p in packages if p.kind == "pypi"}
+    wheels = {p.name: p for p in packages if p.kind == "pypi"}
     problems: list[Problem] = []
-    for name in inp.manifest.pypi_dependencies:
-        if normalize_name(name) not in wheels:
-            problems.append(Problem(
-                message=f"the lock is stale: pixi.toml asks for the PyPI package {name} but the lock "
-                        f"has none for {inp.target.subdir}",
-                file=inp.manifest.file, line=inp.manifest.line_of(name, "pypi-dependencies"),
-                key=f"pypi-dependencies.{name}", fix=_relock(inp)))
+    for name, dep in inp.manifest.pypi_dependencies_for(inp.target.subdir).items():
+        problems.extend(_pypi_dependency_problems(inp, dep, wheels.get(name)))
     for package in packages:
         if package.kind == "pypi" and not package.filename.endswith(".whl"):
-            problems.append(Problem(
-                message=f"the PyPI package {package.name} is locked as a source distribution, git URL or "
-                        f"folder, and `scrollcase build` installs wheels only",
-                file=inp.lock.file, line=package.line, key=f"packages.pypi.{package.name}",
-                value=package.location,
-                fix="lock a wheel for it (from an index or a wheel URL, so pixi pins its sha256), "
-                    "or depend on the conda-forge package instead"))
+            problems.append(
+                Problem(
+                    message=f"the PyPI package {package.name} is locked as a source distribution, git URL or "
+                    f"folder, and `scrollcase build` installs wheels only",
+                    file=inp.lock.file,
+                    line=package.line,
+                    key=f"packages.pypi.{package.name}",
+                    value=package.location,
+                    fix="lock a wheel for it (from an index or a wheel URL, so pixi pins its sha256), "
+                    "or depend on the conda-forge package instead",
+                )
+            )
     return problems
 
 
-def accelerator_problems(inp: LockCheckInput, packages: Sequence[LockedPackage],
-                         torch: TorchBuild) -> list[Problem]:
+def _pypi_dependency_problems(inp: LockCheckInput, dep: PypiDependency, locked: LockedPackage | None) -> list[Problem]:
+    """The PyPI dependency is locked, and at a version its specifiers allow (extras, markers ignored)."""
+    line = inp.manifest.line_of(dep.name, dep.table)
+    if locked is None:
+        return [
+            Problem(
+                message=f"the lock is stale: pixi.toml asks for the PyPI package {dep.name} but the lock "
+                f"has none for {inp.target.subdir}",
+                file=inp.manifest.file,
+                line=line,
+                key=dep.key,
+                fix=_relock(inp),
+            )
+        ]
+    if dep.version is None or dep.source is not None:
+        return []
+    verdict = pypi_spec_matches(dep.version, locked.version)
+    if verdict is True:
+        return []
+    found = f"{locked.name} {locked.version}"
+    if verdict is False:
+        where = f" (line {_at(inp, locked)} of {inp.lock.file})" if _at(inp, locked) else ""
+        message = f"the lock is stale: pixi.toml asks for {dep.name} {dep.version} but the lock holds {found}{where}"
+        fix = _relock(inp)
+    else:
+        message = f"cannot check {dep.name} {dep.version!r} against the lock: {verdict}"
+        fix = f"{_specifier_fix(dep.name, dep.version)}, then {_relock(inp)}"
+    return [Problem(message=message, file=inp.manifest.file, line=line, key=dep.key, value=found, fix=fix)]
+
+
+def _specifier_fix(name: str, spec: str) -> str:
+    if _is_version(spec.strip()):
+        return f'write {name} = "=={spec.strip()}"'
+    return f'write PEP 440 specifiers, e.g. {name} = ">=2.5,<2.7" or {name} = "==2.6.0"'
+
+
+def accelerator_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild) -> list[Problem]:
     if inp.target.cuda_version:
         return cuda_problems(inp, packages, torch, inp.target.cuda_version)
     return cpu_problems(inp, packages, torch)
@@ -210,71 +327,208 @@ def _torch_value(torch: TorchBuild) -> str:
     return " ".join(x for x in (torch.provider, torch.version, torch.build) if x)
 
 
-def cuda_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild,
-                  cuda: str) -> list[Problem]:
-    target_id = inp.target.target_id
-    pin_fix = (f'in pixi.toml pin pytorch = {{ version = "2.*", build = "cuda*" }} and '
-               f'cuda-version = "{cuda}.*", declare [system-requirements] cuda = "{cuda}", then '
-               + _relock(inp))
+def _conda_cuda_fix(inp: LockCheckInput, cuda: str) -> str:
+    return (
+        f'in pixi.toml pin pytorch = {{ version = "2.*", build = "cuda*" }} and '
+        f'cuda-version = "{cuda}.*", declare [system-requirements] cuda = "{cuda}", then ' + _relock(inp)
+    )
+
+
+def pypi_torch_advice(cuda: str) -> str:
+    """How to get a PyPI torch built for ``cuda``: a release whose default wheels use it, or PyTorch's index."""
+    releases = pypi_torch_releases(cuda)
+    if not releases:
+        return (
+            f"PyPI's default index has no torch built for CUDA {cuda}; take torch from PyTorch's index: "
+            f'torch = {{ version = "*", index = "{pytorch_index(cuda)}" }}'
+        )
+    last_major, last_minor = releases[-1].split(".")
+    pin = f">={releases[0]},<{last_major}.{int(last_minor) + 1}"
+    names = releases[0] if len(releases) == 1 else f"{', '.join(releases[:-1])} or {releases[-1]}"
+    return (
+        f"in [pypi-dependencies] pin torch to a release whose PyPI wheels are built for CUDA {cuda} "
+        f'(torch {names}): torch = "{pin}", or take it from PyTorch\'s index for CUDA {cuda}: '
+        f'torch = {{ version = "{pin}", index = "{pytorch_index(cuda)}" }}'
+    )
+
+
+def cuda_problems(
+    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str
+) -> list[Problem]:
+    pin_fix = _conda_cuda_fix(inp, cuda)
     if torch.provider is None:
         return _cuda_without_torch(inp, packages, cuda, pin_fix)
+    if torch.provider == "pypi":
+        return _pypi_cuda_problems(inp, packages, torch, cuda)
     if torch.accelerator != f"cuda{cuda}":
         found = "a CPU build" if torch.accelerator == "cpu" else f"a build for {torch.accelerator}"
-        return [Problem(
-            message=f"{target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds {found} "
-                    f"({torch.evidence}) — CPU packages under a CUDA name",
-            file=inp.lock.file, line=_at(inp, torch.package), key="torch", value=_torch_value(torch),
-            fix=pin_fix)]
-    if torch.provider == "conda":
-        return _cuda_version_record_problems(inp, packages, torch, cuda, pin_fix)
+        return [
+            Problem(
+                message=f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
+                f"{found} ({torch.evidence}) — CPU packages under a CUDA name",
+                file=inp.lock.file,
+                line=_at(inp, torch.package),
+                key="torch",
+                value=_torch_value(torch),
+                fix=pin_fix,
+            )
+        ]
+    return _cuda_version_record_problems(inp, packages, torch, cuda, pin_fix)
+
+
+def _pypi_cuda_problems(
+    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str
+) -> list[Problem]:
+    """A PyPI torch for exactly the target's CUDA, beside CUDA runtime wheels of that CUDA only."""
+    fix = pypi_torch_advice(cuda) + ", then " + _relock(inp)
+    problems: list[Problem] = []
+    if torch.accelerator != f"cuda{cuda}":
+        cpu = torch.accelerator == "cpu"
+        found = "a CPU build" if cpu else f"a build for {torch.accelerator}"
+        under = "CPU packages" if cpu else f"{torch.accelerator} packages"
+        problems.append(
+            Problem(
+                message=f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
+                f"torch {torch.version} from PyPI, {found} ({torch.evidence}) — {under} under a "
+                f"cuda{cuda} name",
+                file=inp.lock.file,
+                line=_at(inp, torch.package),
+                key="torch",
+                value=_torch_value(torch),
+                fix=fix,
+            )
+        )
+    return problems + _runtime_wheel_problems(inp, packages, torch, cuda, fix)
+
+
+def _runtime_wheel_problems(
+    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str, fix: str
+) -> list[Problem]:
+    """Every CUDA runtime wheel is the target's CUDA (major.minor); one CUDA per lock."""
+    runtimes = cuda_runtime_wheels(packages)
+    versions = {major_minor(r.version) for r in runtimes}
+    shown = ", ".join(f"{r.name} {r.version}" for r in runtimes)
+    if len(versions) > 1:
+        odd = next(r for r in runtimes if major_minor(r.version) != cuda)
+        return [
+            Problem(
+                message=f"the lock holds CUDA runtime wheels for several CUDA versions ({shown}); a "
+                f"{inp.target.target_id} box must hold one, for CUDA {cuda}",
+                file=inp.lock.file,
+                line=_at(inp, odd),
+                key=odd.name,
+                value=shown,
+                fix=f"find what pulls {odd.name} {odd.version} (torch, or the CUDA variant of another package, "
+                f"e.g. a -cu12 or -cu13 build) and pin one built for CUDA {cuda}; for torch: " + fix,
+            )
+        ]
+    if versions and versions != {cuda} and torch.accelerator == f"cuda{cuda}":
+        runtime = runtimes[0]
+        return [
+            Problem(
+                message=f"torch {torch.version} is a CUDA {cuda} build, but the lock holds {shown}, the CUDA "
+                f"{major_minor(runtime.version)} runtime",
+                file=inp.lock.file,
+                line=_at(inp, runtime),
+                key=runtime.name,
+                value=runtime.version,
+                fix=fix,
+            )
+        ]
     return []
 
 
-def _cuda_version_record_problems(inp: LockCheckInput, packages: Sequence[LockedPackage],
-                                  torch: TorchBuild, cuda: str, fix: str) -> list[Problem]:
+def _cuda_version_record_problems(
+    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str, fix: str
+) -> list[Problem]:
     record = cuda_version_record(packages)
     if record is None:
-        return [Problem(
-            message=f"torch is a CUDA {cuda} build but the lock has no cuda-version record to pin the ABI",
-            file=inp.lock.file, line=_at(inp, torch.package), key="cuda-version",
-            value=_torch_value(torch), fix=fix)]
+        return [
+            Problem(
+                message=f"torch is a CUDA {cuda} build but the lock has no cuda-version record to pin the ABI",
+                file=inp.lock.file,
+                line=_at(inp, torch.package),
+                key="cuda-version",
+                value=_torch_value(torch),
+                fix=fix,
+            )
+        ]
     if major_minor(record.version) != cuda:
-        return [Problem(
-            message=f"cuda-version {record.version} does not match the target's CUDA {cuda}",
-            file=inp.lock.file, line=_at(inp, record), key="cuda-version", value=record.version, fix=fix)]
+        return [
+            Problem(
+                message=f"cuda-version {record.version} does not match the target's CUDA {cuda}",
+                file=inp.lock.file,
+                line=_at(inp, record),
+                key="cuda-version",
+                value=record.version,
+                fix=fix,
+            )
+        ]
     return []
 
 
-def _cuda_without_torch(inp: LockCheckInput, packages: Sequence[LockedPackage], cuda: str,
-                        fix: str) -> list[Problem]:
+def _cuda_without_torch(inp: LockCheckInput, packages: Sequence[LockedPackage], cuda: str, fix: str) -> list[Problem]:
     """A CUDA box without torch (e.g. CuPy, ONNX Runtime) must still lock the target's CUDA."""
     record = cuda_version_record(packages)
     runtime = cuda_runtime_wheel(packages)
     found = [major_minor(p.version) for p in (record, runtime) if p is not None]
     if cuda in found:
         return []
-    what = f"CUDA {', '.join(found)}" if found else "no CUDA runtime at all (no cuda-version record, " \
-                                                    "no nvidia-cuda-runtime wheel)"
-    return [Problem(
-        message=f"{inp.target.target_id} needs CUDA {cuda} packages but the lock holds {what}",
-        file=inp.lock.file, line=_at(inp, record or runtime) or inp.lock.environments[inp.environment].line,
-        key="cuda-version", value=", ".join(found) or None, fix=fix)]
+    what = (
+        f"CUDA {', '.join(found)}"
+        if found
+        else "no CUDA runtime at all (no cuda-version record, no nvidia-cuda-runtime wheel)"
+    )
+    return [
+        Problem(
+            message=f"{inp.target.target_id} needs CUDA {cuda} packages but the lock holds {what}",
+            file=inp.lock.file,
+            line=_at(inp, record or runtime) or inp.lock.environments[inp.environment].line,
+            key="cuda-version",
+            value=", ".join(found) or None,
+            fix=fix,
+        )
+    ]
 
 
 def cpu_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild) -> list[Problem]:
-    fix = ('pin a CPU build in pixi.toml, e.g. pytorch = { version = "2.*", build = "cpu*" }, then '
-           + _relock(inp))
+    cpu_index = f'torch = {{ version = "*", index = "{pytorch_index(None)}" }}'
+    if torch.provider == "pypi":
+        fix = f"take torch from PyTorch's CPU index in [pypi-dependencies]: {cpu_index}, then " + _relock(inp)
+    else:
+        fix = 'pin a CPU build in pixi.toml, e.g. pytorch = { version = "2.*", build = "cpu*" }, then ' + _relock(inp)
     problems: list[Problem] = []
     if torch.cuda_version:
-        problems.append(Problem(
-            message=f"{inp.target.target_id} is not a CUDA target but the lock holds a CUDA "
-                    f"{torch.cuda_version} build of torch ({torch.evidence})",
-            file=inp.lock.file, line=_at(inp, torch.package), key="torch", value=_torch_value(torch),
-            fix=fix))
-    runtime = cuda_runtime_wheel(packages)
-    if runtime is not None and not torch.cuda_version:
-        problems.append(Problem(
-            message=f"{inp.target.target_id} is not a CUDA target but the lock holds {runtime.name} "
-                    f"{runtime.version}", file=inp.lock.file, line=_at(inp, runtime), key=runtime.name,
-            value=runtime.version, fix=fix))
-    return problems
+        problems.append(
+            Problem(
+                message=f"{inp.target.target_id} is not a CUDA target but the lock holds a CUDA "
+                f"{torch.cuda_version} build of torch ({torch.evidence})",
+                file=inp.lock.file,
+                line=_at(inp, torch.package),
+                key="torch",
+                value=_torch_value(torch),
+                fix=fix,
+            )
+        )
+    return problems + _cuda_wheel_problems(inp, packages, cpu_index)
+
+
+def _cuda_wheel_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], cpu_index: str) -> list[Problem]:
+    """A box that is not for CUDA holds no NVIDIA CUDA wheels (PyPI's default Linux torch pulls them)."""
+    wheels = cuda_library_wheels(packages)
+    if not wheels:
+        return []
+    shown = ", ".join(f"{w.name} {w.version}" for w in wheels)
+    return [
+        Problem(
+            message=f"{inp.target.target_id} is not a CUDA target but the lock holds {len(wheels)} NVIDIA CUDA "
+            f"wheel{'s' if len(wheels) > 1 else ''}: {shown} — CUDA packages under a {inp.target.accelerator} name",
+            file=inp.lock.file,
+            line=_at(inp, wheels[0]),
+            key=wheels[0].name,
+            value=shown,
+            fix=f"PyPI's default Linux torch is a CUDA build that pulls these: take torch from PyTorch's CPU index "
+            f"in [pypi-dependencies] ({cpu_index}); if another package pulls them, use its CPU variant; then "
+            + _relock(inp),
+        )
+    ]

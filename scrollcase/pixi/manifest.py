@@ -2,7 +2,8 @@
 
 Only what scrollcase needs is modelled: channels, platforms (plain and the per-platform table form
 ``{ platform = "linux-64", cuda = "12.4" }``), system requirements, and conda/PyPI dependencies of
-the default feature plus ``[target.<subdir>]`` overrides.
+the default feature plus ``[target.<subdir>]`` overrides.  Features (``[feature.<name>]``) are not
+modelled: a recipe has one environment, the default one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.errors import ManifestError, Problem
+from scrollcase.pixi.lockfile import normalize_name
+
+PYPI_SOURCES = ("url", "git", "path")  # a PyPI dependency with one of these keys comes from no index
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,21 @@ class Dependency:
 
 
 @dataclass(frozen=True)
+class PypiDependency:
+    """One ``[pypi-dependencies]`` entry: PEP 440 specifiers for an index, or a direct source."""
+
+    name: str  # as written in pixi.toml
+    version: str | None = None  # the specifiers as written ("*", ">=2.5,<2.7", "==2.6.0"); None: not given
+    index: str | None = None  # the ``index`` URL; None: PyPI's default index
+    source: str | None = None  # "url", "git" or "path" when the package comes from no index
+    table: str = "pypi-dependencies"  # where it was declared, e.g. "target.win-64.pypi-dependencies"
+
+    @property
+    def key(self) -> str:
+        return f"{self.table}.{self.name}"
+
+
+@dataclass(frozen=True)
 class PixiManifest:
     file: str
     text: str
@@ -64,6 +83,20 @@ class PixiManifest:
                 for name, value in (table.get("dependencies") or {}).items():
                     deps[name] = _dependency(name, value, f"target.{selector}.dependencies")
         return deps
+
+    def pypi_dependencies_for(self, subdir: str) -> dict[str, PypiDependency]:
+        """``[pypi-dependencies]`` with ``[target.<selector>.pypi-dependencies]`` applied for ``subdir``,
+        keyed by normalized name (``Torch`` and ``torch`` are one package)."""
+        tables: list[tuple[str, Mapping[str, Any]]] = [("pypi-dependencies", self.pypi_dependencies)]
+        for selector, table in self.targets.items():
+            entries = table.get("pypi-dependencies")
+            if _selector_matches(selector, subdir) and isinstance(entries, Mapping):
+                tables.append((f"target.{selector}.pypi-dependencies", entries))
+        return {
+            normalize_name(name): _pypi_dependency(self, name, value, where)
+            for where, entries in tables
+            for name, value in entries.items()
+        }
 
     def cuda_requirement(self, subdir: str) -> tuple[str | None, str]:
         """The declared CUDA system requirement for ``subdir`` and where it was declared."""
@@ -92,7 +125,7 @@ class PixiManifest:
 
 def _table_aliases(table: str) -> tuple[str, ...]:
     if table == "workspace" or table.startswith("workspace."):
-        return (table, "project" + table[len("workspace"):])
+        return (table, "project" + table[len("workspace") :])
     return (table,)
 
 
@@ -174,10 +207,39 @@ def _dependency(name: str, value: Any, table: str) -> Dependency:
     if isinstance(value, str):
         return Dependency(name=name, version=value, table=table)
     if isinstance(value, Mapping):
-        return Dependency(name=name, version=value.get("version"), build=value.get("build"),
-                          channel=value.get("channel"), table=table)
-    raise ManifestError(f"dependency {name!r} in [{table}] must be a string or a table",
-                        fix=f'write {name} = "1.*" or {name} = {{ version = "1.*", build = "..." }}')
+        return Dependency(
+            name=name, version=value.get("version"), build=value.get("build"), channel=value.get("channel"), table=table
+        )
+    raise ManifestError(
+        f"dependency {name!r} in [{table}] must be a string or a table",
+        fix=f'write {name} = "1.*" or {name} = {{ version = "1.*", build = "..." }}',
+    )
+
+
+def _pypi_dependency(manifest: PixiManifest, name: str, value: Any, table: str) -> PypiDependency:
+    if isinstance(value, str):
+        return PypiDependency(name=name, version=value, table=table)
+    if isinstance(value, Mapping):
+        version, index = value.get("version"), value.get("index")
+        source = next((key for key in PYPI_SOURCES if key in value), None)
+        return PypiDependency(
+            name=name,
+            version=version if isinstance(version, str) else None,
+            index=index if isinstance(index, str) else None,
+            source=source,
+            table=table,
+        )
+    fix = f'write {name} = ">=1.0" or {name} = {{ version = ">=1.0", index = "https://..." }}'
+    message = f"PyPI dependency {name!r} in [{table}] must be a string or a table"
+    problem = Problem(
+        message="must be a string or a table",
+        file=manifest.file,
+        line=manifest.line_of(name, table),
+        key=f"{table}.{name}",
+        value=repr(value),
+        fix=fix,
+    )
+    raise ManifestError(message, problems=[problem])
 
 
 def _platforms(raw: Any) -> tuple[PlatformEntry, ...]:
@@ -187,11 +249,18 @@ def _platforms(raw: Any) -> tuple[PlatformEntry, ...]:
             out.append(PlatformEntry(subdir=item, name=item))
         elif isinstance(item, Mapping) and isinstance(item.get("platform"), str):
             cuda = item.get("cuda")
-            out.append(PlatformEntry(subdir=item["platform"], name=str(item.get("name", item["platform"])),
-                                     cuda=None if cuda is None else str(cuda)))
+            out.append(
+                PlatformEntry(
+                    subdir=item["platform"],
+                    name=str(item.get("name", item["platform"])),
+                    cuda=None if cuda is None else str(cuda),
+                )
+            )
         else:
-            raise ManifestError(f"unsupported platforms entry {item!r}",
-                                fix='use "linux-64" or { platform = "linux-64", cuda = "12.4" }')
+            raise ManifestError(
+                f"unsupported platforms entry {item!r}",
+                fix='use "linux-64" or { platform = "linux-64", cuda = "12.4" }',
+            )
     return tuple(out)
 
 
@@ -276,16 +345,28 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
         # Python < 3.14 only puts the position in the message: "... (at line 3, column 7)".
         where = re.search(r"at line (\d+), column (\d+)", str(exc))
         line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
-        raise ManifestError(f"{file} is not valid TOML", problems=[Problem(
-            message=str(exc), file=file, line=line, column=column,
-            fix="fix the TOML syntax at that position")]) from None
+        raise ManifestError(
+            f"{file} is not valid TOML",
+            problems=[
+                Problem(
+                    message=str(exc), file=file, line=line, column=column, fix="fix the TOML syntax at that position"
+                )
+            ],
+        ) from None
     workspace = data.get("workspace") or data.get("project")
     if not isinstance(workspace, Mapping):
-        raise ManifestError(f"{file} has no [workspace] table", problems=[Problem(
-            message="missing [workspace]", file=file, line=1,
-            fix='add [workspace] with name, channels = ["conda-forge"] and platforms')])
-    deps = {name: _dependency(name, value, "dependencies")
-            for name, value in (data.get("dependencies") or {}).items()}
+        raise ManifestError(
+            f"{file} has no [workspace] table",
+            problems=[
+                Problem(
+                    message="missing [workspace]",
+                    file=file,
+                    line=1,
+                    fix='add [workspace] with name, channels = ["conda-forge"] and platforms',
+                )
+            ],
+        )
+    deps = {name: _dependency(name, value, "dependencies") for name, value in (data.get("dependencies") or {}).items()}
     return PixiManifest(
         file=file,
         text=text,
@@ -303,8 +384,9 @@ def load_manifest(path: Path) -> PixiManifest:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ManifestError(f"{path} does not exist",
-                            fix="create pixi.toml next to recipe.json (see docs/recipes.md)") from None
+        raise ManifestError(
+            f"{path} does not exist", fix="create pixi.toml next to recipe.json (see docs/recipes.md)"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
     return parse_manifest(text, file=str(path))

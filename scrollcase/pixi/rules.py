@@ -7,21 +7,19 @@ the lock engineer's ``lock``/``lock-check`` both call :func:`manifest_problems`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from rattler import Version, VersionSpec
 
 from scrollcase.errors import Problem
-from scrollcase.pixi.manifest import Dependency, PixiManifest
+from scrollcase.pixi.classify import cuda_tag, pytorch_index
+from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.recipe import Recipe
 
 TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 
 
-def _problem(
-    manifest: PixiManifest, key: str, table: str | None, message: str, value: Any, fix: str
-) -> Problem:
+def _problem(manifest: PixiManifest, key: str, table: str | None, message: str, value: Any, fix: str) -> Problem:
     name = key.rsplit(".", 1)[-1] if key else ""
     line = manifest.line_of(name, table) if name else None
     if line is None and table is not None:
@@ -40,12 +38,18 @@ def _major_minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
+def pypi_torch(manifest: PixiManifest, subdir: str) -> PypiDependency | None:
+    """The ``[pypi-dependencies]`` torch when torch comes from PyPI: declared there and no conda torch
+    package is (a conda ``pytorch`` wins over a PyPI ``torch`` in one environment)."""
+    if any(name in manifest.dependencies_for(subdir) for name in TORCH_PACKAGES):
+        return None
+    return manifest.pypi_dependencies_for(subdir).get("torch")
+
+
 def platform_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
     """``platforms`` is exactly the target's conda subdir, plain or as ``{ platform = ..., cuda = ... }``."""
     subdir = recipe.target.spec.subdir
-    shown = [
-        p.subdir if p.cuda is None else f"{{platform={p.subdir}, cuda={p.cuda}}}" for p in manifest.platforms
-    ]
+    shown = [p.subdir if p.cuda is None else f"{{platform={p.subdir}, cuda={p.cuda}}}" for p in manifest.platforms]
     if [p.subdir for p in manifest.platforms] != [subdir]:
         return [
             _problem(
@@ -73,34 +77,14 @@ def platform_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
 
 
 def cuda_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
-    """CUDA declared as a system requirement AND as a cuda-version pin, both equal to cudaVersion."""
+    """CUDA declared as a system requirement AND as a cuda-version pin, both equal to cudaVersion (a
+    PyPI torch needs no pin); other targets declare neither."""
     spec = recipe.target.spec
     declared, where = manifest.cuda_requirement(spec.subdir)
     legacy = manifest.system_requirements.get("cuda")
     pin = manifest.dependencies_for(spec.subdir).get("cuda-version")
     if not spec.is_cuda:
-        out = []
-        if legacy is not None:
-            out.append(
-                _problem(
-                    manifest,
-                    "system-requirements.cuda",
-                    "system-requirements",
-                    f"a {spec.accelerator} target must not require CUDA",
-                    legacy,
-                    "remove cuda from [system-requirements]",
-                )
-            )
-        if pin is not None:
-            out.append(
-                _dep_problem(
-                    manifest,
-                    pin,
-                    f"a {spec.accelerator} target must not pin cuda-version",
-                    "remove the cuda-version dependency",
-                )
-            )
-        return out
+        return _no_cuda_problems(manifest, spec.accelerator, legacy, pin)
     cuda = spec.cuda_version or ""
     out = []
     if declared is None:
@@ -139,8 +123,37 @@ def cuda_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
                 f'declare cuda = "{cuda}" once',
             )
         )
-    if pin is None:
+    return out + _cuda_pin_problems(manifest, pin, cuda, pypi_torch(manifest, spec.subdir) is not None)
+
+
+def _no_cuda_problems(manifest: PixiManifest, accelerator: str, legacy: Any, pin: Dependency | None) -> list[Problem]:
+    out = []
+    if legacy is not None:
         out.append(
+            _problem(
+                manifest,
+                "system-requirements.cuda",
+                "system-requirements",
+                f"a {accelerator} target must not require CUDA",
+                legacy,
+                "remove cuda from [system-requirements]",
+            )
+        )
+    if pin is not None:
+        out.append(
+            _dep_problem(
+                manifest, pin, f"a {accelerator} target must not pin cuda-version", "remove the cuda-version dependency"
+            )
+        )
+    return out
+
+
+def _cuda_pin_problems(manifest: PixiManifest, pin: Dependency | None, cuda: str, pypi: bool) -> list[Problem]:
+    """cuda-version pins the target's CUDA; a PyPI torch needs no pin (its runtime wheel is the CUDA)."""
+    if pin is None:
+        if pypi:
+            return []
+        return [
             _problem(
                 manifest,
                 "dependencies.cuda-version",
@@ -149,12 +162,10 @@ def cuda_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
                 None,
                 f'add cuda-version = "{cuda}.*" to [dependencies]',
             )
-        )
-    elif not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\.\*)?", (pin.version or "").replace(" ", "")):
-        out.append(
-            _dep_problem(manifest, pin, f"cuda-version must pin CUDA {cuda}", f'cuda-version = "{cuda}.*"')
-        )
-    return out
+        ]
+    if not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\.\*)?", (pin.version or "").replace(" ", "")):
+        return [_dep_problem(manifest, pin, f"cuda-version must pin CUDA {cuda}", f'cuda-version = "{cuda}.*"')]
+    return []
 
 
 def _dep_problem(manifest: PixiManifest, dep: Dependency, message: str, fix: str) -> Problem:
@@ -176,8 +187,7 @@ def torch_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
                 _dep_problem(
                     manifest,
                     torch,
-                    'pytorch must be pinned to a CUDA build (build = "cuda*"), '
-                    "or the solver may pick a CPU build",
+                    'pytorch must be pinned to a CUDA build (build = "cuda*"), or the solver may pick a CPU build',
                     fix,
                 )
             ]
@@ -216,9 +226,7 @@ def python_spec_matches(spec: str, major_minor: str) -> bool:
         return False
     inside = [f"{major}.{minor}.{patch}" for patch in range(0, 30)] + [f"{major}.{minor}"]
     outside = [f"{major}.{minor - 1}.{p}" for p in (0, 30)] + [f"{major}.{minor + 1}.0", *_PYTHON_OTHER]
-    return any(parsed.matches(Version(v)) for v in inside) and not any(
-        parsed.matches(Version(v)) for v in outside
-    )
+    return any(parsed.matches(Version(v)) for v in inside) and not any(parsed.matches(Version(v)) for v in outside)
 
 
 def python_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
@@ -237,36 +245,54 @@ def python_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
             )
         ]
     if not python_spec_matches(python.version or "*", want):
-        return [
-            _dep_problem(
-                manifest, python, f"python must match pythonVersion {want!r}", f'python = "{want}.*"'
-            )
-        ]
+        return [_dep_problem(manifest, python, f"python must match pythonVersion {want!r}", f'python = "{want}.*"')]
     return []
 
 
 def pypi_torch_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
-    """A PyPI torch from a PyTorch index must come from the index of the target's kind of build."""
+    """A PyPI torch comes from an index with the target's kind of build: for Windows CUDA targets a
+    PyTorch CUDA index (PyPI's default index has none), and a PyTorch index of the matching flavour."""
     spec = recipe.target.spec
-    torch = manifest.pypi_dependencies.get("torch")
-    index = torch.get("index") if isinstance(torch, Mapping) else None
-    if not isinstance(index, str):
+    torch = manifest.pypi_dependencies_for(spec.subdir).get("torch")
+    if torch is None or torch.source is not None:
         return []
-    flavour = index.rstrip("/").rsplit("/", 1)[-1]
-    want = f"cu{(spec.cuda_version or '').replace('.', '')}" if spec.is_cuda else None
+    if torch.index is None:
+        return _default_index_problems(manifest, torch, recipe)
+    flavour = torch.index.rstrip("/").rsplit("/", 1)[-1]
+    want = cuda_tag(spec.cuda_version or "") if spec.is_cuda else None
     if (want and flavour != want) or (not want and flavour.startswith("cu")):
         fix = f"use the {want} index" if want else "use the cpu index (or PyPI for macOS)"
         return [
             _problem(
                 manifest,
-                "pypi-dependencies.torch",
-                "pypi-dependencies",
+                torch.key,
+                torch.table,
                 f"torch comes from the {flavour!r} index, which does not match {spec.target_id}",
-                index,
+                torch.index,
                 fix,
             )
         ]
     return []
+
+
+def _default_index_problems(manifest: PixiManifest, torch: PypiDependency, recipe: Recipe) -> list[Problem]:
+    """PyPI's default index has no CUDA torch for Windows: a Windows CUDA box must name PyTorch's index."""
+    spec = recipe.target.spec
+    if not (spec.is_cuda and spec.is_windows) or pypi_torch(manifest, spec.subdir) is None:
+        return []
+    version = torch.version or "*"
+    return [
+        _problem(
+            manifest,
+            torch.key,
+            torch.table,
+            "torch comes from PyPI's default index, which has no CUDA build of torch for Windows (only a CPU "
+            f"wheel, about 127 MB), so {spec.target_id} would ship CPU torch under a CUDA name",
+            f"torch {version} from PyPI's default index",
+            f'take torch from PyTorch\'s CUDA {spec.cuda_version} index: torch = {{ version = "{version}", '
+            f'index = "{pytorch_index(spec.cuda_version)}" }}',
+        )
+    ]
 
 
 def manifest_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scrollcase.errors import Problem
 from scrollcase.pixi.lockcheck import LockCheckInput, check_lock
 from scrollcase.pixi.lockfile import parse_lock
@@ -42,21 +44,32 @@ pytorch = "2.*"
 def lock_text(*urls: str, platform: str = "linux-64", channel: str = CF, pypi: tuple[str, ...] = ()) -> str:
     entries = [f"      - conda: {CF}{u}" for u in urls] + [f"      - pypi: {u}" for u in pypi]
     records = [f"- conda: {CF}{u}\n  sha256: 00" for u in urls]
-    records += [f"- pypi: {u}\n  name: {u.rsplit('/', 1)[-1].split('-')[0].replace('_', '-')}\n"
-                f"  version: {u.rsplit('/', 1)[-1].split('-')[1].replace('%2B', '+')}" for u in pypi]
-    return ("version: 6\nenvironments:\n  default:\n    channels:\n    - url: " + channel + "\n"
-            "    packages:\n      " + platform + ":\n" + "\n".join(entries) + "\npackages:\n"
-            + "\n".join(records) + "\n")
+    records += [
+        f"- pypi: {u}\n  name: {u.rsplit('/', 1)[-1].split('-')[0].replace('_', '-')}\n"
+        f"  version: {u.rsplit('/', 1)[-1].split('-')[1].replace('%2B', '+')}"
+        for u in pypi
+    ]
+    return (
+        "version: 6\nenvironments:\n  default:\n    channels:\n    - url: " + channel + "\n"
+        "    packages:\n      " + platform + ":\n" + "\n".join(entries) + "\npackages:\n" + "\n".join(records) + "\n"
+    )
 
 
-GOOD = ("linux-64/python-3.11.9-h9e4cc4f_1_cpython.conda",
-        "linux-64/pytorch-2.5.1-cuda124_py311_h1_300.conda",
-        "noarch/cuda-version-12.4-h3060b56_3.conda")
+GOOD = (
+    "linux-64/python-3.11.9-h9e4cc4f_1_cpython.conda",
+    "linux-64/pytorch-2.5.1-cuda124_py311_h1_300.conda",
+    "noarch/cuda-version-12.4-h3060b56_3.conda",
+)
 
 
 def check(text: str, manifest: str = MANIFEST, target: TargetSpec = CUDA) -> list[Problem]:
-    inp = LockCheckInput("demo-" + target.target_id, target, parse_manifest(manifest, "recipes/d/pixi.toml"),
-                         parse_lock(text, "recipes/d/pixi.lock"), (CF,))
+    inp = LockCheckInput(
+        "demo-" + target.target_id,
+        target,
+        parse_manifest(manifest, "recipes/d/pixi.toml"),
+        parse_lock(text, "recipes/d/pixi.lock"),
+        (CF,),
+    )
     return list(check_lock(inp).problems)
 
 
@@ -79,8 +92,9 @@ def test_cpu_torch_under_a_cuda_target_is_the_failure_we_exist_for() -> None:
 
 
 def test_wrong_cuda_version_is_named() -> None:
-    text = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cuda128_py311_h1_300.conda",
-                     "noarch/cuda-version-12.8-h5d125a7_3.conda")
+    text = lock_text(
+        GOOD[0], "linux-64/pytorch-2.5.1-cuda128_py311_h1_300.conda", "noarch/cuda-version-12.8-h5d125a7_3.conda"
+    )
     manifest = MANIFEST.replace('cuda-version = "12.4.*"', "cuda-version = '*'")
     messages = [p.message for p in check(text, manifest)]
     assert any("cuda12.8" in m and "CUDA 12.4" in m for m in messages), messages
@@ -159,8 +173,9 @@ def test_untagged_pypi_wheel_without_runtime_is_cpu() -> None:
     wheel = "https://files.pythonhosted.org/packages/aa/torch-2.5.1-cp311-cp311-manylinux_2_28_x86_64.whl"
     problems = check(lock_text(GOOD[0], pypi=(wheel,)), PYPI_MANIFEST)
     assert len(problems) == 1 and "CPU build" in problems[0].message
-    runtime = ("https://files.pythonhosted.org/packages/bb/"
-               "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl")
+    runtime = (
+        "https://files.pythonhosted.org/packages/bb/nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl"
+    )
     assert check(lock_text(GOOD[0], pypi=(wheel, runtime)), PYPI_MANIFEST) == []
 
 
@@ -168,11 +183,10 @@ def test_pypi_sdists_and_git_urls_are_flagged_before_the_build_refuses_them() ->
     sdist = "https://files.pythonhosted.org/packages/2d/6a/asciitree-0.3.3.tar.gz"
     git = "git+https://github.com/x/rtmlib.git?rev=98bca21#98bca21"
     text = lock_text(*GOOD, pypi=(sdist,)).replace(
-        f"      - pypi: {sdist}\n", f"      - pypi: {sdist}\n      - pypi: {git}\n").rstrip("\n") + (
-        f"\n- pypi: {git}\n  name: rtmlib\n  version: 0.0.1\n")
+        f"      - pypi: {sdist}\n", f"      - pypi: {sdist}\n      - pypi: {git}\n"
+    ).rstrip("\n") + (f"\n- pypi: {git}\n  name: rtmlib\n  version: 0.0.1\n")
     problems = check(text, MANIFEST)
-    assert [(p.key, p.value) for p in problems] == [("packages.pypi.asciitree", sdist),
-                                                    ("packages.pypi.rtmlib", git)]
+    assert [(p.key, p.value) for p in problems] == [("packages.pypi.asciitree", sdist), ("packages.pypi.rtmlib", git)]
     assert all(p.file == "recipes/d/pixi.lock" and p.line and "wheel" in (p.fix or "") for p in problems)
 
 
@@ -193,9 +207,12 @@ def test_v7_picks_the_platform_solved_with_cuda() -> None:
         "version: 7\nplatforms:\n- name: linux-64\n- name: p1\n  subdir: linux-64\n  virtual-packages:\n"
         "  - __cuda=12.4\nenvironments:\n  default:\n    channels:\n    - url: " + CF + "\n    packages:\n"
         "      linux-64:\n      - conda: " + CF + "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda\n"
-        "      p1:\n" + "\n".join(f"      - conda: {CF}{u}" for u in GOOD) + "\npackages:\n"
-        + "".join(f"- conda: {CF}{u}\n  sha256: 00\n"
-                  for u in (*GOOD, "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda"))
+        "      p1:\n"
+        + "\n".join(f"      - conda: {CF}{u}" for u in GOOD)
+        + "\npackages:\n"
+        + "".join(
+            f"- conda: {CF}{u}\n  sha256: 00\n" for u in (*GOOD, "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda")
+        )
     )
     inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,))
     result = check_lock(inp)
@@ -205,8 +222,179 @@ def test_v7_picks_the_platform_solved_with_cuda() -> None:
 def test_lock_format_must_be_readable_by_the_pinned_pixi() -> None:
     text = lock_text(*GOOD).replace("version: 6", "version: 7", 1)
     for pixi, ok in (("0.73.0", True), ("0.68.0", True), ("0.67.2", False)):
-        inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,),
-                             pixi_version=pixi)
+        inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,), pixi_version=pixi)
         problems = check_lock(inp).problems
         assert (problems == ()) is ok, problems
     assert "needs pixi >= 0.68.0" in problems[0].message and problems[0].line == 1
+
+
+# --- PyPI torch -------------------------------------------------------------------------------------
+
+FILES = "https://files.pythonhosted.org/packages/aa/"
+TORCH_280 = FILES + "torch-2.8.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+RUNTIME_128 = FILES + "nvidia_cuda_runtime_cu12-12.8.90-py3-none-manylinux2014_x86_64.whl"
+RUNTIME_124 = FILES + "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_x86_64.whl"
+CU124_WHEEL = "https://download.pytorch.org/whl/cu124/torch-2.6.0%2Bcu124-cp311-cp311-linux_x86_64.whl"
+
+PYPI_CUDA_128 = PYPI_MANIFEST.replace('cuda = "12.4"', 'cuda = "12.8"')
+CUDA_128 = TargetSpec("linux", "x86_64", "cuda", "12.8")
+
+
+def pypi_manifest(torch: str, manifest: str = PYPI_CUDA_128) -> str:
+    return manifest.replace(manifest.splitlines()[-1], f"torch = {torch}")
+
+
+@pytest.mark.parametrize(
+    "torch",
+    [
+        '">=2.5,<2.7"',
+        '{ version = "==2.6.0" }',
+        '{ version = "==2.6.*", index = "https://download.pytorch.org/whl/cu128" }',
+        '{ version = "~=2.6.0", extras = ["opt-einsum"] }',
+    ],
+)
+def test_pypi_version_specifiers_are_checked_against_the_locked_version(torch: str) -> None:
+    manifest = pypi_manifest(torch)
+    problems = check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), manifest, CUDA_128)
+    assert len(problems) == 1, problems
+    (problem,) = problems
+    assert problem.key == "pypi-dependencies.torch" and problem.file == "recipes/d/pixi.toml"
+    assert problem.line == len(manifest.splitlines())  # the torch line of pixi.toml
+    assert "stale" in problem.message and "but the lock holds torch 2.8.0" in problem.message
+    assert "of recipes/d/pixi.lock" in problem.message  # and where the lock holds it
+    assert problem.value == "torch 2.8.0" and "scrollcase lock" in (problem.fix or "")
+
+
+@pytest.mark.parametrize(
+    "torch",
+    [
+        '"*"',
+        '">=2.8"',
+        '"==2.8.*"',
+        '{ version = "*", index = "https://download.pytorch.org/whl/cu128" }',
+        '{ version = ">=2.8,<2.9", extras = ["opt-einsum"] }',
+        '{ version = ">=2.8", markers = "sys_platform == \'linux\'" }',
+        '{ index = "https://download.pytorch.org/whl/cu128" }',  # no version: any
+        '{ url = "https://example.org/torch-2.6.0-cp311-cp311-linux_x86_64.whl" }',  # no specifiers to check
+    ],
+)
+def test_pypi_specifiers_that_allow_the_locked_version_pass(torch: str) -> None:
+    assert check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), pypi_manifest(torch), CUDA_128) == []
+
+
+def test_a_local_version_tag_satisfies_a_plain_pin() -> None:
+    """PEP 440: ==2.6.0 matches 2.6.0+cu124 (the specifier has no local label)."""
+    manifest = pypi_manifest('{ version = "==2.6.0", index = "https://download.pytorch.org/whl/cu124" }', PYPI_MANIFEST)
+    assert check(lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_124)), manifest) == []
+    newer = manifest.replace("==2.6.0", ">=2.7")
+    assert [p.value for p in check(lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_124)), newer)] == ["torch 2.6.0+cu124"]
+
+
+def test_unreadable_pypi_specifiers_are_named_with_the_fix() -> None:
+    problems = check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), pypi_manifest('"2.8.0"'), CUDA_128)
+    assert [p.key for p in problems] == ["pypi-dependencies.torch"]
+    assert "cannot check torch '2.8.0'" in problems[0].message and "bare version" in problems[0].message
+    assert 'torch = "==2.8.0"' in (problems[0].fix or "")
+    garbage = check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), pypi_manifest('"two"'), CUDA_128)
+    assert "not a PEP 440 version specifier" in garbage[0].message and ">=2.5,<2.7" in (garbage[0].fix or "")
+
+
+def test_target_pypi_dependencies_are_checked_with_their_table() -> None:
+    manifest = PYPI_CUDA_128 + '\n[target.linux-64.pypi-dependencies]\nTorch = "==2.6.0"\n'
+    problems = check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), manifest, CUDA_128)
+    line = manifest.splitlines().index('Torch = "==2.6.0"') + 1
+    assert [(p.key, p.line) for p in problems] == [("target.linux-64.pypi-dependencies.Torch", line)]
+    other = PYPI_CUDA_128 + '\n[target.win-64.pypi-dependencies]\ntorch = "==2.6.0"\n'  # not this target
+    assert check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), other, CUDA_128) == []
+
+
+CPU_PYPI = CPU_MANIFEST.replace('pytorch = "2.*"\n', '\n[pypi-dependencies]\ntorch = ">=2.5"\n')
+TORCH_2150 = FILES + "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+RUNTIME_132 = FILES + "nvidia_cuda_runtime-13.2.86-py3-none-manylinux_2_28_x86_64.whl"
+
+
+def test_pypi_torch_for_another_cuda_reads_clearly_and_says_how_to_get_the_right_one() -> None:
+    text = lock_text(GOOD[0], pypi=(TORCH_2150, RUNTIME_132))
+    problems = check(text, pypi_manifest('">=2.5"', PYPI_MANIFEST))
+    assert len(problems) == 1, problems
+    (problem,) = problems
+    assert problem.message == (
+        "linux-x86_64-cuda12.4 needs a GPU build of torch for CUDA 12.4, but the lock holds torch 2.15.0 from "
+        "PyPI, a build for cuda13.2 (untagged wheel beside nvidia-cuda-runtime 13.2.86) — cuda13.2 packages "
+        "under a cuda12.4 name"
+    )
+    assert problem.key == "torch" and problem.value == "pypi 2.15.0" and problem.file == "recipes/d/pixi.lock"
+    assert problem.line == text.splitlines().index(f"- pypi: {TORCH_2150}") + 1
+    fix = problem.fix or ""
+    assert "torch 2.5 or 2.6" in fix and 'torch = ">=2.5,<2.7"' in fix
+    assert 'index = "https://download.pytorch.org/whl/cu124"' in fix and "scrollcase lock" in fix
+    assert "pytorch = {" not in fix and "cuda-version" not in fix  # not the conda fix
+
+
+def test_pypi_cpu_torch_under_a_cuda_name_gets_the_pypi_fix() -> None:
+    cpu_wheel = "https://download.pytorch.org/whl/cpu/torch-2.6.0%2Bcpu-cp311-cp311-linux_x86_64.whl"
+    (problem,) = check(lock_text(GOOD[0], pypi=(cpu_wheel,)), PYPI_MANIFEST)
+    assert "torch 2.6.0+cpu from PyPI, a CPU build" in problem.message
+    assert problem.message.endswith("— CPU packages under a cuda12.4 name")
+    assert "whl/cu124" in (problem.fix or "")
+
+
+def test_pypi_cuda_without_a_release_on_pypi_points_at_pytorchs_index() -> None:
+    target = TargetSpec("linux", "x86_64", "cuda", "12.1")
+    manifest = PYPI_MANIFEST.replace('cuda = "12.4"', 'cuda = "12.1"').replace("cu124", "cu121")
+    (problem,) = check(lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128)), manifest.replace(">=2.5", "*"), target)
+    assert "has no torch built for CUDA 12.1" in (problem.fix or "")
+    assert 'torch = { version = "*", index = "https://download.pytorch.org/whl/cu121" }' in (problem.fix or "")
+
+
+def test_a_tagged_pypi_torch_needs_a_runtime_wheel_of_its_cuda() -> None:
+    problems = check(lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_128)), PYPI_MANIFEST)
+    assert [(p.key, p.value) for p in problems] == [("nvidia-cuda-runtime-cu12", "12.8.90")]
+    assert "torch 2.6.0+cu124 is a CUDA 12.4 build" in problems[0].message
+    assert "the CUDA 12.8 runtime" in problems[0].message and "whl/cu124" in (problems[0].fix or "")
+    assert check(lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_124)), PYPI_MANIFEST) == []
+    windows_style = lock_text(GOOD[0], pypi=(CU124_WHEEL,))  # PyTorch's Windows wheels bundle the runtime
+    assert check(windows_style, PYPI_MANIFEST) == []
+
+
+def test_cuda_runtime_wheels_of_several_cuda_versions_are_a_problem() -> None:
+    runtime_130 = FILES + "nvidia_cuda_runtime-13.0.96-py3-none-manylinux_2_28_x86_64.whl"
+    text = lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_124, runtime_130))
+    problems = check(text, PYPI_MANIFEST)
+    assert len(problems) == 1, problems
+    (problem,) = problems
+    assert "several CUDA versions (nvidia-cuda-runtime-cu12 12.4.127, nvidia-cuda-runtime 13.0.96)" in problem.message
+    assert (
+        problem.key == "nvidia-cuda-runtime" and problem.line == text.splitlines().index(f"- pypi: {runtime_130}") + 1
+    )
+    assert "nvidia-cuda-runtime 13.0.96" in (problem.fix or "") and "whl/cu124" in (problem.fix or "")
+
+
+def test_an_untagged_pypi_torch_for_the_target_cuda_passes() -> None:
+    torch_260 = FILES + "torch-2.6.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert check(lock_text(GOOD[0], pypi=(torch_260, RUNTIME_124)), pypi_manifest('"==2.6.0"', PYPI_MANIFEST)) == []
+
+
+def test_cpu_target_with_nvidia_cuda_wheels_names_them() -> None:
+    cublas = FILES + "nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl"
+    cpu_wheel = "https://download.pytorch.org/whl/cpu/torch-2.8.0%2Bcpu-cp311-cp311-linux_x86_64.whl"
+    text = lock_text(GOOD[0], pypi=(cpu_wheel, cublas))
+    (problem,) = check(text, CPU_PYPI, CPU)
+    assert problem.message == (
+        "linux-x86_64-cpu is not a CUDA target but the lock holds 1 NVIDIA CUDA wheel: "
+        "nvidia-cublas-cu12 12.8.4.1 — CUDA packages under a cpu name"
+    )
+    assert problem.key == "nvidia-cublas-cu12" and problem.line == text.splitlines().index(f"- pypi: {cublas}") + 1
+    assert 'index = "https://download.pytorch.org/whl/cpu"' in (problem.fix or "")
+    nvml = FILES + "nvidia_ml_py-13.610.43-py3-none-any.whl"  # NVML bindings are not CUDA
+    assert check(lock_text(GOOD[0], pypi=(cpu_wheel, nvml)), CPU_PYPI, CPU) == []
+
+
+def test_cpu_target_with_pypis_default_cuda_torch_is_flagged_with_the_cpu_index() -> None:
+    text = lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128, FILES + "nvidia_cudnn_cu12-9.10.2.21-py3-none-x.whl"))
+    problems = check(text, CPU_PYPI, CPU)
+    assert [p.key for p in problems] == ["torch", "nvidia-cuda-runtime-cu12"]
+    assert "CUDA 12.8 build of torch" in problems[0].message
+    assert "2 NVIDIA CUDA wheels: nvidia-cuda-runtime-cu12 12.8.90, nvidia-cudnn-cu12 9.10.2.21" in problems[1].message
+    assert all("https://download.pytorch.org/whl/cpu" in (p.fix or "") for p in problems)
+    assert "pytorch = {" not in (problems[0].fix or "")  # the PyPI fix, not the conda one

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import ManifestError
-from scrollcase.pixi.manifest import load_manifest, parse_manifest, toml11_to_toml10
+from scrollcase.pixi.manifest import PypiDependency, load_manifest, parse_manifest, toml11_to_toml10
 from scrollcase.pixi.rules import manifest_problems, python_spec_matches
 from scrollcase.recipe import Recipe
 from scrollcase.recipe_loader import load_recipe, parse_recipe
@@ -302,8 +302,7 @@ def test_cpu_manifest_rules(case: tuple[str, str, str, str, str, str, str]) -> N
 
 def test_pypi_torch_index_must_match_the_target() -> None:
     text = (
-        GOOD_CUDA
-        + '\n[pypi-dependencies]\ntorch = { version = "*", index = "https://download.pytorch.org/whl/cpu" }\n'
+        GOOD_CUDA + '\n[pypi-dependencies]\ntorch = { version = "*", index = "https://download.pytorch.org/whl/cpu" }\n'
     )
     problems = manifest_problems(parse_manifest(text), CUDA)
     assert [p.key for p in problems] == ["pypi-dependencies.torch"]
@@ -416,3 +415,127 @@ def test_real_world_manifests_parse() -> None:
         assert manifest.line_of("platforms", "workspace") is not None, file
     cuda_forms = [load_manifest(f).cuda_requirement("linux-64")[0] for f in files]
     assert "12.9" in cuda_forms  # array-api-extra: TOML 1.1 multi-line tables + per-platform cuda
+
+
+# --- torch from PyPI ---------------------------------------------------------------------------------
+
+PYPI_CUDA = """\
+[workspace]
+name = "my-model-linux-x86_64-cuda12.4"
+channels = ["conda-forge"]
+platforms = ["linux-64"]
+
+[system-requirements]
+cuda = "12.4"
+
+[dependencies]
+python = "3.11.*"
+
+[pypi-dependencies]
+torch = ">=2.5,<2.7"
+"""
+
+
+def _windows_cuda() -> Recipe:
+    data = cuda_recipe()
+    data["recipeId"] = "my-model-windows-x86_64-cuda12.4"
+    data["target"]["platform"] = "windows"
+    data["pythonEntryPoint"] = "venv/python.exe"
+    return parse_recipe(to_text(data))
+
+
+WINDOWS_CUDA = _windows_cuda()
+PYPI_WINDOWS = PYPI_CUDA.replace("linux-x86_64", "windows-x86_64").replace('"linux-64"', '"win-64"')
+
+
+def test_pypi_torch_needs_no_conda_pytorch_and_no_cuda_version_pin() -> None:
+    """The CUDA runtime wheel PyPI's torch pulls pins the CUDA; lock-check checks its version."""
+    assert manifest_problems(parse_manifest(PYPI_CUDA), CUDA) == []
+    pinned = PYPI_CUDA.replace('python = "3.11.*"', 'python = "3.11.*"\ncuda-version = "12.8.*"')
+    assert [p.key for p in manifest_problems(parse_manifest(pinned), CUDA)] == ["dependencies.cuda-version"]
+
+
+def test_pypi_torch_on_a_cuda_target_still_needs_the_cuda_system_requirement() -> None:
+    text = PYPI_CUDA.replace('[system-requirements]\ncuda = "12.4"\n', "")
+    problems = manifest_problems(parse_manifest(text), CUDA)
+    assert [p.key for p in problems] == ["system-requirements.cuda"]
+    assert "not declared" in problems[0].message
+    platform_form = text.replace('platforms = ["linux-64"]', 'platforms = [{ platform = "linux-64", cuda = "12.4" }]')
+    assert manifest_problems(parse_manifest(platform_form), CUDA) == []
+
+
+def test_conda_pytorch_beside_a_pypi_torch_keeps_the_conda_rules() -> None:
+    text = PYPI_CUDA.replace('python = "3.11.*"', 'python = "3.11.*"\npytorch = "2.*"')
+    keys = [p.key for p in manifest_problems(parse_manifest(text), CUDA)]
+    assert keys == ["dependencies.cuda-version", "dependencies.pytorch"]
+
+
+def test_windows_cuda_pypi_torch_from_the_default_index_is_an_error() -> None:
+    problems = manifest_problems(parse_manifest(PYPI_WINDOWS, file="recipes/w/pixi.toml"), WINDOWS_CUDA)
+    assert len(problems) == 1, problems
+    (problem,) = problems
+    assert problem.key == "pypi-dependencies.torch" and problem.file == "recipes/w/pixi.toml"
+    assert problem.line == _line(PYPI_WINDOWS, "torch =")
+    assert "PyPI's default index, which has no CUDA build of torch for Windows (only a CPU wheel" in problem.message
+    assert problem.value == "torch >=2.5,<2.7 from PyPI's default index"
+    assert problem.fix == (
+        "take torch from PyTorch's CUDA 12.4 index: "
+        'torch = { version = ">=2.5,<2.7", index = "https://download.pytorch.org/whl/cu124" }'
+    )
+
+
+@pytest.mark.parametrize(
+    "torch",
+    [
+        'torch = { version = ">=2.5,<2.7", index = "https://download.pytorch.org/whl/cu124" }',
+        'torch = { url = "https://download.pytorch.org/whl/cu124/torch-2.6.0%2Bcu124-cp311-cp311-win_amd64.whl" }',
+    ],
+)
+def test_windows_cuda_pypi_torch_from_pytorchs_index_or_a_wheel_url_passes(torch: str) -> None:
+    text = PYPI_WINDOWS.replace('torch = ">=2.5,<2.7"', torch)
+    assert manifest_problems(parse_manifest(text), WINDOWS_CUDA) == []
+
+
+def test_windows_default_index_rule_reads_target_tables_and_spares_other_targets() -> None:
+    text = PYPI_WINDOWS.replace(
+        '[pypi-dependencies]\ntorch = ">=2.5,<2.7"\n', "[target.win-64.pypi-dependencies]\ntorch = '*'\n"
+    )
+    problems = manifest_problems(parse_manifest(text), WINDOWS_CUDA)
+    assert [(p.key, p.line) for p in problems] == [("target.win-64.pypi-dependencies.torch", _line(text, "torch ="))]
+    assert 'torch = { version = "*", index = "https://download.pytorch.org/whl/cu124" }' in (problems[0].fix or "")
+    assert manifest_problems(parse_manifest(PYPI_CUDA), CUDA) == []  # Linux: PyPI's default torch is CUDA
+
+
+def test_pypi_torch_index_rule_reads_target_tables() -> None:
+    text = PYPI_CUDA.replace(
+        '[pypi-dependencies]\ntorch = ">=2.5,<2.7"\n',
+        "[target.linux.pypi-dependencies]\n"
+        'torch = { version = "*", index = "https://download.pytorch.org/whl/cu128" }\n',
+    )
+    problems = manifest_problems(parse_manifest(text), CUDA)
+    assert [p.key for p in problems] == ["target.linux.pypi-dependencies.torch"]
+    assert problems[0].value == "https://download.pytorch.org/whl/cu128" and "cu124" in (problems[0].fix or "")
+
+
+def test_pypi_dependencies_for_models_every_form() -> None:
+    text = (
+        PYPI_CUDA
+        + 'Rich = "*"\nnumpy = { version = ">=2", extras = ["x"], index = "https://mirror/simple" }\n'
+        + 'mylib = { path = "./mylib", editable = true }\nrtm = { git = "https://github.com/x/rtm.git" }\n'
+        + 'wheel = { url = "https://example.org/wheel-1.0-py3-none-any.whl" }\n'
+        + '\n[target.linux-64.pypi-dependencies]\ntorch = "==2.6.0"\n'
+        + '\n[target.osx.pypi-dependencies]\ntorch = "==2.9.0"\n'
+    )
+    deps = parse_manifest(text).pypi_dependencies_for("linux-64")
+    assert sorted(deps) == ["mylib", "numpy", "rich", "rtm", "torch", "wheel"]
+    assert deps["rich"] == PypiDependency("Rich", "*")
+    assert deps["numpy"] == PypiDependency("numpy", ">=2", index="https://mirror/simple")
+    assert [deps[n].source for n in ("mylib", "rtm", "wheel")] == ["path", "git", "url"]
+    assert deps["torch"] == PypiDependency("torch", "==2.6.0", table="target.linux-64.pypi-dependencies")
+    assert deps["torch"].key == "target.linux-64.pypi-dependencies.torch"
+    assert parse_manifest(text).pypi_dependencies_for("osx-arm64")["torch"].version == "==2.9.0"
+    with pytest.raises(ManifestError, match="must be a string or a table") as info:
+        parse_manifest(PYPI_CUDA + "bad = 3\n").pypi_dependencies_for("linux-64")
+    (problem,) = info.value.problems
+    assert problem.file == "pixi.toml" and problem.fix and "index" in problem.fix
+    assert (problem.key, problem.line, problem.value) == ("pypi-dependencies.bad", len(PYPI_CUDA.splitlines()) + 1, "3")
