@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from scrollcase.errors import LockError, Problem, SolveError, UsageError, describe_path
+from scrollcase.files import user_cache_dir, write_atomic
+from scrollcase.pixi import pypi_lockfile
 from scrollcase.pixi.manifest import PixiManifest, load_manifest
+from scrollcase.pixi.pypi_lockfile import PypiLock
 from scrollcase.recipe_loader import RecipeDir
 from scrollcase.targets import TargetSpec
 
@@ -75,10 +80,6 @@ def apply_overrides(channels: Sequence[str], overrides: Mapping[str, str] | None
 def plan_solve(manifest: PixiManifest, target: TargetSpec, recipe_id: str,
                overrides: Mapping[str, str] | None = None) -> SolvePlan:
     """What to ask the solver for ``target``; raises SolveError when rattler alone cannot do it."""
-    if manifest.pypi_dependencies:
-        names = ", ".join(sorted(manifest.pypi_dependencies))
-        raise SolveError(f"{manifest.file} has [pypi-dependencies] ({names}); py-rattler solves conda only",
-                         fix=f"run `scrollcase lock {recipe_id} --use-pixi` with pixi on PATH")
     if not manifest.channels:
         raise SolveError(f"{manifest.file} declares no channels", problems=[Problem(
             message="workspace.channels is empty", file=manifest.file, key="workspace.channels",
@@ -127,6 +128,13 @@ def solve(plan: SolvePlan) -> list[Any]:
         ) from None
 
 
+def manifest_exclude_newer(manifest: PixiManifest) -> str | None:
+    """``[workspace] exclude-newer`` (pixi's resolution time bound), None when unset."""
+    from scrollcase.pypi.resolve import manifest_options
+
+    return manifest_options(manifest)[1]
+
+
 def _is_rattler_error(exc: BaseException) -> bool:
     """rattler's solve/fetch/parse failures (its own exception types), not our programming errors."""
     return type(exc).__module__.split(".")[0] in ("rattler", "exceptions", "builtins") and not isinstance(
@@ -146,8 +154,9 @@ def _solve_fix(plan: SolvePlan) -> str:
     return hint + "; for an air-gapped mirror pass --channel-override NAME=URL"
 
 
-def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path) -> Path:
-    """Write ``records`` as a pixi lock for ``plan`` to ``path`` atomically (temp file, then rename)."""
+def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path,
+               pypi: PypiLock | None = None) -> Path:
+    """Write ``records`` (and ``pypi``'s wheels) as a pixi lock for ``plan`` to ``path`` atomically."""
     from rattler import LockChannel, LockFile, LockPlatform
 
     vps = [f"{name}={version}" for name, version in plan.virtual_packages]
@@ -156,12 +165,15 @@ def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path) -> Path:
     lock.set_channels(LOCK_ENVIRONMENT, [LockChannel(c) for c in plan.channels])
     for record in sorted(records, key=lambda r: str(r.name.normalized)):
         lock.add_conda_package(LOCK_ENVIRONMENT, platform, record)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    for wheel in pypi.wheels if pypi else ():
+        lock.add_pypi_package(LOCK_ENVIRONMENT, platform, wheel.name, wheel.version, wheel.url)
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".lock-") as scratch:
+        tmp = Path(scratch) / "pixi.lock"
         lock.to_path(tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        text = tmp.read_text(encoding="utf-8")
+    if pypi is not None and pypi.wheels:
+        text = pypi_lockfile.add_pypi_fields(text, pypi, LOCK_ENVIRONMENT)
+    write_atomic(path, text.encode("utf-8"))
     return path
 
 
@@ -169,7 +181,8 @@ def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path) -> Path:
 WRITTEN_LOCK_VERSION = 7
 
 
-def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] | None = None) -> Path:
+def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] | None = None,
+                exclude_newer: str | None = None, progress: Callable[[str], None] = lambda _: None) -> Path:
     """Solve ``recipe_dir``'s pixi.toml for its target and write ``recipe_dir/pixi.lock``."""
     from scrollcase.pixi.lockcheck import MIN_PIXI_FOR_LOCK, pixi_reads
 
@@ -185,8 +198,36 @@ def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] |
                               value=recipe.pixiVersion, fix=f"set pixiVersion to {needed} or newer")],
             fix="or lock with that pixi: `scrollcase lock --use-pixi`")
     plan = plan_solve(manifest, recipe.target.spec, recipe.recipeId, channel_overrides)
+    exclude_newer = exclude_newer or manifest_exclude_newer(manifest)
     records = solve(plan)
-    return write_lock(plan, records, recipe_dir.lock_file)
+    pypi = lock_pypi(manifest, recipe.target.spec, records, recipe.recipeId, exclude_newer, progress)
+    return write_lock(plan, records, recipe_dir.lock_file, pypi)
+
+
+def lock_pypi(manifest: PixiManifest, target: TargetSpec, records: Sequence[Any], recipe_id: str,
+              exclude_newer: str | None = None, progress: Callable[[str], None] = lambda _: None,
+              ) -> PypiLock | None:
+    """Resolve ``[pypi-dependencies]`` with uv for ``target`` after the conda solve (None: there are none)."""
+    from scrollcase.box import wheels
+    from scrollcase.box.assets import default_fetchers
+    from scrollcase.pypi import metadata, resolve
+
+    pypi_plan = resolve.plan_resolution(manifest, target, records, recipe_id, exclude_newer)
+    if not pypi_plan.requirements:
+        return None
+    progress(f"resolving {len(pypi_plan.requirements)} PyPI requirement(s) with uv for "
+             f"{pypi_plan.python_platform}, Python {pypi_plan.python_version}")
+    resolved = resolve.resolve(pypi_plan)
+    cache = user_cache_dir()
+    fetchers = default_fetchers()
+
+    def download(w: resolve.ResolvedWheel) -> Path:
+        name = urllib.parse.unquote(w.url.rsplit("/", 1)[-1])
+        return wheels.fetch_wheel(wheels.WheelSource(w.name, w.version, w.url, name, w.sha256),
+                                  cache / "wheels", fetchers)
+
+    meta = metadata.wheel_metadata(resolved, cache / "metadata", download)
+    return PypiLock(pypi_plan.indexes, tuple(resolved), meta)
 
 
 def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRONMENT) -> list[Any]:

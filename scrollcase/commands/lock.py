@@ -22,7 +22,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="solve a recipe for its target and write its pixi.lock",
         description="Solve the recipe's pixi.toml for the target's conda subdir with the virtual packages "
         "the target implies (__cuda=<cudaVersion> for CUDA, __glibc/__linux/__unix, __osx or __win) using "
-        "py-rattler, and write pixi.lock (lock format v7) atomically.  No pixi binary is needed; with "
+        "py-rattler, then resolve [pypi-dependencies] with uv for the target's wheel platform and the exact "
+        "Python of the conda solve (conda's Python packages held at their versions; for CUDA targets only "
+        "wheels built for cudaVersion), and write pixi.lock (lock format v7) atomically.  No pixi binary is "
+        "needed; with "
         "--use-pixi the pixi on PATH (which must match the recipe's pixiVersion) solves instead.",
     )
     p.add_argument("recipe", metavar="RECIPE", help="recipe ID (folder under --recipes-root) or folder")
@@ -31,6 +34,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--channel-override", action="append", default=[], metavar="NAME=URL",
                    help="solve from URL instead of channel NAME (repeatable; also "
                         f"{engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)")
+    p.add_argument("--exclude-newer", metavar="DATE",
+                   help="resolve as if nothing newer than DATE (YYYY-MM-DD or RFC 3339) were published, for "
+                        "a reproducible re-lock (default: [workspace] exclude-newer of pixi.toml)")
     p.add_argument("--use-pixi", action="store_true",
                    help="run the pixi binary on PATH (must match pixiVersion) instead of py-rattler")
     p.set_defaults(handler=run)
@@ -50,14 +56,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
         path = runner.lock_with_pixi(recipe_dir)
     else:
-        path = engine.lock_recipe(recipe_dir, channel_overrides=overrides)
+        path = engine.lock_recipe(recipe_dir, channel_overrides=overrides, exclude_newer=args.exclude_newer,
+                                  progress=console.progress)
     lock = load_lock(path)
     packages = lock.environments["default"].packages.get(target.subdir, ())
     torch = classify_torch(packages)
     shown = describe_path(path)
     data = {"recipeId": recipe_dir.recipe.recipeId, "lock": shown, "lockVersion": lock.version,
             "subdir": target.subdir, "packages": len(packages), "torch": torch.to_json()}
-    torch_text = f"; torch {torch.version} {torch.build or ''} -> {torch.accelerator}" \
+    torch_text = f"; torch {torch.version}{' ' + torch.build if torch.build else ''} -> {torch.accelerator}" \
         if torch.provider else ""
     console.result(data, f"wrote {shown} (lock v{lock.version}, {len(packages)} packages{torch_text})")
     return 0

@@ -78,7 +78,8 @@ def test_validate_examples_ok(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len([line for line in lines if line.startswith("OK    recipes/tiny-mlp-")]) == 5
-    assert lines[-1] == "5 of 5 recipe(s) valid"
+    assert "OK    recipes/torch-mlp-linux-x86_64-cuda12.4/recipe.json (torch-mlp-linux-x86_64-cuda12.4)" in lines
+    assert lines[-1] == "6 of 6 recipe(s) valid"
 
 
 def test_validate_reports_every_problem_with_lines(tmp_path: Path) -> None:

@@ -13,11 +13,13 @@ def _record_hash(data: bytes) -> str:
 
 
 def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes],
-               console_scripts: dict[str, str] | None = None) -> Path:
+               console_scripts: dict[str, str] | None = None, requires: tuple[str, ...] = ()) -> Path:
     """A pure-Python ``py3-none-any`` wheel holding ``files`` (paths relative to site-packages)."""
-    dist_info = f"{name}-{version}.dist-info"
+    dist_info = f"{name.replace('-', '_')}-{version}.dist-info"
     members = dict(files)
-    members[f"{dist_info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    requires_dist = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    members[f"{dist_info}/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                        f"{requires_dist}").encode()
     members[f"{dist_info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: scrollcase-tests\nRoot-Is-Purelib: true\n"
                                      b"Tag: py3-none-any\n")
     if console_scripts:
@@ -26,7 +28,7 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes],
     record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in members.items())
     members[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
+    path = folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as wheel:
         for member, data in members.items():
             wheel.writestr(member, data)

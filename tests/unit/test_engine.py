@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scrollcase.engine import apply_overrides, channel_url, parse_overrides, plan_solve
-from scrollcase.errors import SolveError, UsageError
+from scrollcase.errors import UsageError
 from scrollcase.pixi.manifest import parse_manifest
 from scrollcase.targets import TargetSpec
 
@@ -53,8 +53,8 @@ def test_override_parsing_env_then_command_line() -> None:
         parse_overrides(["conda-forge"])
 
 
-def test_pypi_dependencies_need_pixi() -> None:
+def test_pypi_dependencies_no_longer_need_pixi() -> None:
+    """[pypi-dependencies] are resolved by uv after the conda solve, so planning the conda part succeeds."""
     manifest = parse_manifest(MANIFEST + '\n[pypi-dependencies]\ntorch = "*"\n')
-    with pytest.raises(SolveError, match=r"pypi-dependencies") as info:
-        plan_solve(manifest, TargetSpec("linux", "x86_64", "cpu"), "demo")
-    assert "--use-pixi" in (info.value.fix or "")
+    plan = plan_solve(manifest, TargetSpec("linux", "x86_64", "cpu"), "demo")
+    assert plan.specs[0] == 'python[version="3.11.*"]'
