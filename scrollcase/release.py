@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scrollcase.box.evidence import GpuEvidence
 from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
 from scrollcase.recipe import (
     Compatibility,
@@ -122,6 +123,7 @@ class ReleaseManifest(_Model):
     builtBy: BuiltBy
     selfTest: SelfTestReport | None = None
     parity: ParityReport | None = None
+    gpu: GpuEvidence | None = None  # the box's GPU evidence (box.json's), for hosts choosing a release
 
 
 def object_prefix(box_id: str, version: str, target_id: str) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError, Problem
 from scrollcase.recipe import Identifier, RelPath, SelfTest, SemVer, Sha256, Target
@@ -49,6 +50,7 @@ class BoxJson(_Model):
     assets: list[BoxAsset]
     selfTest: SelfTest
     relocation: RelocationInfo
+    gpu: GpuEvidence | None = None  # what the box's files and interpreter showed at build time
 
 
 def dump_box_json(box: BoxJson) -> bytes:

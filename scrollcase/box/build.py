@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from scrollcase import __version__
 from scrollcase.box import assets as asset_mod
+from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest
 from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
@@ -27,6 +28,7 @@ from scrollcase.box.layout import BoxLayout, box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
+from scrollcase.files import user_cache_dir
 from scrollcase.github.junit import write_junit
 from scrollcase.recipe import Recipe
 from scrollcase.recipe_loader import RecipeDir
@@ -41,7 +43,7 @@ from scrollcase.release import (
 from scrollcase.targets import host_platform
 
 Weights = Literal["bundled", "on-demand"]
-STAGES = ("install", "prune", "assets", "box.json", "pack", "self-test", "release")
+STAGES = ("install", "prune", "evidence", "assets", "box.json", "pack", "self-test", "release")
 
 
 @dataclass(frozen=True)
@@ -130,10 +132,11 @@ def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
                         recipe.modelCacheSubdir)
     sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
     cache = cache_dir or state_dir / "cache"
+    wheel_cache = cache_dir / "wheels" if cache_dir else user_cache_dir() / "wheels"  # GBs: kept across builds
     return BuildPlan(
         recipe_dir=recipe_dir, layout=layout, weights=weights, out_dir=out_dir,
         work_dir=state_dir / "work" / recipe.recipeId, package_cache=cache / "pkgs",
-        asset_cache=cache / "assets", wheel_cache=cache / "wheels",
+        asset_cache=cache / "assets", wheel_cache=wheel_cache,
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources), prune=tuple(recipe.prunePaths))
 
@@ -169,11 +172,15 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
     with stages.stage("prune", f"{len(plan.prune)} prunePaths + bytecode caches"):
         for note in prune_box(plan.box_root, plan.layout, plan.prune):
             progress(f"      note: {note}")
+    with stages.stage("evidence", "the box's own interpreter reports its CUDA runtime, cuDNN and GPU archs"):
+        gpu = evidence_mod.gather_evidence(plan.box_root, plan.recipe.pythonEntryPoint, plan.layout.env_dir.as_posix())
+        progress(f"      {gpu.describe()}")
+        evidence_mod.require_evidence(plan.recipe.target.spec, gpu)
     with stages.stage("assets", f"{len(plan.assets)} asset(s), weights {plan.weights}"):
         if plan.bundled:
             asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
     with stages.stage("box.json", "describe the box and the files that embed its prefix"):
-        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER))
+        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu)
         _write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name)
@@ -181,7 +188,7 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box)
     with stages.stage("release", f"{plan.out_dir}/"):
-        manifest = make_manifest(plan, packed.size, packed.sha256, report)
+        manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu)
         _publish_outputs(plan, packed.path, dump_release(manifest))
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
@@ -229,7 +236,8 @@ def prune_box(box_root: Path, layout: BoxLayout, prune: Sequence[str]) -> list[s
     return notes
 
 
-def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any]) -> BoxJson:
+def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any],
+                  gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
     r = plan.recipe
     return BoxJson(
         boxId=r.boxId, modelId=r.modelId, runtimeId=r.runtimeId, version=r.version,
@@ -239,7 +247,7 @@ def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any]) -> BoxJson:
         assets=[BoxAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=plan.bundled)
                 for a in r.assets],
         selfTest=r.selfTest,
-        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)))
+        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)), gpu=gpu)
 
 
 def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson) -> SelfTestReport:
@@ -271,7 +279,8 @@ def run_self_test(box_root: Path, box: BoxJson, *, recipe_file: str | None, reci
     return selftest.outcomes(results), selftest.failure(results, recipe_file, str(box_root))
 
 
-def make_manifest(plan: BuildPlan, size: int, sha256: str, report: SelfTestReport) -> ReleaseManifest:
+def make_manifest(plan: BuildPlan, size: int, sha256: str, report: SelfTestReport,
+                  gpu: evidence_mod.GpuEvidence | None = None) -> ReleaseManifest:
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
     return ReleaseManifest(
@@ -284,7 +293,7 @@ def make_manifest(plan: BuildPlan, size: int, sha256: str, report: SelfTestRepor
         keys=object_keys(r.boxId, r.version, r.target_id, r.archive_name),
         builtBy=BuiltBy(scrollcase=__version__, pixi=r.pixiVersion, lockSha256=lock_sha,
                         pythonVersion=r.pythonVersion),
-        selfTest=report)
+        selfTest=report, gpu=gpu)
 
 
 def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scrollcase.box.evidence import GpuEvidence
 from scrollcase.errors import ConflictError, Problem, StoreError
 from scrollcase.recipe import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.release import ReleaseManifest
@@ -43,6 +44,7 @@ class IndexEntry(_Model):
     minNvidiaDriverVersion: str | None = None
     minHostAppVersion: SemVer
     minRamGb: float
+    gpu: GpuEvidence | None = None  # the release's GPU evidence: CUDA runtime, cuDNN, compiled archs
 
 
 class BoxIndex(_Model):
@@ -63,6 +65,7 @@ def entry_for(manifest: ReleaseManifest) -> IndexEntry:
         minNvidiaDriverVersion=manifest.compatibility.minNvidiaDriverVersion,
         minHostAppVersion=manifest.compatibility.minHostAppVersion,
         minRamGb=manifest.compatibility.minRamGb,
+        gpu=manifest.gpu,
     )
 
 

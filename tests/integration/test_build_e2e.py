@@ -17,7 +17,7 @@ from junitparser import JUnitXml
 
 from scrollcase import engine
 from scrollcase.box.assets import default_fetchers, fetch_file
-from scrollcase.box.build import BuildResult, LockedInstall, execute_build, locked_install, plan_build
+from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.verify import verify_release
 from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
@@ -27,6 +27,11 @@ from scrollcase.recipe_loader import RecipeDir, resolve_recipe
 from tests.support.wheels import make_wheel
 
 pytestmark = pytest.mark.slow
+
+
+def stage_line(name: str) -> str:
+    """How the build announces stage ``name`` (``[6/9] pack``)."""
+    return f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name}"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -256,7 +261,7 @@ def test_cli_build_json(demo_channel: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert Path(tmp_path / data["release"]).is_file() and data["targetId"] == demo_target().target_id
-    assert "[6/7] self-test" in done.stderr
+    assert stage_line("self-test") in done.stderr
 
 
 def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tmp_path: Path) -> None:
@@ -267,7 +272,7 @@ def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tm
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     assert proc.stderr is not None
     for line in proc.stderr:
-        if line.startswith("[5/7] pack"):
+        if line.startswith(stage_line("pack")):
             proc.kill()
             break
     proc.wait(timeout=60)
