@@ -148,7 +148,8 @@ class ConflictError(StoreError):
 
 
 class HostError(ScrollcaseError):
-    """This machine cannot build the target (cross-build, old driver, no disk)."""
+    """This machine cannot build the target (cross-build, old driver, no disk), or cannot run the box
+    ``scrollcase unpack`` is installing (no NVIDIA GPU, old driver, no compiled architecture for its GPUs)."""
 
     exit_code = 11
 

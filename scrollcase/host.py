@@ -2,7 +2,9 @@
 verdicts come from :func:`host_checks`, a pure function tests drive with made-up facts.
 
 Checks: native build (no cross-building), NVIDIA driver >= minNvidiaDriverVersion for CUDA targets,
-free disk space, and the pixi version when a ``pixi`` binary is on PATH.
+free disk space, and the pixi version when a ``pixi`` binary is on PATH.  :func:`gather_gpus` (the GPUs,
+their compute capability and the driver, from ``nvidia-smi``) also feeds ``scrollcase unpack``'s GPU
+check (:mod:`scrollcase.gpucheck`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from scrollcase.targets import host_platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
 GIB = 1024**3
-NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=driver_version,compute_cap,name", "--format=csv,noheader")
+# Drivers before 510 do not know compute_cap (nvidia-smi refuses the whole query): ask for the driver alone.
+NVIDIA_SMI_DRIVER_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+_UNKNOWN = ("", "[n/a]", "n/a", "[not supported]")
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,36 @@ class HostCheck:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    """One GPU as nvidia-smi lists it; ``compute_cap`` ("8.6") is None when the driver cannot say."""
+
+    index: int
+    driver_version: str
+    compute_cap: str | None = None
+    name: str = ""
+
+    def label(self) -> str:
+        cap = f"compute capability {self.compute_cap}" if self.compute_cap else "compute capability unknown"
+        return f"GPU {self.index} ({self.name or 'NVIDIA GPU'}, {cap})"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "computeCapability": self.compute_cap,
+            "driverVersion": self.driver_version,
+        }
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """The host's NVIDIA GPUs; ``error`` says why there are none (no nvidia-smi, it failed, no GPU)."""
+
+    gpus: tuple[Gpu, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """What the probes found.  ``None`` means "could not be found"; ``*_error`` says why."""
 
@@ -45,6 +80,7 @@ class HostFacts:
     arch: str
     driver_versions: tuple[str, ...] = ()
     driver_error: str | None = None
+    gpus: tuple[Gpu, ...] = ()
     free_bytes: int | None = None
     disk_path: str = "."
     pixi_version: str | None = None
@@ -62,16 +98,35 @@ class HostProbes:
     platform: Callable[[], tuple[str, str]] = host_platform
 
 
-def _driver(probes: HostProbes) -> tuple[tuple[str, ...], str | None]:
+def parse_gpus(stdout: str) -> tuple[Gpu, ...]:
+    """nvidia-smi's CSV lines (``550.54.14, 8.6, NVIDIA GeForce RTX 3090`` or just ``550.54.14``) as GPUs."""
+    gpus: list[Gpu] = []
+    for line in (raw.strip() for raw in stdout.splitlines()):
+        if not line:
+            continue
+        driver, _, rest = (part.strip() for part in line.partition(","))
+        cap, _, name = (part.strip() for part in rest.partition(","))
+        known = cap if cap.lower() not in _UNKNOWN else None
+        gpus.append(Gpu(len(gpus), driver, known, name if name.lower() not in _UNKNOWN else ""))
+    return tuple(gpus)
+
+
+def _smi_failure(result: proc.RunResult) -> str:
+    detail = (result.stderr or result.stdout).strip().splitlines()
+    return f"nvidia-smi failed: {detail[0] if detail else f'exit {result.returncode}'}"
+
+
+def gather_gpus(probes: HostProbes) -> GpuFacts:
+    """Ask nvidia-smi for every GPU's driver, compute capability and name (the driver alone as a fallback)."""
     smi = probes.which("nvidia-smi")
     if smi is None:
-        return (), "nvidia-smi is not on PATH (no NVIDIA driver installed?)"
-    result = probes.run([smi, *NVIDIA_SMI_QUERY[1:]])
+        return GpuFacts(error="nvidia-smi is not on PATH (no NVIDIA driver installed?)")
+    first = probes.run([smi, *NVIDIA_SMI_QUERY[1:]])
+    result = first if first.ok else probes.run([smi, *NVIDIA_SMI_DRIVER_QUERY[1:]])
     if not result.ok:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        return (), f"nvidia-smi failed: {detail[0] if detail else f'exit {result.returncode}'}"
-    versions = tuple(line.strip() for line in result.stdout.splitlines() if line.strip())
-    return (versions, None) if versions else ((), "nvidia-smi listed no GPU")
+        return GpuFacts(error=_smi_failure(first))  # the full query's own complaint
+    gpus = parse_gpus(result.stdout)
+    return GpuFacts(gpus) if gpus else GpuFacts(error="nvidia-smi listed no GPU")
 
 
 def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
@@ -88,7 +143,7 @@ def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
 def gather_facts(probes: HostProbes, workdir: Path, cuda: bool) -> HostFacts:
     """Run the probes (the I/O half of doctor's host checks)."""
     plat, arch = probes.platform()
-    drivers, driver_error = _driver(probes) if cuda else ((), None)
+    gpu_facts = gather_gpus(probes) if cuda else GpuFacts()
     pixi_found, pixi_version, pixi_error = _pixi(probes)
     try:
         free: int | None = probes.free_bytes(workdir)
@@ -97,8 +152,9 @@ def gather_facts(probes: HostProbes, workdir: Path, cuda: bool) -> HostFacts:
     return HostFacts(
         platform=plat,
         arch=arch,
-        driver_versions=drivers,
-        driver_error=driver_error,
+        driver_versions=tuple(gpu.driver_version for gpu in gpu_facts.gpus),
+        driver_error=gpu_facts.error,
+        gpus=gpu_facts.gpus,
         free_bytes=free,
         disk_path=str(workdir),
         pixi_version=pixi_version,
@@ -139,9 +195,7 @@ def driver_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
         )
     oldest = min(facts.driver_versions, key=dotted_key)
     if minimum is None:
-        return HostCheck(
-            "nvidia-driver", "pass", f"driver {oldest} (the recipe sets no minNvidiaDriverVersion)"
-        )
+        return HostCheck("nvidia-driver", "pass", f"driver {oldest} (the recipe sets no minNvidiaDriverVersion)")
     if dotted_key(oldest) < dotted_key(minimum):
         return HostCheck(
             "nvidia-driver",

@@ -185,7 +185,7 @@ class Target(_Model):
 
 class Compatibility(_Model):
     minHostAppVersion: SemVer
-    # Copied verbatim into the release manifest for the installing host; only doctor compares it.
+    # Copied verbatim into the release manifest; doctor and `scrollcase unpack` (gpucheck) compare it.
     minNvidiaDriverVersion: DriverVersion | None = None
     minRamGb: PositiveFloat
 

@@ -1,4 +1,8 @@
-"""``scrollcase unpack ARCHIVE|RELEASE.json DEST``: verify, extract safely, relocate."""
+"""``scrollcase unpack ARCHIVE|RELEASE.json DEST``: check the host's GPU, verify, extract safely, relocate.
+
+The GPU check (:mod:`scrollcase.gpucheck`) belongs to this installer command only: ``unpack_archive``,
+``verify`` and the build's self-test unpack never ask for a GPU (CUDA boxes are built on CPU runners).
+"""
 
 from __future__ import annotations
 
@@ -9,42 +13,73 @@ from pathlib import Path
 
 from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.console import Console
-from scrollcase.errors import IntegrityError, UsageError, describe_path
-from scrollcase.release import parse_release
+from scrollcase.errors import HostError, IntegrityError, Problem, UsageError, describe_path
+from scrollcase.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.host import GpuFacts, HostProbes, gather_gpus
+from scrollcase.release import ReleaseManifest, parse_release
 
 NAME = "unpack"
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-             common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        NAME, parents=[common], help="verify and unpack a box archive into a folder",
+        NAME,
+        parents=[common],
+        help="verify and unpack a box archive into a folder",
         description="Check a box archive's size and sha256, extract it safely into DEST and relocate "
-                    "it there.  DEST appears only when everything matched (it must not exist, or be "
-                    "an empty folder).  Given a *.release.json, the archive named in it is taken from "
-                    "the same folder and its size and sha256 come from the manifest; given a bare "
-                    "*.tar.zst, pass --sha256 or keep a '<archive>.sha256' file beside it.")
-    p.add_argument("source", metavar="ARCHIVE|RELEASE.json", type=Path,
-                   help="a box archive (.tar.zst) or its release manifest (.release.json)")
+        "it there.  DEST appears only when everything matched (it must not exist, or be "
+        "an empty folder).  Given a *.release.json, the archive named in it is taken from "
+        "the same folder and its size and sha256 come from the manifest; given a bare "
+        "*.tar.zst, pass --sha256 or keep a '<archive>.sha256' file beside it.  For a CUDA "
+        "release, nvidia-smi must first show a driver >= compatibility.minNvidiaDriverVersion "
+        "and a GPU that one of gpu.framework.archList runs on; otherwise nothing is "
+        "extracted and the exit code is 11 (HostError).",
+    )
+    p.add_argument(
+        "source",
+        metavar="ARCHIVE|RELEASE.json",
+        type=Path,
+        help="a box archive (.tar.zst) or its release manifest (.release.json)",
+    )
     p.add_argument("dest", metavar="DEST", type=Path, help="folder to create")
     p.add_argument("--sha256", help="expected sha256 of a bare archive (default: <archive>.sha256)")
     p.add_argument("--size", type=int, help="expected size in bytes of a bare archive (optional)")
+    p.add_argument(
+        "--skip-gpu-check",
+        action="store_true",
+        help="install a CUDA box without checking this machine's NVIDIA driver and GPUs (prints a warning)",
+    )
     p.set_defaults(handler=run)
 
 
-def expected_digest(source: Path, sha256: str | None, size: int | None) -> tuple[Path, int, str]:
+def read_manifest(source: Path) -> ReleaseManifest | None:
+    """The release manifest when ``source`` is one (``*.json``); None for a bare archive."""
+    return _parse(source) if source.name.endswith(".json") else None
+
+
+def _parse(source: Path) -> ReleaseManifest:
+    return parse_release(_read(source), file=describe_path(source) or str(source))
+
+
+def expected_digest(
+    source: Path, sha256: str | None, size: int | None, manifest: ReleaseManifest | None = None
+) -> tuple[Path, int, str]:
     """(archive path, expected size, expected sha256) from a manifest, an option or a sidecar."""
     if source.name.endswith(".json"):
         if sha256 or size is not None:
-            raise UsageError("--sha256/--size conflict with a release manifest, which already names them",
-                             fix="drop --sha256/--size, or pass the .tar.zst instead of the manifest")
-        manifest = parse_release(_read(source), file=describe_path(source) or str(source))
-        return source.parent / manifest.archive.name, manifest.archive.size, manifest.archive.sha256
+            raise UsageError(
+                "--sha256/--size conflict with a release manifest, which already names them",
+                fix="drop --sha256/--size, or pass the .tar.zst instead of the manifest",
+            )
+        info = (manifest or _parse(source)).archive
+        return source.parent / info.name, info.size, info.sha256
     digest = sha256 or _sidecar(source)
     if not _SHA256.match(digest):
-        raise UsageError(f"--sha256 must be 64 hex digits (got {digest!r})",
-                         fix="copy the digest from the release manifest or the .sha256 file")
+        raise UsageError(
+            f"--sha256 must be 64 hex digits (got {digest!r})",
+            fix="copy the digest from the release manifest or the .sha256 file",
+        )
     actual = source.stat().st_size if source.is_file() else -1
     return source, actual if size is None else size, digest.lower()
 
@@ -53,40 +88,92 @@ def _read(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read {describe_path(path)}: {exc.strerror}",
-                         fix="check the path of the release manifest") from None
+        raise UsageError(
+            f"cannot read {describe_path(path)}: {exc.strerror}", fix="check the path of the release manifest"
+        ) from None
 
 
 def _sidecar(archive: Path) -> str:
     sidecar = archive.with_name(archive.name + ".sha256")
     if not sidecar.is_file():
-        raise UsageError(f"no sha256 for {describe_path(archive)}: pass --sha256 or provide "
-                         f"{describe_path(sidecar)}",
-                         fix="unpack the .release.json instead, or pass --sha256 HEX")
+        raise UsageError(
+            f"no sha256 for {describe_path(archive)}: pass --sha256 or provide {describe_path(sidecar)}",
+            fix="unpack the .release.json instead, or pass --sha256 HEX",
+        )
     words = sidecar.read_text(encoding="utf-8", errors="replace").split()
     if not words or not _SHA256.match(words[0]):
-        raise IntegrityError(f"{describe_path(sidecar)} does not start with a sha256 digest",
-                             fix="the file should read '<64 hex digits>  <archive name>'")
+        raise IntegrityError(
+            f"{describe_path(sidecar)} does not start with a sha256 digest",
+            fix="the file should read '<64 hex digits>  <archive name>'",
+        )
     return words[0]
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    archive, size, sha256 = expected_digest(args.source, args.sha256, args.size)
+def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:
+    """The install-time GPU check for the release (the only I/O: nvidia-smi, for CUDA boxes)."""
+    if manifest is None:
+        return GpuCheckResult("skip", "a bare archive names no target: unpack its .release.json to check the GPU")
+    spec = manifest.target.spec
+    if skip and spec.is_cuda:
+        warning = Problem(
+            message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
+            "this machine's NVIDIA driver and GPUs; it may not run here",
+            file=describe_path(source),
+            severity="warning",
+        )
+        return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+    host = gather_gpus(probes) if spec.is_cuda else GpuFacts()  # CPU and metal boxes: nothing to ask
+    return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host, describe_path(source))
+
+
+def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
+    return HostError(
+        f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
+        "cannot run it; nothing was extracted",
+        problems=result.problems,
+        fix=f"fix the problems above, use the box for another target, or {SKIP_FIX}",
+    )
+
+
+def report_gpu(console: Console, result: GpuCheckResult) -> None:
+    """The check's findings on stderr: warnings always, the summary and notices as progress."""
+    console.progress(f"gpu check: {result.status}: {result.summary}")
+    for problem in result.problems:
+        if problem.severity == "warning":
+            print(problem.render(), file=console.stderr, flush=True)
+        elif problem.severity == "notice":
+            console.progress(problem.render())
+
+
+def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+    manifest = read_manifest(args.source)
+    archive, size, sha256 = expected_digest(args.source, args.sha256, args.size, manifest)
+    check = check_gpu(manifest, args.source, args.skip_gpu_check, probes or HostProbes())
+    if manifest is not None and check.errors:
+        raise refuse(manifest, check)
+    report_gpu(console, check)
     console.progress(f"unpacking {describe_path(archive)} -> {describe_path(args.dest)}")
     start = time.monotonic()
     result = unpack_archive(archive, args.dest, expected_size=size, expected_sha256=sha256)
     seconds = time.monotonic() - start
-    console.result(to_json(result, archive, seconds),
-                   f"unpacked {result.files} files ({result.uncompressed_bytes / 1e6:.1f} MB) into "
-                   f"{result.dest} in {seconds:.1f}s; sha256 {result.sha256} verified; "
-                   f"{result.relocated_files} files relocated")
+    console.result(
+        {**to_json(result, archive, seconds), "gpuCheck": check.to_json()},
+        f"unpacked {result.files} files ({result.uncompressed_bytes / 1e6:.1f} MB) into "
+        f"{result.dest} in {seconds:.1f}s; sha256 {result.sha256} verified; "
+        f"{result.relocated_files} files relocated",
+    )
     return 0
 
 
 def to_json(result: UnpackResult, archive: Path, seconds: float) -> dict[str, object]:
     return {
-        "archive": str(archive), "dest": str(result.dest), "size": result.size,
-        "sha256": result.sha256, "files": result.files, "entries": result.entries,
-        "uncompressedBytes": result.uncompressed_bytes, "relocatedFiles": result.relocated_files,
+        "archive": str(archive),
+        "dest": str(result.dest),
+        "size": result.size,
+        "sha256": result.sha256,
+        "files": result.files,
+        "entries": result.entries,
+        "uncompressedBytes": result.uncompressed_bytes,
+        "relocatedFiles": result.relocated_files,
         "seconds": round(seconds, 3),
     }

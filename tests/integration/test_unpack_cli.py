@@ -11,47 +11,78 @@ from pathlib import Path
 import pytest
 
 from scrollcase.box.archive import PackResult, pack_tree
+from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.release import ReleaseManifest, dump_release, object_keys
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "demo-1.0.0-linux-x86_64-cpu.tar.zst"
+CUDA_NAME = "demo-1.0.0-linux-x86_64-cuda12.4.tar.zst"
+MIN_DRIVER = "550.54.14"
+TORCH_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "compute_90"]
+QUERY = "--query-gpu=driver_version,compute_cap,name"
+POSIX_ONLY = pytest.mark.skipif(os.name == "nt", reason="the fake nvidia-smi is a shell script")
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("GITHUB_ACTIONS", None)
-    return subprocess.run([sys.executable, "-m", "scrollcase", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "scrollcase", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-def build_box(tmp: Path) -> PackResult:
+def build_box(tmp: Path, name: str = NAME) -> PackResult:
     tree = tmp / "tree"
     (tree / "venv" / "bin").mkdir(parents=True)
     (tree / "venv" / "bin" / "tool").write_text(f"#!{BOX_PREFIX_PLACEHOLDER}/venv/bin/python\n")
     (tree / "venv" / "bin" / "tool").chmod(0o755)
     (tree / "venv" / "etc.txt").write_text(f"home={BOX_PREFIX_PLACEHOLDER}\n")
-    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER,
-                          files=scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER))
+    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER))
     (tree / "box.json").write_text(json.dumps({"boxId": "demo", "relocation": info.model_dump()}))
     dist = tmp / "dist"
-    return pack_tree(tree, dist / NAME)
+    return pack_tree(tree, dist / name)
 
 
-def write_release(packed: PackResult) -> Path:
-    manifest = ReleaseManifest.model_validate({
-        "boxId": "demo", "modelId": "demo", "runtimeId": "demo", "version": "1.0.0",
-        "sourceRevision": "r1", "recipeId": "demo-linux-x86_64-cpu", "recipeVersion": "1.0.0",
-        "target": {"platform": "linux", "arch": "x86_64", "accelerator": "cpu"},
-        "targetId": "linux-x86_64-cpu",
-        "compatibility": {"minHostAppVersion": "1.0.0", "minRamGb": 1},
-        "archive": {"name": NAME, "size": packed.size, "sha256": packed.sha256},
-        "pythonEntryPoint": "venv/bin/python", "modelCacheSubdir": "model-cache/demo",
-        "weights": "bundled", "assets": [],
-        "keys": object_keys("demo", "1.0.0", "linux-x86_64-cpu", NAME).model_dump(),
-        "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": "0" * 64, "pythonVersion": "3.11"},
-    })
-    path = packed.path.with_name(NAME.removesuffix(".tar.zst") + ".release.json")
+def write_release(packed: PackResult, cuda: str | None = None, gpu: GpuEvidence | None = None) -> Path:
+    tid = f"linux-x86_64-cuda{cuda}" if cuda else "linux-x86_64-cpu"
+    target: dict[str, str] = {"platform": "linux", "arch": "x86_64", "accelerator": "cuda" if cuda else "cpu"}
+    compatibility: dict[str, object] = {"minHostAppVersion": "1.0.0", "minRamGb": 1}
+    if cuda:
+        target["cudaVersion"] = cuda
+        compatibility["minNvidiaDriverVersion"] = MIN_DRIVER
+    name = packed.path.name
+    manifest = ReleaseManifest.model_validate(
+        {
+            "boxId": "demo",
+            "modelId": "demo",
+            "runtimeId": "demo",
+            "version": "1.0.0",
+            "sourceRevision": "r1",
+            "recipeId": f"demo-{tid}",
+            "recipeVersion": "1.0.0",
+            "target": target,
+            "targetId": tid,
+            "compatibility": compatibility,
+            "archive": {"name": name, "size": packed.size, "sha256": packed.sha256},
+            "pythonEntryPoint": "venv/bin/python",
+            "modelCacheSubdir": "model-cache/demo",
+            "weights": "bundled",
+            "assets": [],
+            "keys": object_keys("demo", "1.0.0", tid, name).model_dump(),
+            "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": "0" * 64, "pythonVersion": "3.11"},
+            "gpu": gpu.model_dump() if gpu else None,
+        }
+    )
+    path = packed.path.with_name(name.removesuffix(".tar.zst") + ".release.json")
     path.write_bytes(dump_release(manifest))
     return path
 
@@ -68,6 +99,7 @@ def test_unpack_release_manifest_relocates(tmp_path: Path) -> None:
     assert result["relocatedFiles"] == 2
     assert (dest / "venv" / "bin" / "tool").read_text() == f"#!{dest}/venv/bin/python\n"
     assert (dest / "venv" / "etc.txt").read_text() == f"home={dest}\n"
+    assert result["gpuCheck"]["status"] == "skip" and "not a CUDA target" in result["gpuCheck"]["summary"]
 
 
 def test_unpack_bare_archive_with_sidecar_and_option(tmp_path: Path) -> None:
@@ -106,3 +138,146 @@ def test_unpack_tampered_archive_named_by_release(tmp_path: Path) -> None:
 def test_help(tmp_path: Path, args: list[str]) -> None:
     done = cli(*args, cwd=tmp_path)
     assert done.returncode == 0 and "unpack" in done.stdout
+
+
+# --- the install-time GPU check, with a fake nvidia-smi on PATH ----------------------------------------------
+
+
+def torch_evidence(archs: list[str] = TORCH_ARCHS) -> GpuEvidence:
+    return GpuEvidence(
+        cudaRuntime="12.4",
+        source="framework",
+        framework=FrameworkEvidence(version="2.6.0", cuda="12.4", cudnn=90100, archList=archs),
+    )
+
+
+def cuda_release(tmp: Path, archs: list[str] = TORCH_ARCHS) -> Path:
+    return write_release(build_box(tmp, CUDA_NAME), cuda="12.4", gpu=torch_evidence(archs))
+
+
+def fake_smi(tmp: Path, script: str | None) -> str:
+    """A PATH holding only a fake nvidia-smi running ``script`` (None: no nvidia-smi at all)."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if script is not None:
+        tool = bin_dir / "nvidia-smi"
+        tool.write_text(f'#!/bin/sh\n[ "$1" = "{QUERY}" ] || exit 2\n{script}\n', encoding="utf-8")
+        tool.chmod(0o755)
+    return str(bin_dir)
+
+
+def assert_refused(done: subprocess.CompletedProcess[str], tmp: Path, dest: str, *fragments: str) -> None:
+    assert done.returncode == 11, done.stdout + done.stderr
+    assert not (tmp / dest).exists()
+    assert not [p for p in tmp.iterdir() if p.name.startswith(f".{dest}.")]  # no temp folder either
+    assert "refusing to install demo 1.0.0 (linux-x86_64-cuda12.4)" in done.stderr
+    assert "--skip-gpu-check" in done.stderr
+    for fragment in fragments:
+        assert fragment in done.stderr, done.stderr
+
+
+@POSIX_ONLY
+def test_cuda_box_refused_without_nvidia_smi(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path)
+    done = cli("unpack", str(release), "box", cwd=tmp_path, path=fake_smi(tmp_path, None))
+    assert_refused(done, tmp_path, "box", "needs an NVIDIA GPU and driver", "nvidia-smi is not on PATH")
+
+
+@POSIX_ONLY
+def test_cuda_box_refused_when_nvidia_smi_fails_json(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path)
+    path = fake_smi(tmp_path, 'echo "NVIDIA-SMI has failed because it could not communicate" >&2; exit 9')
+    done = cli("unpack", str(release), "box", "--json", cwd=tmp_path, path=path)
+    assert_refused(done, tmp_path, "box", "NVIDIA-SMI has failed")
+    error = json.loads(done.stdout)
+    assert error["error"] == "HostError" and error["exitCode"] == 11
+    (problem,) = error["problems"]
+    assert problem["key"] == "target" and problem["severity"] == "error"
+
+
+@POSIX_ONLY
+def test_cuda_box_refused_for_an_old_driver(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path)
+    path = fake_smi(tmp_path, 'echo "535.104.05, 8.6, NVIDIA GeForce RTX 3090"')
+    done = cli("unpack", str(release), "box", cwd=tmp_path, path=path)
+    assert_refused(
+        done,
+        tmp_path,
+        "box",
+        "compatibility.minNvidiaDriverVersion",
+        "535.104.05 is older than minNvidiaDriverVersion 550.54.14",
+        "update the NVIDIA driver to 550.54.14 or newer",
+        "another target",
+    )
+
+
+@POSIX_ONLY
+def test_cuda_box_refused_when_no_gpu_runs_its_architectures(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path, archs=["sm_80", "sm_86", "sm_90"])
+    path = fake_smi(tmp_path, 'echo "570.86.10, 10.0, NVIDIA B200"')
+    done = cli("unpack", str(release), "box", cwd=tmp_path, path=path)
+    assert_refused(
+        done,
+        tmp_path,
+        "box",
+        "gpu.framework.archList",
+        "sm_80 sm_86 sm_90",
+        "GPU 0 (NVIDIA B200, compute capability 10.0)",
+        "sm_100",
+    )
+
+
+@POSIX_ONLY
+def test_cuda_box_accepted_on_a_matching_gpu(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path)
+    path = fake_smi(tmp_path, 'echo "550.54.14, 8.6, NVIDIA GeForce RTX 3090"')
+    done = cli("unpack", str(release), "box", "--json", cwd=tmp_path, path=path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "box" / "box.json").is_file()
+    check = json.loads(done.stdout)["gpuCheck"]
+    assert check["status"] == "pass" and check["problems"] == []
+    assert check["gpus"] == [
+        {
+            "index": 0,
+            "name": "NVIDIA GeForce RTX 3090",
+            "computeCapability": "8.6",
+            "driverVersion": "550.54.14",
+            "runs": "sass",
+            "arch": "sm_86",
+        }
+    ]
+
+
+@POSIX_ONLY
+def test_cuda_box_accepted_with_warnings_for_ptx_and_an_unfit_gpu(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path, archs=["sm_86", "compute_86"])
+    script = 'echo "560.35.03, 9.0, NVIDIA H100"; echo "560.35.03, 7.5, Tesla T4"'
+    done = cli("unpack", str(release), "box", cwd=tmp_path, path=fake_smi(tmp_path, script))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "warning: gpu.framework.archList: GPU 0 (NVIDIA H100, compute capability 9.0) has no matching "
+        "SASS and runs the box through PTX compute_86" in done.stderr
+    )
+    assert "GPU 1 (Tesla T4, compute capability 7.5) cannot run" in done.stderr
+    assert (tmp_path / "box" / "box.json").is_file()
+
+
+@POSIX_ONLY
+def test_skip_gpu_check_installs_anyway_with_a_warning(tmp_path: Path) -> None:
+    release = cuda_release(tmp_path)
+    done = cli(
+        "unpack", str(release), "box", "--skip-gpu-check", "--json", "-q", cwd=tmp_path, path=fake_smi(tmp_path, None)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: --skip-gpu-check: the linux-x86_64-cuda12.4 box is installed without checking" in done.stderr
+    assert json.loads(done.stdout)["gpuCheck"]["status"] == "skip"
+    assert (tmp_path / "box" / "box.json").is_file()
+
+
+@POSIX_ONLY
+def test_cuda_box_without_arch_list_checks_the_driver_only(tmp_path: Path) -> None:
+    release = write_release(build_box(tmp_path, CUDA_NAME), cuda="12.4")  # an old manifest: no gpu evidence
+    path = fake_smi(tmp_path, 'echo "550.54.14, 12.0, NVIDIA RTX PRO 6000"')
+    done = cli("unpack", str(release), "box", cwd=tmp_path, path=path)
+    assert done.returncode == 0, done.stderr
+    assert "notice: gpu: the release manifest has no gpu evidence" in done.stderr

@@ -9,7 +9,9 @@ import pytest
 
 from scrollcase.commands.doctor import diagnose
 from scrollcase.errors import Problem
-from scrollcase.host import GIB, HostFacts, HostProbes, dotted_key, gather_facts, host_checks
+from scrollcase.host import GIB, Gpu, HostFacts, HostProbes, dotted_key, gather_facts, gather_gpus, host_checks
+from scrollcase.pixi.manifest import parse_manifest
+from scrollcase.pixi.rules import manifest_problems
 from scrollcase.proc import RunResult
 from scrollcase.recipe_loader import parse_recipe
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
@@ -71,9 +73,7 @@ def test_driver_version_compared_numerically(drivers: tuple[str, ...], status: s
     check = host_checks(facts(driver_versions=drivers), CUDA)[1]
     assert check.status == status, check
     if status == "fail":
-        assert "older than minNvidiaDriverVersion 550.54.14" in check.message and "550.54.14" in (
-            check.fix or ""
-        )
+        assert "older than minNvidiaDriverVersion 550.54.14" in check.message and "550.54.14" in (check.fix or "")
 
 
 def test_no_driver_fails_cuda_and_is_skipped_otherwise() -> None:
@@ -140,13 +140,44 @@ def test_gather_facts_queries_nvidia_smi_and_pixi() -> None:
     found = gather_facts(host.probes(), Path(), cuda=True)
     assert found.driver_versions == ("550.54.14", "560.35.03")
     assert found.pixi_version == "0.73.0" and found.free_bytes == 42 * GIB
-    assert ("/fake/bin/nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader") in host.calls
+    query = ("/fake/bin/nvidia-smi", "--query-gpu=driver_version,compute_cap,name", "--format=csv,noheader")
+    assert query in host.calls
+
+
+def test_gather_gpus_reads_driver_compute_capability_and_name() -> None:
+    out = "550.54.14, 8.6, NVIDIA GeForce RTX 3090\n550.54.14, [N/A], Tesla, rev B\n"
+    found = gather_gpus(FakeHost({"nvidia-smi": _ok(out)}).probes())
+    assert found.error is None
+    assert found.gpus == (
+        Gpu(0, "550.54.14", "8.6", "NVIDIA GeForce RTX 3090"),
+        Gpu(1, "550.54.14", None, "Tesla, rev B"),
+    )
+
+
+class OldDriverHost(FakeHost):
+    """nvidia-smi before 510: compute_cap is not a valid field, the driver alone answers."""
+
+    def run(self, argv: Sequence[str]) -> RunResult:
+        self.calls.append(tuple(argv))
+        if "compute_cap" in argv[1]:
+            return RunResult(tuple(argv), 2, 'Field "compute_cap" is not a valid field to query.', "", 0.01)
+        return _ok("470.199.02\n")
+
+
+def test_gather_gpus_falls_back_to_the_driver_alone() -> None:
+    host = OldDriverHost({"nvidia-smi": _ok("")})
+    found = gather_gpus(host.probes())
+    assert found.gpus == (Gpu(0, "470.199.02"),) and len(host.calls) == 2
+    assert gather_facts(host.probes(), Path(), cuda=True).driver_versions == ("470.199.02",)
+
+
+def test_gather_gpus_without_a_gpu() -> None:
+    assert gather_gpus(FakeHost({}).probes()).error == "nvidia-smi is not on PATH (no NVIDIA driver installed?)"
+    assert gather_gpus(FakeHost({"nvidia-smi": _ok("\n")}).probes()).error == "nvidia-smi listed no GPU"
 
 
 def test_gather_facts_reports_a_broken_driver() -> None:
-    broken = RunResult(
-        ("x",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver", 0.1
-    )
+    broken = RunResult(("x",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver", 0.1)
     found = gather_facts(FakeHost({"nvidia-smi": broken}).probes(), Path(), cuda=True)
     assert found.driver_versions == () and "couldn't communicate" in (found.driver_error or "")
     assert not found.pixi_found
@@ -186,3 +217,27 @@ def test_clean_report() -> None:
     report = diagnose(CPU, [], facts(pixi_found=False, pixi_version=None))
     assert report.ok and report.checks[0].status == "pass"
     assert "skip  nvidia-driver" in report.text()
+
+
+def test_report_explains_a_windows_cuda_box_with_pypis_cpu_torch() -> None:
+    """doctor runs the pixi.toml rules: PyPI torch without a PyTorch index is a CPU torch on Windows."""
+    data = cuda_recipe()
+    data["recipeId"] = "my-model-windows-x86_64-cuda12.4"
+    data["target"]["platform"] = "windows"
+    data["pythonEntryPoint"] = "venv/python.exe"
+    recipe = parse_recipe(to_text(data))
+    text = (
+        '[workspace]\nname = "w"\nchannels = ["conda-forge"]\nplatforms = ["win-64"]\n\n'
+        '[system-requirements]\ncuda = "12.4"\n\n[dependencies]\npython = "3.11.*"\n\n'
+        '[pypi-dependencies]\ntorch = "==2.6.0"\n'
+    )
+    findings = manifest_problems(parse_manifest(text, "recipes/w/pixi.toml"), recipe)
+    report = diagnose(recipe, findings, facts(platform="windows"))
+    assert not report.ok
+    lines = report.text().splitlines()
+    assert lines[1].startswith("  fail  pixi.toml pypi-dependencies.torch")
+    assert "recipes/w/pixi.toml:13: torch comes from PyPI's default index" in lines[1]
+    assert "no CUDA build of torch for Windows" in lines[1]
+    assert 'index = "https://download.pytorch.org/whl/cu124"' in lines[2] and "fix:" in lines[2]
+    cuda_index = text.replace('"==2.6.0"', '{ version = "==2.6.0", index = "https://download.pytorch.org/whl/cu124" }')
+    assert manifest_problems(parse_manifest(cuda_index), recipe) == []
