@@ -114,6 +114,17 @@ def check_lock(inp: LockCheckInput) -> LockCheckResult:
     return LockCheckResult(inp.recipe_id, platform, torch, tuple(problems))
 
 
+def locked_accelerator_problems(inp: LockCheckInput) -> list[Problem]:
+    """Only the accelerator rule (the torch build and CUDA runtime the lock holds for the target): what
+    ``build`` checks before it downloads anything, so a lock for another CUDA fails in seconds."""
+    platform = select_platform(inp.lock, inp.environment, inp.target)
+    env = inp.lock.environments.get(inp.environment)
+    if env is None or platform is None:
+        return []  # the installer's own lock reading explains a missing environment or platform
+    packages = env.packages[platform]
+    return accelerator_problems(inp, packages, classify_torch(packages))
+
+
 def format_problems(inp: LockCheckInput) -> list[Problem]:
     if inp.pixi_version is None or pixi_reads(inp.pixi_version, inp.lock.version):
         return []
