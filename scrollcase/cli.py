@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _render_error(error: ScrollcaseError, console: Console) -> None:
+    console.end_status()  # a live progress line must not swallow the error's first line
     if console.json_mode:
         console.result(error.to_json())
     print(f"error: {error.render()}", file=sys.stderr)

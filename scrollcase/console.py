@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from scrollcase.progress import LIVE_INTERVAL, LOG_INTERVAL, ByteMeter
+
 
 @dataclass
 class Console:
@@ -20,13 +22,41 @@ class Console:
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     quiet: bool = False
 
+    _live: bool = field(default=False, init=False)  # a status line is on screen, waiting to be ended
+
+    @property
+    def interactive(self) -> bool:
+        """Progress goes to a terminal (live lines) rather than to a CI log (a line every few seconds)."""
+        return not self.quiet and self.stderr.isatty()
+
     def progress(self, text: str) -> None:
         """A line about what is happening now (stderr, never part of the result)."""
         if not self.quiet:
+            self.end_status()
             print(text, file=self.stderr, flush=True)
+
+    def status(self, text: str) -> None:
+        """A transient line (bytes, rate, time left): redrawn in place on a terminal, a plain line elsewhere."""
+        if not self.interactive:
+            self.progress(text)
+            return
+        self.stderr.write("\r\x1b[K" + text)
+        self.stderr.flush()
+        self._live = True
+
+    def meter(self, label: str, total: int | None) -> ByteMeter:
+        """A byte meter that reports through :meth:`status`."""
+        return ByteMeter(label, total, self.status, interval=LIVE_INTERVAL if self.interactive else LOG_INTERVAL)
+
+    def end_status(self) -> None:
+        """End a live status line on screen (the next output starts on a fresh line)."""
+        if self._live:
+            self.stderr.write("\n")
+            self._live = False
 
     def result(self, data: Any, text: str | None = None) -> None:
         """The command's result: ``data`` as JSON with ``--json``, otherwise ``text``."""
+        self.end_status()
         if self.json_mode:
             json.dump(data, self.stdout, indent=2, sort_keys=False, default=str)
             self.stdout.write("\n")

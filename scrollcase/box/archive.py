@@ -332,8 +332,9 @@ class _HashingWriter:
 class _TarStream:
     """Fills one reused buffer with tar bytes and hands it to zstd when full."""
 
-    def __init__(self, sink: zstandard.ZstdCompressionWriter) -> None:
+    def __init__(self, sink: zstandard.ZstdCompressionWriter, on_bytes: Callable[[int], None] | None = None) -> None:
         self.sink = sink
+        self.on_bytes = on_bytes
         self.buf = bytearray(CHUNK)
         self.view = memoryview(self.buf)
         self.pos = 0
@@ -372,6 +373,8 @@ class _TarStream:
         if self.pos:
             self.sink.write(self.view[:self.pos])
             self.total += self.pos
+            if self.on_bytes is not None:
+                self.on_bytes(self.pos)
             self.pos = 0
 
 
@@ -453,12 +456,14 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
                                                            **_TABLES.get(level, {}))
 
 
-def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int = -1) -> PackResult:
+def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int = -1,
+              on_bytes: Callable[[int], None] | None = None) -> PackResult:
     """Pack ``root`` into ``out`` (``.tar.zst``), byte-for-byte reproducible.
 
     Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched.
     The tree is walked while zstd compresses (reading every directory of a big env takes a while,
     which would otherwise leave the compression workers idle); links are checked before the rename.
+    ``on_bytes`` is told each megabyte of tar data packed (for a progress meter).
     """
     tree = make_tree(root)
     entries = iter_entries(root, tree)
@@ -470,7 +475,7 @@ def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int
             hashing = _HashingWriter(raw)
             target = cast("IO[bytes]", hashing)  # duck-typed: zstd only calls write/flush
             with compressor.stream_writer(target, closefd=False, write_size=1 << 20) as sink:
-                stream = _TarStream(sink)
+                stream = _TarStream(sink, on_bytes)
                 with contextlib.closing(entries):
                     written = _write_entries(entries, stream, tree)
         check_links(root, written.links)

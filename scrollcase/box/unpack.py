@@ -28,6 +28,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, BinaryIO, cast
@@ -88,8 +89,9 @@ class UnpackResult:
 class _Source:
     """What the decompressor reads from: the archive file, hashed and frame-walked on the way."""
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
         self.raw = raw
+        self.on_bytes = on_bytes
         self.sha = hashlib.sha256()
         self.size = 0
         self.frames = FrameWalker()
@@ -99,6 +101,8 @@ class _Source:
         data = self.raw.read(n)
         self.sha.update(data)
         self.size += len(data)
+        if self.on_bytes is not None:
+            self.on_bytes(len(data))
         if self.error is None:
             try:
                 self.frames.feed(data)
@@ -131,11 +135,12 @@ class _Feed:
     sha256: str = ""
     size: int = 0
     error: str | None = None
+    on_bytes: Callable[[int], None] | None = None  # told each chunk of archive bytes read (progress)
 
     def run(self) -> None:
         try:
             with self.path.open("rb") as f:
-                source = _Source(f)
+                source = _Source(f, self.on_bytes)
                 try:
                     self._decompress(source)
                 finally:
@@ -355,14 +360,15 @@ def _member(header: Header, reader: ChunkReader, ex: _Extractor) -> None:
 
 
 def unpack_archive(archive: Path, dest: Path, *, expected_size: int, expected_sha256: str,
-                   limits: Limits = DEFAULT_LIMITS) -> UnpackResult:
-    """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder)."""
+                   limits: Limits = DEFAULT_LIMITS, on_bytes: Callable[[int], None] | None = None) -> UnpackResult:
+    """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
+    ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter)."""
     label = describe_path(archive) or str(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".unpacking", dir=final.parent))
     try:
-        result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits)
+        result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
         relocated = _relocate(tmp, final, label)
         tmp.chmod(0o755)
         _publish(tmp, final)
@@ -393,8 +399,8 @@ def _prepare_dest(dest: Path) -> Path:
 
 
 def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expected_sha256: str,
-                      limits: Limits) -> tuple[int, str, int, int, int]:
-    feed = _Feed(archive)
+                      limits: Limits, on_bytes: Callable[[int], None] | None = None) -> tuple[int, str, int, int, int]:
+    feed = _Feed(archive, on_bytes=on_bytes)
     thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=True)
     budget = min(limits.max_total_bytes,
                  max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, 1))))

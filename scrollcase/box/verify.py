@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box import evidence
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.build import check_host, run_self_test
 from scrollcase.box.layout import BOX_JSON, env_dir_for
@@ -41,7 +42,8 @@ def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, win
     pairs = {"boxId": (box.boxId, manifest.boxId), "version": (box.version, manifest.version),
              "targetId": (box.targetId, manifest.targetId),
              "pythonEntryPoint": (box.pythonEntryPoint, manifest.pythonEntryPoint),
-             "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir)}
+             "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir),
+             "gpu": (box.gpu, manifest.gpu)}
     for key, (inside, outside) in pairs.items():
         if inside != outside:
             problems.append(Problem(message="box.json and the release manifest disagree", file=BOX_JSON,
@@ -79,14 +81,27 @@ def verify_release(release: Path, *, self_test: bool, junit: Path | None = None,
         if problems:
             raise IntegrityError(f"{manifest.archive.name} does not hold the box its manifest describes",
                                  problems=problems, fix="rebuild the box with `scrollcase build`")
-        checks = ("archive size and sha256", "box.json valid and matches the manifest",
+        checks: tuple[str, ...] = ("archive size and sha256", "box.json valid and matches the manifest",
                   f"{box.pythonEntryPoint} exists and is executable")
         report = None
         if self_test:
             report, error = run_self_test(root, box, recipe_file=None, recipe_text=None, junit=junit)
             if error is not None:
                 raise error
+            recheck_evidence(root, box, manifest)
+            checks += ("GPU evidence re-measured with the box's interpreter",)
     return VerifyReport(release, archive, manifest, checks, report)
+
+
+def recheck_evidence(root: Path, box: BoxJson, manifest: ReleaseManifest) -> None:
+    """The unpacked box's interpreter must still report what box.json records, and that must fit the target."""
+    fresh = evidence.gather_evidence(root, box.pythonEntryPoint, box.envDir)
+    if box.gpu is not None and fresh != box.gpu:
+        problem = Problem(message=f"box.json: {box.gpu.describe()}; now: {fresh.describe()}", file=BOX_JSON,
+                          key="gpu", fix="rebuild the box with `scrollcase build`")
+        raise IntegrityError("the box's interpreter reports other GPU evidence than its box.json records",
+                             problems=[problem])
+    evidence.require_evidence(manifest.target.spec, fresh, where="unpacked box")
 
 
 def _read_box_json(root: Path) -> BoxJson:

@@ -154,7 +154,9 @@ def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = 
     report_gpu(console, check)
     console.progress(f"unpacking {describe_path(archive)} -> {describe_path(args.dest)}")
     start = time.monotonic()
-    result = unpack_archive(archive, args.dest, expected_size=size, expected_sha256=sha256)
+    meter = console.meter("unpacking", size)
+    result = unpack_archive(archive, args.dest, expected_size=size, expected_sha256=sha256, on_bytes=meter)
+    meter.finish()
     seconds = time.monotonic() - start
     console.result(
         {**to_json(result, archive, seconds), "gpuCheck": check.to_json()},
