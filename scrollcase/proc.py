@@ -56,6 +56,14 @@ def run_python(python: Path, args: Sequence[str], *, env: Mapping[str, str] | No
     return run([str(python), "-I", *args], env=isolated_env(env), timeout=timeout, cwd=cwd)
 
 
+def usable_cores() -> int:
+    """How many processes (or GIL-free threads) this process may keep busy at once."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0,
         cwd: Path | None = None) -> RunResult:
     start = time.monotonic()

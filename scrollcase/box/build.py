@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from scrollcase import __version__
 from scrollcase.box import assets as asset_mod
+from scrollcase.box import bytecode as bytecode_mod
 from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest
 from scrollcase.box import wheels as wheels_mod
@@ -43,7 +44,7 @@ from scrollcase.release import (
 from scrollcase.targets import host_platform
 
 Weights = Literal["bundled", "on-demand"]
-STAGES = ("install", "prune", "evidence", "assets", "box.json", "pack", "self-test", "release")
+STAGES = ("install", "prune", "bytecode", "evidence", "assets", "box.json", "pack", "self-test", "release")
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,34 @@ class LockedInstall:
 
 
 def locked_install(plan: BuildPlan) -> LockedInstall:
-    """Everything to install from the recipe's pixi.lock for the target's platform."""
+    """Everything to install from the recipe's pixi.lock for the target's platform, after the static
+    accelerator proof (the lock-check's rule) so that a lock for another CUDA fails before any download."""
     from scrollcase import engine
 
     subdir = plan.recipe.target.spec.subdir
     lock = plan.recipe_dir.lock_file
+    check_locked_accelerator(plan.recipe_dir)
     records = engine.locked_records(lock, subdir)
     wheels = wheels_mod.plan_wheels(wheels_mod.locked_wheels(lock, subdir), lock, subdir)
     return LockedInstall(tuple(records), tuple(wheels))
+
+
+def check_locked_accelerator(recipe_dir: RecipeDir) -> None:
+    """BuildError when the lock holds another accelerator than the recipe's target (lock-check's rule)."""
+    from scrollcase.pixi.lockcheck import LockCheckInput, locked_accelerator_problems
+    from scrollcase.pixi.lockfile import load_lock
+    from scrollcase.pixi.manifest import load_manifest
+
+    if not recipe_dir.lock_file.is_file():
+        return  # reading the lock for install explains this one
+    manifest = load_manifest(recipe_dir.manifest_file)
+    recipe = recipe_dir.recipe
+    inp = LockCheckInput(recipe.recipeId, recipe.target.spec, manifest, load_lock(recipe_dir.lock_file),
+                         manifest.channels)
+    problems = locked_accelerator_problems(inp)
+    if problems:
+        raise BuildError(f"{describe_path(recipe_dir.lock_file)} does not hold what {recipe.target_id} promises, "
+                         "so nothing was downloaded or installed", problems=problems)
 
 
 def check_host(target_platform: str, target_arch: str, target_id: str, host: tuple[str, str]) -> None:
@@ -172,6 +193,10 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
     with stages.stage("prune", f"{len(plan.prune)} prunePaths + bytecode caches"):
         for note in prune_box(plan.box_root, plan.layout, plan.prune):
             progress(f"      note: {note}")
+    with stages.stage("bytecode", "the box's own interpreter compiles its modules (reproducible .pyc)"):
+        for note in bytecode_mod.add_bytecode(plan.box_root, plan.layout, prune=plan.prune,
+                                              placeholder=BOX_PREFIX_PLACEHOLDER, scratch=plan.work_dir / "bytecode"):
+            progress(f"      {note}")
     with stages.stage("evidence", "the box's own interpreter reports its CUDA runtime, cuDNN and GPU archs"):
         gpu = evidence_mod.gather_evidence(plan.box_root, plan.recipe.pythonEntryPoint, plan.layout.env_dir.as_posix())
         progress(f"      {gpu.describe()}")

@@ -11,7 +11,6 @@ name the placeholder interpreter, which unpacking rewrites like any conda entry 
 from __future__ import annotations
 
 import http.client
-import io
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from scrollcase.box.assets import Fetcher
 from scrollcase.box.layout import BoxLayout
 from scrollcase.digest import sha256_file
 from scrollcase.errors import BuildError, IntegrityError, Problem
+from scrollcase.proc import usable_cores
 
 LauncherKind = Literal["posix", "win-amd64", "win-arm64"]
 
@@ -187,44 +187,15 @@ def plain_shebang(script: bytes, interpreter: str) -> bytes:
     return b"#!" + interpreter.encode() + b"\n" + body
 
 
-def _destination(layout: BoxLayout, env: Path, interpreter: str, kind: LauncherKind) -> Any:
-    from installer.destinations import SchemeDictionaryDestination
-    from installer.records import RecordEntry
-    from installer.scripts import Script
-    from installer.utils import Scheme
-
-    class BoxDestination(SchemeDictionaryDestination):
-        def write_script(self, name: str, module: str, attr: str, section: Any) -> RecordEntry:
-            if kind != "posix":
-                return super().write_script(name, module, attr, section)
-            script_name, data = Script(name, module, attr, section).generate(interpreter, kind)
-            with io.BytesIO(plain_shebang(data, interpreter)) as stream:
-                return self.write_to_fs(Scheme("scripts"), script_name, stream, is_executable=True)
-
-    return BoxDestination(scheme_dict=scheme_for(layout, env), interpreter=interpreter, script_kind=kind,
-                          bytecode_optimization_levels=())  # no .pyc: they would carry build-time mtimes
-
-
 def install_wheels(wheels: Sequence[Path], layout: BoxLayout, env: Path, *, placeholder: str,
-                   arch: str) -> None:
-    """Install each wheel with pypa/installer; a file that already exists is a clash, never overwritten."""
-    from installer import install
-    from installer.sources import WheelFile
+                   arch: str, workers: int | None = None) -> None:
+    """Install the wheels with pypa/installer, side by side in ``workers`` threads (default: one per
+    usable core): every member checked against its wheel's RECORD as it is written, and a file that
+    already exists is a clash, never overwritten (:mod:`scrollcase.box.wheelinstall`)."""
+    from scrollcase.box import wheelinstall
 
     interpreter = f"{placeholder}/python.exe" if layout.windows else \
         f"{placeholder}/bin/python{layout.python_version}"
-    destination = _destination(layout, env, interpreter, script_kind(layout, arch))
-    for wheel in wheels:
-        try:
-            with WheelFile.open(wheel) as source:
-                source.validate_record()  # every member against RECORD's hashes; installer skips it
-                install(source=source, destination=destination, additional_metadata={"INSTALLER": b"scrollcase\n"})
-        except FileExistsError as exc:
-            raise BuildError(f"wheel {wheel.name} clashes with a file already in the environment",
-                             problems=[Problem(message=str(exc), value=wheel.name,
-                                               fix="the lock holds the same files from a conda package and a "
-                                                   "PyPI wheel: keep only one of them in pixi.toml")]) from None
-        except Exception as exc:  # installer raises InvalidWheelSource, ValueError... for a bad wheel
-            raise BuildError(f"wheel {wheel.name} cannot be installed", problems=[Problem(
-                message=f"{type(exc).__name__}: {exc}", value=str(wheel),
-                fix="rebuild or re-download the wheel, and re-lock")]) from None
+    job = wheelinstall.Job(scheme=scheme_for(layout, env), interpreter=interpreter,
+                           kind=script_kind(layout, arch), umask=wheelinstall.current_umask())
+    wheelinstall.install_all(wheels, job, workers or usable_cores())

@@ -18,6 +18,7 @@ from junitparser import JUnitXml
 from scrollcase import engine
 from scrollcase.box.assets import default_fetchers, fetch_file
 from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.verify import verify_release
 from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
@@ -181,6 +182,38 @@ def test_build_is_reproducible_across_working_dirs(
     second = build(make_recipe(Path("."), demo_channel), Path("."))
     assert second.manifest.archive.sha256 == built.manifest.archive.sha256
     assert second.archive.read_bytes() == built.archive.read_bytes()
+
+
+def box_files(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def test_bytecode_ships_reproducibly_and_is_what_the_box_imports(
+    built: BuildResult, demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
+    """Two builds in two folders: the same archive, .pyc included; no .pyc names the build folder or the
+    placeholder (none is a relocation target); the unpacked box imports from its .pyc and writes nothing."""
+    second = build(make_recipe(tmp_path / "second", demo_channel), tmp_path / "second", cache_dir=shared_cache)
+    assert second.manifest.archive.sha256 == built.manifest.archive.sha256
+    box = tmp_path / "box"
+    unpack_archive(second.archive, box, expected_size=second.manifest.archive.size,
+                   expected_sha256=second.manifest.archive.sha256)
+    pycs = sorted(box.rglob("*.pyc"))
+    tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"  # the demo box packages this CPython
+    names = {p.relative_to(box).as_posix() for p in pycs}
+    assert any(n.endswith(f"/json/__pycache__/__init__.{tag}.pyc") for n in names)  # the standard library
+    assert any(n.endswith(f"/numpy/__pycache__/__init__.{tag}.pyc") for n in names)  # site-packages
+    for build_root in (built.plan.work_dir.parent.parent.parent, tmp_path / "second"):
+        assert not [p for p in pycs if str(build_root).encode() in p.read_bytes()]
+    assert not [p for p in pycs if BOX_PREFIX_PLACEHOLDER.encode() in p.read_bytes()]
+    assert all(int.from_bytes(p.read_bytes()[4:8], "little") == 0b01 for p in pycs)  # unchecked-hash
+    relocated = json.loads((box / "box.json").read_text())["relocation"]["files"]
+    assert not [f for f in relocated if f["path"].endswith(".pyc")]
+    before = box_files(box)
+    run = run_python(box / "venv/bin/python", ["-v", "-c", "import json, numpy; print(numpy.ones(2).sum())"])
+    assert run.ok and run.stdout.strip() == "2.0", run.stderr[-2000:]
+    assert f"/numpy/__pycache__/__init__.{tag}.pyc'" in run.stderr  # "# code object from '<pyc>'"
+    assert box_files(box) == before  # nothing compiled, nothing written
 
 
 def test_import_missing_from_box_fails_though_host_has_it(

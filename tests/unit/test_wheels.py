@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 import pytest
 
+from scrollcase.box import wheelzip
 from scrollcase.box.layout import box_layout
 from scrollcase.box.wheels import (
     LockedWheel,
@@ -134,16 +135,137 @@ def test_a_wheel_writing_outside_the_environment_is_refused(tmp_path: Path) -> N
     assert not list(tmp_path.rglob("escaped.py"))
 
 
-def test_a_corrupt_wheel_is_a_build_error(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"X = 1\n"})
+def rewrite(wheel: Path, changes: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> Path:
+    """The same wheel (RECORD untouched) with some members' bytes replaced or added."""
     with zipfile.ZipFile(wheel) as original:
         members = {name: original.read(name) for name in original.namelist()}
-    members["tiny.py"] = b"changed after RECORD was written\n"
-    with zipfile.ZipFile(wheel, "w") as rewritten:
+    members.update(changes)
+    with zipfile.ZipFile(wheel, "w", compression) as rewritten:
         for name, data in members.items():
             rewritten.writestr(name, data)
-    with pytest.raises(BuildError, match="cannot be installed"):
+    return wheel
+
+
+def site(env: Path) -> Path:
+    return env / "lib/python3.11/site-packages"
+
+
+def test_a_member_changed_after_record_is_an_integrity_error(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"X = 1\n"})
+    rewrite(wheel, {"tiny.py": b"changed after RECORD was written\n"})
+    env = tmp_path / "venv"
+    with pytest.raises(IntegrityError) as caught:
+        install_wheels([wheel], LINUX, env, placeholder=PLACEHOLDER, arch="x86_64")
+    assert caught.value.exit_code == 8 and wheel.name in caught.value.message
+    (problem,) = caught.value.problems
+    assert problem.key == "tiny.py" and "RECORD says 6" in problem.message and problem.file == str(wheel)
+    assert not (site(env) / "tiny.py").exists()  # the file that failed its check is not left behind
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_same_size_different_bytes_are_caught_while_writing(tmp_path: Path, compression: int) -> None:
+    big = bytes(range(256)) * 4096  # 1 MiB: several reads, the check is at the member's end
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny/data.bin": big, "tiny/__init__.py": b""})
+    rewrite(wheel, {"tiny/data.bin": big[:-1] + b"!"}, compression)
+    env = tmp_path / "venv"
+    with pytest.raises(IntegrityError) as caught:
+        install_wheels([wheel], LINUX, env, placeholder=PLACEHOLDER, arch="x86_64")
+    assert caught.value.problems[0].key == "tiny/data.bin" and "sha256" in caught.value.problems[0].message
+    assert not (site(env) / "tiny/data.bin").exists()
+
+
+def test_members_installer_skips_or_rewrites_are_checked_too(tmp_path: Path) -> None:
+    """A __pycache__ member (installer skips it) and a ``#!python`` script (installer rewrites its
+    first line) are still checked against RECORD."""
+    files = {"tiny/__init__.py": b"", "tiny/__pycache__/x.cpython-311.pyc": b"\0" * 16,
+             "tiny-1.0.data/scripts/tool": b"#!python\nprint(1)\n"}
+    for member, bad in [("tiny/__pycache__/x.cpython-311.pyc", b"\1" * 16),
+                        ("tiny-1.0.data/scripts/tool", b"#!python\nprint(2)\n")]:
+        wheel = make_wheel(tmp_path / member.replace("/", "_"), "tiny", "1.0", files)
+        rewrite(wheel, {member: bad})
+        with pytest.raises(IntegrityError) as caught, pytest.warns(RuntimeWarning, match="__pycache__"):
+            install_wheels([wheel], LINUX, wheel.parent / "venv", placeholder=PLACEHOLDER, arch="x86_64")
+        assert caught.value.problems[0].key == member
+
+
+def test_a_member_not_in_record_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    wheel = rewrite(make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"X = 1\n"}), {"extra.py": b"x\n"})
+    with pytest.raises(BuildError, match="cannot be installed") as caught:
         install_wheels([wheel], LINUX, tmp_path / "venv", placeholder=PLACEHOLDER, arch="x86_64")
+    assert "not mentioned in RECORD" in caught.value.problems[0].message
+    assert not (tmp_path / "venv").exists()
+
+
+def test_a_bad_crc_is_a_build_error(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"X = 1\n" * 100})
+    rewrite(wheel, {}, zipfile.ZIP_STORED)
+    data = bytearray(wheel.read_bytes())
+    at = data.index(b"X = 1\n" * 100) + 50
+    data[at] ^= 0x01  # the bytes change, the CRC-32 in the archive does not
+    wheel.write_bytes(bytes(data))
+    with pytest.raises(BuildError, match="cannot be installed") as caught:
+        install_wheels([wheel], LINUX, tmp_path / "venv", placeholder=PLACEHOLDER, arch="x86_64")
+    assert "CRC-32" in caught.value.problems[0].message
+
+
+def test_a_dangling_symlink_in_the_way_is_a_clash_not_a_write_through_it(tmp_path: Path) -> None:
+    env = tmp_path / "venv"
+    site(env).mkdir(parents=True)
+    (site(env) / "tiny.py").symlink_to(tmp_path / "outside.py")
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"from pypi\n"})
+    with pytest.raises(BuildError, match="clashes"):
+        install_wheels([wheel], LINUX, env, placeholder=PLACEHOLDER, arch="x86_64")
+    assert not (tmp_path / "outside.py").exists()
+
+
+@pytest.mark.parametrize("workers", [1, 2, 8])
+def test_two_wheels_writing_one_path_clash_whichever_is_first(tmp_path: Path, workers: int) -> None:
+    a = make_wheel(tmp_path / "a", "alpha", "1.0", {"shared/mod.py": b"A = 1\n", "alpha.py": b""})
+    b = make_wheel(tmp_path / "b", "beta", "1.0", {"shared/mod.py": b"B = 2\n", "beta.py": b""})
+    with pytest.raises(BuildError, match="clash") as caught:
+        install_wheels([a, b], LINUX, tmp_path / "venv", placeholder=PLACEHOLDER, arch="x86_64", workers=workers)
+    text = caught.value.render()
+    assert "shared/mod.py" in text and "keep only one" in text
+    written = site(tmp_path / "venv") / "shared/mod.py"  # the loser never overwrites (the winner may be cancelled)
+    assert not written.exists() or written.read_bytes() in (b"A = 1\n", b"B = 2\n")
+
+
+def test_a_file_two_wheels_ship_byte_for_byte_is_shared(tmp_path: Path) -> None:
+    """The nvidia-*-cu12 wheels all ship the same empty nvidia/__init__.py: written once, in both RECORDs."""
+    wheels = [make_wheel(tmp_path / n, n, "1.0", {"nvidia/__init__.py": b"", f"nvidia/{n}/lib.so": n.encode()})
+              for n in ("cublas", "cudnn", "nccl")]
+    env = tmp_path / "venv"
+    install_wheels(wheels, LINUX, env, placeholder=PLACEHOLDER, arch="x86_64", workers=3)
+    assert (site(env) / "nvidia/__init__.py").read_bytes() == b""
+    for n in ("cublas", "cudnn", "nccl"):
+        record = (site(env) / f"{n}-1.0.dist-info/RECORD").read_text()
+        assert "nvidia/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n" in record
+
+
+def tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.relative_to(root).as_posix(): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+            for p in sorted(root.rglob("*"))}
+
+
+def test_parallel_install_writes_the_same_tree_as_one_thread(tmp_path: Path) -> None:
+    wheels = [make_wheel(tmp_path / f"w{i}", f"pkg{i}", "1.0",
+                         {f"pkg{i}/__init__.py": b"def main():\n    return 0\n", f"pkg{i}/data.bin": bytes(i) * 5000,
+                          f"pkg{i}-1.0.data/scripts/run{i}": b"#!python\nprint(1)\n"},
+                         {f"pkg{i}-tool": f"pkg{i}:main"}) for i in range(6)]
+    for workers in (1, 4):
+        install_wheels(wheels, LINUX, tmp_path / f"env{workers}", placeholder=PLACEHOLDER, arch="x86_64",
+                       workers=workers)
+    assert tree(tmp_path / "env1") == tree(tmp_path / "env4")
+    script = tmp_path / "env4/bin/run3"
+    assert script.read_bytes() == f"#!{PLACEHOLDER}/bin/python3.11\nprint(1)\n".encode()
+    assert os.access(tmp_path / "env4/bin/pkg3-tool", os.X_OK)
+
+
+def test_the_first_real_failure_is_raised_not_a_cancellation(tmp_path: Path) -> None:
+    good = [make_wheel(tmp_path / f"g{i}", f"good{i}", "1.0", {f"good{i}.bin": os.urandom(1 << 20)}) for i in range(3)]
+    bad = rewrite(make_wheel(tmp_path / "bad", "bad", "1.0", {"bad.py": b"X = 1\n"}), {"bad.py": b"X = 2\n"})
+    with pytest.raises(IntegrityError, match=r"bad-1\.0"):
+        install_wheels([*good, bad], LINUX, tmp_path / "venv", placeholder=PLACEHOLDER, arch="x86_64", workers=2)
 
 
 def test_windows_scheme_and_launchers() -> None:
@@ -184,3 +306,49 @@ def test_a_dropped_download_is_a_build_error_and_leaves_no_part(tmp_path: Path) 
                     {"https": drops})
     assert "rerun the build" in (caught.value.problems[0].fix or "")
     assert list((tmp_path / "c").rglob("*.part")) == []
+
+
+@pytest.mark.parametrize("inflater", ["fast", "stdlib"])
+def test_member_reader_reads_what_zipfile_reads(tmp_path: Path, inflater: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+    import zlib
+
+    if inflater == "stdlib":
+        monkeypatch.setattr(wheelzip, "FAST_ZLIB", zlib)
+    rng = random.Random(5)
+    text = b"".join(b"line %d %s\n" % (i, bytes(rng.choices(b"abc", k=rng.randint(0, 90)))) for i in range(3000))
+    members = {"a.txt": text, "empty": b"", "noise.bin": rng.randbytes(100_000)}
+    archive = tmp_path / "m.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name, data in members.items():
+            for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                z.writestr(f"{method}/{name}", data, method)
+    with zipfile.ZipFile(archive) as z, archive.open("rb", buffering=0) as fp:
+        infos = z.infolist()
+        for info, end in zip(infos, wheelzip.member_ends(infos, archive.stat().st_size), strict=True):
+            want = members[info.filename.split("/", 1)[1]]
+            reader = wheelzip.MemberReader(fp, info, end, chunk=777)  # reads that straddle lines
+            assert reader.read(8) == want[:8]
+            reader.seek(0)
+            first = reader.readline()
+            assert first == want[: want.find(b"\n") + 1 or len(want)]
+            assert first + reader.read() == want
+            assert reader.read(10) == b""
+            reader.seek(0)
+            pieces = []
+            while piece := reader.read(4096):
+                pieces.append(piece)
+            assert b"".join(pieces) == want
+
+
+def test_member_ends_refuse_overlapping_members(tmp_path: Path) -> None:
+    archive = tmp_path / "m.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a", b"x" * 100)
+        z.writestr("b", b"y" * 100)
+    with zipfile.ZipFile(archive) as z, archive.open("rb", buffering=0) as fp:
+        a, b = z.infolist()
+        assert wheelzip.member_ends([a, b], 999) == [b.header_offset, 999]
+        b.header_offset = a.header_offset  # a central directory that points two names at one body
+        with pytest.raises(zipfile.BadZipFile, match="Overlapped"):
+            wheelzip.MemberReader(fp, a, wheelzip.member_ends([a, b], 999)[0], chunk=64)
