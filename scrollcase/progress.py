@@ -7,6 +7,7 @@ A :class:`ByteMeter` is fed byte counts by the work itself and says how far it i
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,16 +55,19 @@ class ByteMeter:
     done: int = 0
     start: float = field(init=False)
     last: float = field(init=False)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.start = self.last = self.clock()
 
     def __call__(self, n: int) -> None:
-        self.done += n
-        now = self.clock()
-        if now - self.last >= self.interval:
+        with self._lock:  # wheels install in threads
+            self.done += n
+            now = self.clock()
+            if now - self.last < self.interval:
+                return
             self.last = now
-            self.emit(meter_line(self.label, self.done, self.total, now - self.start))
+        self.emit(meter_line(self.label, self.done, self.total, now - self.start))
 
     def finish(self) -> None:
         """A last line, only when the work took long enough to have shown progress at all."""

@@ -9,6 +9,7 @@ an interrupted build leaves nothing half-written there and can simply be rerun.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,6 +32,7 @@ from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
 from scrollcase.files import user_cache_dir
 from scrollcase.github.junit import write_junit
+from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.recipe import Recipe
 from scrollcase.recipe_loader import RecipeDir
 from scrollcase.release import (
@@ -183,13 +185,13 @@ class _Stages:
 
 
 def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher],
-                  progress: Progress = lambda _: None) -> BuildResult:
+                  progress: Progress = lambda _: None, meter: MeterFactory = silent_meter) -> BuildResult:
     """Run every stage; on any failure the output folder is untouched (the work folder is kept)."""
     stages = _Stages(progress)
     _fresh_dir(plan.work_dir)
     count = f"{len(locked.records)} packages" + (f" + {len(locked.wheels)} wheels" if locked.wheels else "")
     with stages.stage("install", f"{count} into {plan.layout.env_dir}/"):
-        install_locked(plan, locked, fetchers)
+        install_locked(plan, locked, fetchers, meter)
     with stages.stage("prune", f"{len(plan.prune)} prunePaths + bytecode caches"):
         for note in prune_box(plan.box_root, plan.layout, plan.prune):
             progress(f"      note: {note}")
@@ -208,10 +210,12 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
         box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu)
         _write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
-        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name)
+        packing = meter("packing", tree_bytes(plan.box_root))
+        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing)
+        packing.finish()
         progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
-        report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box)
+        report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
     with stages.stage("release", f"{plan.out_dir}/"):
         manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu)
         _publish_outputs(plan, packed.path, dump_release(manifest))
@@ -219,16 +223,22 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
 
 
-def install_locked(plan: BuildPlan, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher]) -> None:
+def install_locked(plan: BuildPlan, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher],
+                   meter: MeterFactory = silent_meter) -> None:
     """Conda packages with rattler, then the lock's PyPI wheels (as pixi does), all checked first."""
     install.verify_local_packages(locked.records, str(plan.recipe_dir.lock_file))
-    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers) for w in locked.wheels]
+    downloading = meter("downloading wheels", None)
+    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading)
+                   for w in locked.wheels]
+    downloading.finish()
     env = plan.box_root / plan.layout.env_dir
     install.install_records(locked.records, env, subdir=plan.recipe.target.spec.subdir,
                             cache_dir=plan.package_cache, placeholder=env_placeholder(plan.layout))
     install.scrub_conda_meta(env)
+    installing = meter("installing wheels", sum(w.stat().st_size for w in wheel_files))
     wheels_mod.install_wheels(wheel_files, plan.layout, env, placeholder=env_placeholder(plan.layout),
-                              arch=plan.recipe.target.arch)
+                              arch=plan.recipe.target.arch, on_bytes=installing)
+    installing.finish()
 
 
 def env_placeholder(layout: BoxLayout) -> str:
@@ -261,6 +271,17 @@ def prune_box(box_root: Path, layout: BoxLayout, prune: Sequence[str]) -> list[s
     return notes
 
 
+def tree_bytes(root: Path) -> int:
+    """The bytes of the regular files below ``root`` (what packing reads; links and folders are headers)."""
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                total += path.stat().st_size
+    return total
+
+
 def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any],
                   gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
     r = plan.recipe
@@ -275,10 +296,13 @@ def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any],
         relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)), gpu=gpu)
 
 
-def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson) -> SelfTestReport:
+def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson,
+                      meter: MeterFactory = silent_meter) -> SelfTestReport:
     """Unpack (which relocates) into the work folder and run the recipe's checks; JUnit either way."""
     dest = plan.work_dir / "check"
-    unpack_archive(archive, dest, expected_size=size, expected_sha256=sha256)
+    unpacking = meter("unpacking", size)
+    unpack_archive(archive, dest, expected_size=size, expected_sha256=sha256, on_bytes=unpacking)
+    unpacking.finish()
     recipe_file = describe_path(plan.recipe_dir.recipe_file)
     report, error = run_self_test(dest, box, recipe_file=recipe_file,
                                   recipe_text=_read_text(plan.recipe_dir.recipe_file), junit=plan.junit_path)

@@ -30,7 +30,7 @@ import os
 import stat
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -219,6 +219,7 @@ class Job:
     umask: int
     claims: Claims = field(default_factory=Claims)
     cancel: threading.Event = field(default_factory=threading.Event)
+    on_bytes: Callable[[int], None] | None = None  # told each wheel's file size once it is installed
 
 
 class BoxDestination(SchemeDictionaryDestination):
@@ -288,6 +289,8 @@ def install_one(wheel: Path, job: Job) -> None:
         raise CancelledInstallError
     try:
         _install(wheel, job)
+        if job.on_bytes is not None:
+            job.on_bytes(wheel.stat().st_size)
     except CancelledInstallError:
         raise
     except BaseException as exc:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import http.client
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal, cast
 
 from scrollcase.box.assets import Fetcher
 from scrollcase.box.layout import BoxLayout
@@ -107,9 +107,10 @@ def _resolve(location: str, lock_dir: Path) -> str:
 # ------------------------------------------------------------------------------------------ executors
 
 
-def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher]) -> Path:
+def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher],
+                on_bytes: Callable[[int], None] | None = None) -> Path:
     """The wheel file, verified against the lock: local files are checked in place, others downloaded
-    into ``cache/<sha256>/`` once."""
+    into ``cache/<sha256>/`` once (``on_bytes`` is told each chunk that arrives)."""
     parts = urllib.parse.urlsplit(source.url)
     if parts.scheme == "file":
         path = Path(urllib.request.url2pathname(parts.path))
@@ -133,7 +134,7 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
     part = done.with_name(done.name + ".part")
     try:
         with part.open("wb") as out:
-            fetcher(source.url, out, 0)
+            fetcher(source.url, cast("BinaryIO", _Counted(out, on_bytes)) if on_bytes else out, 0)
     except (OSError, http.client.HTTPException) as exc:
         part.unlink(missing_ok=True)
         raise BuildError(f"downloading wheel {source.filename} failed", problems=[Problem(
@@ -146,6 +147,18 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
         raise
     part.replace(done)
     return done
+
+
+class _Counted:
+    """A file being downloaded into, telling a progress meter every chunk written (fetchers only write)."""
+
+    def __init__(self, out: BinaryIO, on_bytes: Callable[[int], None]) -> None:
+        self.out, self.on_bytes = out, on_bytes
+
+    def write(self, data: Any) -> int:
+        written = self.out.write(data)
+        self.on_bytes(written)
+        return written
 
 
 def _verify(path: Path, source: WheelSource) -> None:
@@ -188,7 +201,7 @@ def plain_shebang(script: bytes, interpreter: str) -> bytes:
 
 
 def install_wheels(wheels: Sequence[Path], layout: BoxLayout, env: Path, *, placeholder: str,
-                   arch: str, workers: int | None = None) -> None:
+                   arch: str, workers: int | None = None, on_bytes: Callable[[int], None] | None = None) -> None:
     """Install the wheels with pypa/installer, side by side in ``workers`` threads (default: one per
     usable core): every member checked against its wheel's RECORD as it is written, and a file that
     already exists is a clash, never overwritten (:mod:`scrollcase.box.wheelinstall`)."""
@@ -197,5 +210,5 @@ def install_wheels(wheels: Sequence[Path], layout: BoxLayout, env: Path, *, plac
     interpreter = f"{placeholder}/python.exe" if layout.windows else \
         f"{placeholder}/bin/python{layout.python_version}"
     job = wheelinstall.Job(scheme=scheme_for(layout, env), interpreter=interpreter,
-                           kind=script_kind(layout, arch), umask=wheelinstall.current_umask())
+                           kind=script_kind(layout, arch), umask=wheelinstall.current_umask(), on_bytes=on_bytes)
     wheelinstall.install_all(wheels, job, workers or usable_cores())

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                       junit=args.junit)
     locked = locked_install(plan)
     result = execute_build(plan, locked=locked, fetchers=default_fetchers(_s3_client(plan)),
-                           progress=console.progress)
+                           progress=console.progress, meter=console.meter)
     m = result.manifest
     data = {"release": str(result.release), "archive": str(result.archive), "sha256": m.archive.sha256,
             "size": m.archive.size, "targetId": m.targetId, "weights": m.weights, "junit": str(result.junit),
