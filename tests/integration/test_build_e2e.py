@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 
 def stage_line(name: str) -> str:
-    """How the build announces stage ``name`` (``[6/9] pack``)."""
+    """How the build announces stage ``name`` (``[7/9] pack``)."""
     return f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name}"
 REPO = Path(__file__).resolve().parents[2]
 
