@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,7 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.releases import make_manifest, write_large_archive  # noqa: E402
+from scrollcase.box.archive import pack_tree  # noqa: E402
+from scrollcase.box.boxjson import dump_box_json  # noqa: E402
+from scrollcase.release import ReleaseManifest  # noqa: E402
+from tests.support.releases import box_json_for, make_manifest, write_large_archive  # noqa: E402
 from tests.support.s3servers import S3Server, seaweedfs  # noqa: E402
 
 
@@ -87,6 +91,20 @@ def run_child(name: str, server: S3Server, bucket: str, archive: Path, manifest:
     return result
 
 
+def large_release(tmp: Path, size: int) -> ReleaseManifest:
+    """A real (if synthetic) box of ``size`` random bytes plus its box.json, as publish requires, packed
+    at level 1 (random bytes stay their size) without holding the payload in memory."""
+    draft = make_manifest(box_id="bench-box", size=0, sha256="0" * 64)
+    tree = tmp / "box"
+    tree.mkdir()
+    (tree / "box.json").write_bytes(dump_box_json(box_json_for(draft)))
+    write_large_archive(tree / "payload.bin", size)
+    packed = pack_tree(tree, tmp / draft.archive.name, level=1)
+    shutil.rmtree(tree)
+    return draft.model_copy(update={"archive": draft.archive.model_copy(
+        update={"size": packed.size, "sha256": packed.sha256})})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mb", type=int, default=1024)
@@ -103,11 +121,10 @@ def main() -> None:
 
     size = args.size_mb * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
-        archive = Path(tmp) / "bench-box-1.0.0-linux-x86_64-cuda12.4.tar.zst"
-        sha = write_large_archive(archive, size)
         from scrollcase.release import dump_release
 
-        manifest = make_manifest(box_id="bench-box", size=size, sha256=sha)
+        manifest = large_release(Path(tmp), size)
+        archive = Path(tmp) / manifest.archive.name
         manifest_path = Path(tmp) / "bench.release.json"
         manifest_path.write_bytes(dump_release(manifest))
         rows: list[tuple[str, int, dict[str, float]]] = []

@@ -6,15 +6,41 @@ import argparse
 import importlib
 import os
 import pkgutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 from scrollcase import __version__, commands
 from scrollcase.console import Console
-from scrollcase.errors import EXIT_CODES, ScrollcaseError
+from scrollcase.errors import (
+    EXIT_CODES,
+    InternalError,
+    ScrollcaseError,
+    UsageError,
+    from_os_error,
+    from_value_error,
+)
 
 EPILOG = "exit codes: 0 ok; " + "; ".join(f"{code} {name}" for name, code in sorted(
-    EXIT_CODES.items(), key=lambda item: item[1])) + "; 130 interrupted"
+    EXIT_CODES.items(), key=lambda item: item[1])) + "; 130 interrupted; 143 terminated"
+DEBUG_ENV = "SCROLLCASE_DEBUG"  # set: also print the traceback of an OSError/ValueError turned into an error
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is a UsageError, so --json still gets its error object."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise UsageError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`")
+
+
+class _Terminated(KeyboardInterrupt):  # SIGTERM, cleaned up exactly like SIGINT
+    pass
 
 
 def _common_options(default: object) -> argparse.ArgumentParser:
@@ -27,7 +53,7 @@ def _common_options(default: object) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options(argparse.SUPPRESS)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scrollcase",
         description="Build, prove and publish self-contained Python boxes for ML model runtimes.",
         epilog=EPILOG,
@@ -41,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _render_error(error: ScrollcaseError, console: Console) -> None:
+def _render_error(error: ScrollcaseError, console: Console, junit: Path | None = None) -> None:
     console.end_status()  # a live progress line must not swallow the error's first line
     if console.json_mode:
         console.result(error.to_json())
@@ -50,22 +76,67 @@ def _render_error(error: ScrollcaseError, console: Console) -> None:
         from scrollcase.github import report
 
         # Workflow commands on stderr in --json mode keep stdout parseable; GitHub reads both.
-        report.annotate_error(error, stream=sys.stderr if console.json_mode else sys.stdout)
+        report.annotate_error(error, stream=sys.stderr if console.json_mode else sys.stdout, junit=junit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    console = Console(json_mode=args.json, quiet=args.quiet)
+    """Run one command; the error boundary: every failure becomes an exit code and, under --json, an
+    error object on stdout.  An OSError/ValueError no command located is turned into a located error
+    (:func:`~scrollcase.errors.from_os_error`); any other exception is a bug, shown with its traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    console = Console(json_mode="--json" in argv)  # until the arguments are parsed
+    args: argparse.Namespace | None = None
+    restore = _terminate_like_interrupt()
     try:
+        args = build_parser().parse_args(argv)
+        console = Console(json_mode=args.json, quiet=args.quiet)
         code: int = args.handler(args, console)
     except ScrollcaseError as error:
-        _render_error(error, console)
-        return error.exit_code
+        return _fail(error, console, args)
+    except _Terminated:
+        console.end_status()
+        print("terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
+        console.end_status()
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        return _fail(from_os_error(exc), console, args, exc if os.environ.get(DEBUG_ENV) else None)
+    except ValueError as exc:
+        return _fail(from_value_error(exc), console, args, exc if os.environ.get(DEBUG_ENV) else None)
+    except Exception as exc:
+        bug = InternalError(f"internal error: {type(exc).__name__}: {exc}",
+                            fix="this is a bug in scrollcase: please report it with the traceback above")
+        return _fail(bug, console, args, exc)
+    finally:
+        restore()
     return code
+
+
+def _fail(error: ScrollcaseError, console: Console, args: argparse.Namespace | None,
+          shown: BaseException | None = None) -> int:
+    if shown is not None:
+        console.end_status()
+        traceback.print_exception(shown, file=sys.stderr)
+    _render_error(error, console, junit=getattr(args, "junit", None))
+    return error.exit_code
+
+
+def _terminate_like_interrupt() -> Callable[[], None]:
+    """SIGTERM (a CI timeout, a container stop) raises like SIGINT, so the same clean-up runs."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        return lambda: None
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    return restore
 
 
 def main_exit() -> None:

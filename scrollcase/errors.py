@@ -7,6 +7,8 @@ rendering (plain text locally, workflow annotations on GitHub).  Every error can
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +162,12 @@ class GitHubError(ScrollcaseError):
     exit_code = 12
 
 
+class InternalError(ScrollcaseError):
+    """A bug in scrollcase: an exception no check anticipated.  The CLI prints its traceback too."""
+
+    exit_code = 70
+
+
 EXIT_CODES: dict[str, int] = {
     cls.__name__: cls.exit_code
     for cls in (
@@ -177,6 +185,7 @@ EXIT_CODES: dict[str, int] = {
         ConflictError,
         HostError,
         GitHubError,
+        InternalError,
     )
 }
 
@@ -188,10 +197,49 @@ def describe_path(path: Path | str | None) -> str | None:
     p = Path(path)
     try:
         return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return str(p)
 
 
 def collect(problems: Iterable[Problem]) -> tuple[Problem, ...]:
     """Sort problems by file and line so reports read top to bottom."""
     return tuple(sorted(problems, key=lambda p: (p.file or "", p.line or 0, p.column or 0)))
+
+
+# errnos that say a path given on the command line cannot be used as given: a usage error (exit 2).
+_PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP,
+                          errno.EEXIST, errno.ENOTEMPTY, errno.EINVAL, errno.EXDEV})
+_DISK_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+_ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def from_os_error(exc: OSError) -> ScrollcaseError:
+    """A located error for an OSError that no command turned into one: the path(s) and the reason.
+
+    A path that cannot be used as given (missing, a file where a folder is needed, a name too long, a
+    symlink loop) is a UsageError (exit 2); a full disk, missing permissions and every other failure
+    of the operating system are a ScrollcaseError (exit 1).
+    """
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    where = describe_path(os.fsdecode(exc.filename)) if exc.filename is not None else None
+    other = describe_path(os.fsdecode(exc.filename2)) if exc.filename2 is not None else None
+    target = f"{where} -> {other}" if where and other else where
+    message = f"cannot use {target}: {reason}" if target else f"operating system error: {reason}"
+    code = errno.errorcode.get(exc.errno or 0)
+    problems = (Problem(message=reason, file=where, value=code),) if where else ()
+    if exc.errno in _PATH_ERRNOS:
+        return UsageError(message, problems=problems,
+                          fix="check the path: a folder where a folder is needed, a file where a file is, "
+                              "no symlink loop, names under 255 bytes")
+    if exc.errno in _DISK_ERRNOS:
+        return ScrollcaseError(message, problems=problems, fix="free disk space (or use another folder) and rerun")
+    if exc.errno in _ACCESS_ERRNOS:
+        return ScrollcaseError(message, problems=problems, fix="check the permissions of the path, or use another")
+    return ScrollcaseError(message, problems=problems, fix="check the path and the machine, then rerun")
+
+
+def from_value_error(exc: ValueError) -> UsageError:
+    """A ValueError that escaped a command: almost always a value from the command line or the
+    environment that a library refused (an empty path, an invalid URL)."""
+    return UsageError(f"invalid value: {exc}", fix="check the command line's arguments and the environment "
+                                                   "variables it reads (set SCROLLCASE_DEBUG=1 for a traceback)")

@@ -43,3 +43,18 @@ def user_cache_dir(env: Mapping[str, str] | None = None, platform: str | None = 
         return home / "Library" / "Caches" / "scrollcase"
     xdg = env.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else home / ".cache") / "scrollcase"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (True when that cannot be told: keep its files)."""
+    if pid == os.getpid():
+        return True
+    if sys.platform == "win32":
+        return True  # no cheap, safe probe: never delete what might be in use
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # EPERM: it exists, owned by someone else
+    return True

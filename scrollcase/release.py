@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
@@ -28,9 +28,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _file_name(value: str) -> str:
+    """A plain file name: it is joined to the manifest's folder and to store keys, so no path."""
+    if value in ("", ".", "..") or any(c in value for c in "/\\\x00") or (len(value) > 1 and value[1] == ":"):
+        raise ValueError("must be a plain file name (no '/', '\\', drive or '..'), "
+                         "e.g. box-1.0.0-linux-x86_64-cpu.tar.zst")
+    return value
+
+
+FileName = Annotated[str, AfterValidator(_file_name)]
+
+
 class ArchiveInfo(_Model):
-    name: str
-    size: Annotated[int, Field(ge=0)]
+    name: FileName
+    size: Annotated[int, Field(ge=0, strict=True)]  # a JSON integer: not "12", not 12.0
     sha256: Sha256
     format: Literal["tar"] = "tar"
     compression: Literal["zstd"] = "zstd"
@@ -40,7 +51,7 @@ class ReleaseAsset(_Model):
     name: str
     path: RelPath
     sha256: Sha256
-    size: Annotated[int, Field(ge=0)]
+    size: Annotated[int, Field(ge=0, strict=True)]  # a JSON integer: not "12", not 12.0
     bundled: bool
     url: str | None = None  # absolute URL, set for on-demand assets
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from scrollcase.errors import (
     UsageError,
     describe_path,
 )
+from scrollcase.files import pid_alive
 
 READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
@@ -366,7 +368,8 @@ def unpack_archive(archive: Path, dest: Path, *, expected_size: int, expected_sh
     label = describe_path(archive) or str(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".unpacking", dir=final.parent))
+    remove_stale_temps(final)
+    tmp = _make_temp(final)
     try:
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
         relocated = _relocate(tmp, final, label)
@@ -376,6 +379,48 @@ def unpack_archive(archive: Path, dest: Path, *, expected_size: int, expected_sh
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return UnpackResult(final, *result, relocated)
+
+
+# The temp folder beside DEST: ".<DEST name, cut to fit>.<pid>-<random>.unpacking".  The pid says which
+# process made it, so the next unpack into the same DEST removes the folders of processes that are gone
+# (killed with SIGKILL, or a machine that lost power) and leaves those of a live concurrent unpack alone.
+TEMP_SUFFIX = ".unpacking"
+_TEMP_NAME_KEEP = 100  # bytes of DEST's name kept in the temp name: it must stay under NAME_MAX (255)
+NAME_MAX = 255
+
+
+def _temp_stem(final: Path) -> str:
+    return os.fsencode(final.name)[:_TEMP_NAME_KEEP].decode("utf-8", "ignore")
+
+
+def temp_pattern(final: Path) -> re.Pattern[str]:
+    """The names of the temp folders an unpack into ``final`` makes (group 1: the pid that made it)."""
+    return re.compile(rf"^\.{re.escape(_temp_stem(final))}\.(\d+)-[A-Za-z0-9_]+{re.escape(TEMP_SUFFIX)}$")
+
+
+def _make_temp(final: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=f".{_temp_stem(final)}.{os.getpid()}-", suffix=TEMP_SUFFIX,
+                                     dir=final.parent))
+    except OSError as exc:
+        raise BuildError(f"cannot create a temp folder in {describe_path(final.parent)}: {exc.strerror}",
+                         fix="check free disk space and the folder's permissions") from None
+
+
+def remove_stale_temps(final: Path) -> list[Path]:
+    """Delete the temp folders left beside ``final`` by unpacks whose process no longer runs."""
+    pattern = temp_pattern(final)
+    removed: list[Path] = []
+    try:
+        siblings = list(os.scandir(final.parent))
+    except OSError:
+        return removed
+    for entry in siblings:
+        match = pattern.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False) and not pid_alive(int(match.group(1))):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+    return removed
 
 
 def _check_size(archive: Path, label: str, expected: int) -> None:
@@ -390,11 +435,31 @@ def _check_size(archive: Path, label: str, expected: int) -> None:
 
 
 def _prepare_dest(dest: Path) -> Path:
-    final = dest.parent.resolve() / dest.name if dest.name else dest.resolve()
-    if final.exists() and (not final.is_dir() or any(final.iterdir())):
-        raise UsageError(f"cannot unpack into {describe_path(final)}: it exists and is not an empty folder",
-                         fix="choose a new folder (it is created), or remove the existing one")
-    final.parent.mkdir(parents=True, exist_ok=True)
+    """DEST's absolute path with its parent folder created; UsageError for a DEST that cannot be one."""
+    shown = describe_path(dest) or str(dest)
+    fix = "pass a new folder path (it is created), e.g. ~/boxes/my-model"
+    if dest.name in ("", ".", ".."):
+        raise UsageError(f"cannot unpack into {str(dest)!r}: DEST must name a new folder", fix=fix)
+    if len(os.fsencode(dest.name)) > NAME_MAX:
+        raise UsageError(f"cannot unpack into {shown}: the name is longer than {NAME_MAX} bytes", fix=fix)
+    if dest.is_symlink():
+        raise UsageError(f"cannot unpack into {shown}: it is a symlink (DEST is created as a real folder)",
+                         fix="pass the folder the link points to, or a new folder path")
+    try:
+        final = dest.parent.resolve() / dest.name
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise UsageError(f"cannot unpack into {shown}: its parent folder cannot be resolved ({exc})", fix=fix) from None
+    try:
+        if final.exists() and (not final.is_dir() or any(final.iterdir())):
+            raise UsageError(f"cannot unpack into {describe_path(final)}: it exists and is not an empty folder",
+                             fix="choose a new folder (it is created), or remove the existing one")
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise UsageError(f"cannot unpack into {shown}: {describe_path(exc.filename)} is a file, not a folder",
+                         fix=fix) from None
+    except OSError as exc:
+        raise BuildError(f"cannot create {describe_path(final.parent)}: {exc.strerror}",
+                         fix="check the folder's permissions and free disk space") from None
     return final
 
 
@@ -418,8 +483,9 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
     except TarFormatError as exc:
         failure = IntegrityError(f"archive {label}: {exc}", fix="download the archive again")
     except OSError as exc:
-        failure = BuildError(f"cannot unpack {label} into {describe_path(tmp)}: {exc.strerror} "
-                             f"({exc.filename})", fix="check free disk space and permissions")
+        where = f" ({exc.filename})" if exc.filename is not None else ""
+        failure = BuildError(f"cannot unpack {label} into {describe_path(tmp)}: {exc.strerror or exc}{where}",
+                             fix="check free disk space and permissions")
     finally:
         feed.stop.set()
         _drain(feed.chunks)
@@ -466,6 +532,14 @@ def _relocate(tmp: Path, final: Path, label: str) -> int:
 
 
 def _publish(tmp: Path, final: Path) -> None:
-    if final.is_dir():
-        final.rmdir()  # empty (checked before), replaced by the complete tree in one rename
-    tmp.replace(final)
+    try:
+        if final.is_dir() and not final.is_symlink():
+            final.rmdir()  # empty (checked before), replaced by the complete tree in one rename
+        tmp.replace(final)
+    except OSError as exc:
+        if final.exists() or final.is_symlink():
+            raise UsageError(f"cannot unpack into {describe_path(final)}: it appeared while this unpack ran "
+                             "(another unpack into the same folder?); nothing of this run was kept",
+                             fix="unpack into a new folder, or remove the existing one and rerun") from None
+        raise BuildError(f"cannot rename {describe_path(tmp)} to {describe_path(final)}: {exc.strerror}",
+                         fix="check the folder's permissions") from None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
+from scrollcase.pathcheck import require_file_path, require_folder_path
 
 NAME = "build"
 
@@ -36,6 +37,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from scrollcase.box.build import execute_build, locked_install, plan_build
     from scrollcase.recipe_loader import resolve_recipe
 
+    require_folder_path(args.out, "--out")
+    require_folder_path(args.state_dir, "--state-dir")
+    if args.junit is not None:
+        require_file_path(args.junit, "--junit")
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir,
                       junit=args.junit)

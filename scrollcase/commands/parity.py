@@ -24,6 +24,7 @@ from scrollcase.parity.compare import compare_sets
 from scrollcase.parity.outputs import open_outputs
 from scrollcase.parity.report import junit_cases, render_table
 from scrollcase.parity.runner import RunRecord, run_parity
+from scrollcase.pathcheck import require_file_path
 from scrollcase.recipe import Tolerances
 from scrollcase.recipe_loader import RecipeDir, resolve_recipe
 from scrollcase.release import ParityReport
@@ -82,6 +83,8 @@ def _reject(args: argparse.Namespace, names: tuple[str, ...], form: str, fix: st
 
 
 def run_command(args: argparse.Namespace, console: Console) -> int:
+    if getattr(args, "junit", None) is not None:
+        require_file_path(args.junit, "--junit")
     if args.target == COMPARE:
         _reject(args, RUN_OPTIONS, "`parity compare`", "compare takes only REF CAND and the tolerances")
         return _compare(args, console)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from scrollcase.release import load_release
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
-from scrollcase.store.s3 import S3Store, client_config, parse_s3_url
+from scrollcase.store.s3 import S3Store, check_endpoint_url, client_config, parse_s3_url
 
 NAME = "publish"
 DEFAULT_STORE = ".scrollcase/store"
@@ -51,14 +52,19 @@ def make_s3_client(endpoint_url: str | None) -> Any:
 
 
 def make_store(destination: str | None, endpoint_url: str | None) -> Store:
+    if destination is not None and not destination.strip():
+        raise UsageError("--to is empty: it names no store (an unset CI variable?)",
+                         fix=f"pass --to s3://bucket/prefix or a directory; omit --to for ${STORE_ENV} or "
+                             f"{DEFAULT_STORE}")
     target = destination or os.environ.get(STORE_ENV) or DEFAULT_STORE
     if target.startswith("s3://"):
         bucket, prefix = parse_s3_url(target)
+        check_endpoint_url(endpoint_url, os.environ)
         return S3Store(make_s3_client(endpoint_url), bucket, prefix, endpoint_url=endpoint_url)
     if "://" in target:
         raise UsageError(f"--to {target}: unsupported store URL",
                          fix="use s3://bucket/prefix or a directory path")
-    if endpoint_url:
+    if endpoint_url is not None:
         raise UsageError("--endpoint-url only applies to s3:// stores",
                          fix=f"drop it, or publish to --to s3://... instead of {target}")
     return LocalStore(Path(target))
@@ -73,9 +79,25 @@ def run(args: argparse.Namespace, console: Console) -> int:
                              fix="keep the archive beside its release manifest, or pass --archive PATH")
     store = make_store(args.to, args.endpoint_url)
     result = publish(store, manifest, archive, dry_run=args.dry_run, manifest_file=manifest_file,
-                     progress=console.progress)
+                     progress=_progress_before_index(console))
+    if not result.dry_run:
+        index = store.url_for(result.plan.index_key)
+        console.progress(f"updated {index}" if result.index_written else f"{index} already lists this release")
     console.result(result.to_json(), render(result))
     return 0
+
+
+def _progress_before_index(console: Console) -> Callable[[str], None]:
+    """Progress lines, less the "updating <index>" that publish prints before it knows whether it will.
+
+    Whether the index was written is only known afterwards (``index_written``), so that line is
+    printed then, saying which it was.
+    """
+    def emit(message: str) -> None:
+        if not (message.startswith("updating ") and message.endswith("index.json")):
+            console.progress(message)
+
+    return emit
 
 
 def render(result: PublishResult) -> str:
@@ -91,6 +113,7 @@ def render(result: PublishResult) -> str:
     index_verb = ("would update" if plan.index_action == "update" else "skip") if result.dry_run else (
         "updated" if result.index_written else "skip")
     lines.append(f"  {index_verb:12} {plan.index_key}")
+    lines.extend(f"  warning: {warning}" for warning in plan.warnings)
     if not result.dry_run and not result.uploaded and not result.index_written:
         lines.append("already published with identical bytes: nothing to do")
     return "\n".join(lines)

@@ -7,13 +7,15 @@ The GPU check (:mod:`scrollcase.gpucheck`) belongs to this installer command onl
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 from pathlib import Path
 
+from scrollcase.box.peek import read_member
 from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.console import Console
-from scrollcase.errors import HostError, IntegrityError, Problem, UsageError, describe_path
+from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
 from scrollcase.host import GpuFacts, HostProbes, gather_gpus
 from scrollcase.release import ReleaseManifest, parse_release
@@ -109,6 +111,53 @@ def _sidecar(archive: Path) -> str:
     return words[0]
 
 
+def identity_problems(manifest: ReleaseManifest, box: object, file: str) -> list[Problem]:
+    """Where the archive's box.json (as raw JSON) names another box, version or target than the manifest."""
+    if not isinstance(box, dict):
+        return []
+    wanted: dict[str, object] = {
+        "boxId": manifest.boxId,
+        "version": manifest.version,
+        "targetId": manifest.targetId,
+        "target": manifest.target.model_dump(mode="json", exclude_none=True),
+    }
+    problems = []
+    for key, value in wanted.items():
+        inside = box.get(key)
+        if isinstance(inside, dict):
+            inside = {k: v for k, v in inside.items() if v is not None}
+        if key in box and inside != value:
+            problems.append(
+                Problem(
+                    message="box.json and the release manifest disagree",
+                    file=file,
+                    key=key,
+                    value=f"{inside!r} vs {value!r}",
+                    fix="unpack the release manifest built with this archive",
+                )
+            )
+    return problems
+
+
+def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
+    """IntegrityError, before a byte is extracted, when box.json names another release than the manifest.
+
+    Only the start of the archive is decompressed; its sha256 is checked by the unpack itself."""
+    shown = f"{describe_path(archive)}!box.json"
+    try:
+        data = read_member(archive, "box.json")
+        box = json.loads(data) if data is not None else None
+    except (OSError, ValueError, ScrollcaseError):
+        return  # unreadable, corrupt or not JSON: the unpack reports what is wrong (a wrong sha256 first)
+    problems = identity_problems(manifest, box, shown)
+    if problems:
+        raise IntegrityError(
+            f"refusing to unpack: {describe_path(archive)} is not the box its release manifest describes",
+            problems=problems,
+            fix="unpack the archive and release manifest that `scrollcase build` wrote together",
+        )
+
+
 def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:
     """The install-time GPU check for the release (the only I/O: nvidia-smi, for CUDA boxes)."""
     if manifest is None:
@@ -146,8 +195,15 @@ def report_gpu(console: Console, result: GpuCheckResult) -> None:
 
 
 def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+    if args.source.name in ("", ".", ".."):
+        raise UsageError(
+            f"ARCHIVE|RELEASE.json must name a file (got {str(args.source)!r})",
+            fix="pass the *.release.json (or the .tar.zst) to unpack",
+        )
     manifest = read_manifest(args.source)
     archive, size, sha256 = expected_digest(args.source, args.sha256, args.size, manifest)
+    if manifest is not None and archive.is_file() and archive.stat().st_size == size:
+        check_identity(manifest, archive)
     check = check_gpu(manifest, args.source, args.skip_gpu_check, probes or HostProbes())
     if manifest is not None and check.errors:
         raise refuse(manifest, check)

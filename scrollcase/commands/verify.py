@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
+from scrollcase.pathcheck import require_file_path
 
 NAME = "verify"
 
@@ -29,6 +30,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     from scrollcase.box.verify import verify_release
 
+    if args.junit is not None:
+        require_file_path(args.junit, "--junit")
     console.progress(f"verifying {args.release}")
     report = verify_release(args.release, self_test=args.self_test, junit=args.junit)
     lines = [f"ok: {report.archive.name}"] + [f"  ok  {check}" for check in report.layout_checks]

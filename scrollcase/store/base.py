@@ -58,6 +58,10 @@ class Store(Protocol):
         """Size and sha256 of ``key``; None when it does not exist."""
         ...
 
+    def exists(self, key: str) -> bool:
+        """Whether ``key`` exists (no download, no hashing)."""
+        ...
+
     def get_bytes(self, key: str) -> Blob | None:
         """The bytes of a small object with its ETag; None when it does not exist."""
         ...

@@ -40,7 +40,7 @@ class IndexEntry(_Model):
     release: str  # object key of the .release.json
     sha256Key: str  # object key of the .sha256 sidecar
     sha256: Sha256
-    size: Annotated[int, Field(ge=0)]
+    size: Annotated[int, Field(ge=0, strict=True)]
     minNvidiaDriverVersion: str | None = None
     minHostAppVersion: SemVer
     minRamGb: float
@@ -67,6 +67,17 @@ def entry_for(manifest: ReleaseManifest) -> IndexEntry:
         minRamGb=manifest.compatibility.minRamGb,
         gpu=manifest.gpu,
     )
+
+
+def check_index_box(index: BoxIndex, box_id: str, file: str) -> None:
+    """StoreError when the index at ``boxes/<box_id>/index.json`` says it is another box's."""
+    if index.boxId != box_id:
+        raise StoreError(
+            f"{file} is the index of box {index.boxId!r}, but it lies where the index of {box_id!r} belongs",
+            problems=[Problem(message="boxId does not match the folder it lies in", file=file, key="boxId",
+                              value=index.boxId)],
+            fix=f"restore {file} (boxId {box_id!r}) from the release manifests beside it, or remove it so "
+                "that publish writes a new one")
 
 
 def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexEntry) -> BoxIndex | None:
@@ -114,6 +125,8 @@ def update_index(store: Store, box_id: str, version: str, entry: IndexEntry, *,
     for attempt in range(attempts):
         blob = store.get_bytes(key)
         current = parse_index(blob.data, store.url_for(key)) if blob else None
+        if current is not None:
+            check_index_box(current, box_id, store.url_for(key))
         merged = merge_entry(current, box_id, version, entry)
         if merged is None:
             return False

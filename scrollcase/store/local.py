@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from scrollcase.digest import sha256_bytes, sha256_file
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.files import pid_alive
 from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback
 
 STALE_LOCK_SECONDS = 60.0
@@ -59,6 +61,9 @@ class LocalStore:
             return None
         sha, size = sha256_file(path)
         return ObjectInfo(key=key, size=size, sha256=sha, etag=sha)
+
+    def exists(self, key: str) -> bool:
+        return self.path_for(key).is_file()
 
     def get_bytes(self, key: str) -> Blob | None:
         path = self.path_for(key)
@@ -115,8 +120,11 @@ class LocalStore:
 
     @contextlib.contextmanager
     def _temp_beside(self, target: Path) -> Iterator[Path]:
-        # Same directory as the target, so link/rename never crosses a filesystem.
-        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        # Same directory as the target, so link/rename never crosses a filesystem.  The name says which
+        # process made it (".<name>.<pid>-<uuid>.tmp"): those of processes that are gone (a killed
+        # publish) are removed here, by the next write of the same key.
+        remove_stale_temps(target)
+        temp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
         try:
             yield temp
         except OSError as exc:
@@ -124,6 +132,28 @@ class LocalStore:
                              fix="check free disk space and permissions") from None
         finally:
             temp.unlink(missing_ok=True)
+
+
+def temp_pattern(target: Path) -> re.Pattern[str]:
+    """The names of the temp files a write of ``target`` makes (group 1: the pid of the writer)."""
+    return re.compile(rf"^\.{re.escape(target.name)}\.(\d+)-[0-9a-f]{{32}}\.tmp$")
+
+
+def remove_stale_temps(target: Path) -> list[Path]:
+    """Delete temp files beside ``target`` left by writers whose process no longer runs."""
+    pattern = temp_pattern(target)
+    removed: list[Path] = []
+    try:
+        siblings = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in siblings:
+        match = pattern.match(entry.name)
+        if match and not pid_alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)  # noqa: PTH108
+                removed.append(Path(entry.path))
+    return removed
 
 
 def _write_synced(path: Path, data: bytes) -> None:

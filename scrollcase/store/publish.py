@@ -15,14 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from scrollcase.box.boxjson import BoxJson
+from scrollcase.box.evidence import evidence_problems
+from scrollcase.box.peek import read_box_json
 from scrollcase.digest import sha256_bytes, sha256_file, sha256_file_and_parts
-from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.store.base import ObjectInfo, Store, sidecar_text
 from scrollcase.store.index import (
+    BoxIndex,
     IndexEntry,
+    check_index_box,
     entry_for,
     index_key,
+    merge_entry,
     parse_index,
     update_index,
 )
@@ -39,6 +45,7 @@ class LocalArchive:
     size: int
     sha256: str
     part_sha256: tuple[str, ...] = ()  # per piece, as the store will send it (see Store.checksum_part_size)
+    box: BoxJson | None = None  # the archive's own box.json (None: it has none, which is refused)
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,17 @@ class Upload:
 
 @dataclass(frozen=True)
 class RemoteState:
-    """What the store holds now for the release's keys (None: absent) and whether the index lists it."""
+    """What the store holds now for the release's keys (None: absent) and its box index.
+
+    ``index``: the index as read (None: there is none yet); ``index_file``: where it is, for messages;
+    ``dangling``: index entries whose archive or release manifest is missing from the store.
+    """
 
     objects: Mapping[str, ObjectInfo | None]
     index_lists_release: bool
+    index: BoxIndex | None = None
+    index_file: str = "index.json"
+    dangling: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,7 @@ class PublishPlan:
     index_key: str
     index_entry: IndexEntry
     index_action: Literal["update", "skip"]
+    warnings: tuple[str, ...] = ()  # found while planning, nothing to refuse for (dangling index entries)
 
     @property
     def release(self) -> str:
@@ -85,7 +100,8 @@ class PublishPlan:
     def to_json(self) -> dict[str, Any]:
         return {"release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
                 "uploads": [u.to_json() for u in self.uploads], "bytesToUpload": self.bytes_to_upload,
-                "index": {"key": self.index_key, "action": self.index_action}}
+                "index": {"key": self.index_key, "action": self.index_action},
+                "warnings": list(self.warnings)}
 
 
 def release_label(manifest: ReleaseManifest) -> str:
@@ -108,10 +124,68 @@ def check_archive(manifest: ReleaseManifest, archive: LocalArchive, manifest_fil
             f"{keys.model_dump()}", fix="rebuild the box; the release manifest was edited by hand")
 
 
+def box_problems(manifest: ReleaseManifest, box: BoxJson | None, archive_name: str,
+                 manifest_file: str = "release.json") -> list[Problem]:
+    """Why the archive's box.json and the manifest do not describe one sound release (empty: they do).
+
+    The manifest is what the index and every host app trust, so it must say what the box itself
+    says (identity, target), that the self-test passed, and carry GPU evidence that fits the target.
+    """
+    inner = f"{archive_name}!box.json"
+    if box is None:
+        return [Problem(message="the archive has no box.json", file=inner,
+                        fix="publish the archive `scrollcase build` wrote with this manifest")]
+    problems = []
+    pairs: dict[str, tuple[object, object]] = {
+        "boxId": (box.boxId, manifest.boxId), "version": (box.version, manifest.version),
+        "target": (box.target, manifest.target), "targetId": (box.targetId, manifest.targetId),
+        "gpu": (box.gpu, manifest.gpu)}
+    for key, (inside, outside) in pairs.items():
+        if inside != outside:
+            shown_in = inside.model_dump(mode="json", exclude_none=True) if hasattr(inside, "model_dump") else inside
+            shown_out = outside.model_dump(mode="json", exclude_none=True) if hasattr(outside, "model_dump") \
+                else outside
+            problems.append(Problem(message=f"the archive's box.json says {shown_in!r}, {manifest_file} says "
+                                            f"{shown_out!r}", file=inner, key=key,
+                                    fix="publish the manifest that was built with this archive (rebuild)"))
+    if manifest.selfTest is None or not manifest.selfTest.passed:
+        state = "has no self-test report" if manifest.selfTest is None else "records a failed self-test"
+        problems.append(Problem(message=f"the manifest {state}", file=manifest_file, key="selfTest.passed",
+                                fix="rebuild with `scrollcase build`: only a box whose self-test passed is published"))
+    spec = manifest.target.spec
+    if manifest.gpu is None:
+        if spec.is_cuda:
+            problems.append(Problem(message=f"{manifest.targetId} is a CUDA target, but the manifest carries no "
+                                            "GPU evidence", file=manifest_file, key="gpu",
+                                    fix="rebuild with this scrollcase version: the build records the evidence"))
+    else:
+        for problem in evidence_problems(spec, manifest.gpu, where="box"):
+            problems.append(Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value,
+                                    fix=problem.fix))
+    return problems
+
+
+def check_box(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str) -> None:
+    problems = box_problems(manifest, archive.box, archive.path.name, manifest_file)
+    if problems:
+        raise IntegrityError(
+            f"refusing to publish {release_label(manifest)}: {archive.path} and {manifest_file} do not describe "
+            f"one sound release ({problems[0].key or 'box.json'}: {problems[0].message})", problems=problems,
+            fix="publish the archive and release manifest `scrollcase build` wrote together; rebuild if in doubt")
+
+
 def plan_publish(manifest: ReleaseManifest, archive: LocalArchive, remote: RemoteState,
                  manifest_file: str = "release.json") -> PublishPlan:
-    """Decide what to upload and what to skip; raise before anything is written when that is unsafe."""
+    """Decide what to upload and what to skip; raise before anything is written when that is unsafe.
+
+    Every refusal is found here, before the first write: the archive against the manifest, the
+    archive's own box.json against the manifest, the self-test and the GPU evidence, each key of the
+    store, and the index (another box's, or listing this release with other bytes).
+    """
     check_archive(manifest, archive, manifest_file)
+    check_box(manifest, archive, manifest_file)
+    if remote.index is not None:
+        check_index_box(remote.index, manifest.boxId, remote.index_file)
     release_bytes = dump_release(manifest)
     sidecar = sidecar_text(archive.sha256, manifest.archive.name)
     wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [
@@ -121,9 +195,15 @@ def plan_publish(manifest: ReleaseManifest, archive: LocalArchive, remote: Remot
     ]
     uploads = tuple(_decide(manifest, kind, key, size, sha, data, remote.objects.get(key))
                     for kind, key, size, sha, data in wanted)
+    entry = entry_for(manifest)
+    # A disagreeing entry for this (version, target) is a ConflictError now, not after the uploads.
+    listed = merge_entry(remote.index, manifest.boxId, manifest.version, entry) is None if remote.index else False
+    warnings = tuple(f"{remote.index_file} lists {d}, but its files are missing from the store"
+                     for d in remote.dangling)
     return PublishPlan(box_id=manifest.boxId, version=manifest.version, target_id=manifest.targetId,
-                       uploads=uploads, index_key=index_key(manifest.boxId), index_entry=entry_for(manifest),
-                       index_action="skip" if remote.index_lists_release else "update")
+                       uploads=uploads, index_key=index_key(manifest.boxId), index_entry=entry,
+                       index_action="skip" if (listed or remote.index_lists_release) else "update",
+                       warnings=warnings)
 
 
 def _decide(manifest: ReleaseManifest, kind: ObjectKind, key: str, size: int, sha: str,
@@ -160,6 +240,12 @@ def measure_archive(path: Path, store: Store) -> LocalArchive:
     return LocalArchive(path=path, size=digests.size, sha256=digests.sha256, part_sha256=digests.parts)
 
 
+def read_box(archive: LocalArchive) -> LocalArchive:
+    """``archive`` with its box.json, read after the size and sha256 matched the manifest (only the
+    start of the stream is decompressed: box.json is packed among the first members)."""
+    return LocalArchive(archive.path, archive.size, archive.sha256, archive.part_sha256, read_box_json(archive.path))
+
+
 def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     """HEAD every key of the release; small objects without a stored sha256 are fetched and hashed."""
     objects: dict[str, ObjectInfo | None] = {}
@@ -172,10 +258,24 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     key = index_key(manifest.boxId)
     blob = store.get_bytes(key)
     current = parse_index(blob.data, store.url_for(key)) if blob else None
-    # Only "is it listed?": a disagreeing entry is reported by update_index, after the object checks.
     listed = current is not None and current.versions.get(manifest.version, {}).get(
         manifest.targetId) == entry_for(manifest)
-    return RemoteState(objects=objects, index_lists_release=listed)
+    dangling = dangling_entries(store, current) if current is not None and current.boxId == manifest.boxId else ()
+    return RemoteState(objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key),
+                       dangling=dangling)
+
+
+def dangling_entries(store: Store, index: BoxIndex) -> tuple[str, ...]:
+    """The index's entries whose release manifest or archive is missing (deleted by hand, a lost bucket).
+
+    One existence check per key (``Store.exists``: a HEAD on S3, a stat in a directory)."""
+    found = []
+    for version, targets in sorted(index.versions.items()):
+        for target, entry in sorted(targets.items()):
+            missing = [key for key in (entry.release, entry.archive) if not store.exists(key)]
+            if missing:
+                found.append(f"{index.boxId} {version} {target} ({', '.join(missing)})")
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -199,8 +299,12 @@ def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
     check_archive(manifest, archive, manifest_file)
+    archive = read_box(archive)
+    check_box(manifest, archive, manifest_file)
     store.check()
     plan = plan_publish(manifest, archive, read_remote_state(store, manifest), manifest_file)
+    for warning in plan.warnings:
+        progress(f"warning: {warning}")
     if dry_run:
         return PublishResult(plan, store.url, True, (), False)
     uploaded: list[str] = []

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -30,7 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError, UsageError
 from scrollcase.store.base import SHA256_METADATA, Blob, ObjectInfo, ProgressCallback
 
 DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFAULT_PART_SIZE
@@ -48,11 +49,22 @@ _AUTH_CODES = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "Signat
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
 
 
-def client_config(*, attempts: int = 3, connect_timeout: float = 10, read_timeout: float = 120) -> Any:
-    """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too)."""
+# A stalled endpoint (accepts connections, never answers) must fail within a minute, naming it:
+# ATTEMPTS x (CONNECT_TIMEOUT + READ_TIMEOUT) = 3 x 20 s.  The read timeout is the longest silence
+# between two socket operations, not a limit on a request: a large part keeps sending as long as bytes
+# move, and a server that verifies a 16 MiB part's SHA-256 answers in well under a second.
+ATTEMPTS = 3  # in all, the first try included
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+
+
+def client_config(*, attempts: int = ATTEMPTS, connect_timeout: float = CONNECT_TIMEOUT,
+                  read_timeout: float = READ_TIMEOUT) -> Any:
+    """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too).
+    ``attempts`` counts every try of a request, the first included."""
     from botocore.config import Config
 
-    return Config(retries={"max_attempts": attempts, "mode": "standard"}, connect_timeout=connect_timeout,
+    return Config(retries={"total_max_attempts": attempts, "mode": "standard"}, connect_timeout=connect_timeout,
                   read_timeout=read_timeout, max_pool_connections=32,
                   # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
                   request_checksum_calculation="when_required",
@@ -61,6 +73,29 @@ def client_config(*, attempts: int = 3, connect_timeout: float = 10, read_timeou
                   # verifies.  Over plain http botocore would also sign the payload, hashing every
                   # byte a second time on both ends for no extra integrity.
                   s3={"payload_signing_enabled": False})
+
+
+ENDPOINT_ENVS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+
+
+def check_endpoint_url(endpoint_url: str | None, env: Mapping[str, str]) -> None:
+    """UsageError when ``--endpoint-url`` (or the endpoint botocore would read from ``env``) is not an
+    ``http(s)://host[:port]`` URL: botocore would otherwise fail with a ValueError deep inside."""
+    if endpoint_url is not None:
+        candidates = [("--endpoint-url", endpoint_url)]
+    else:
+        candidates = [(f"${name}", env[name]) for name in ENDPOINT_ENVS if env.get(name)][:1]
+    for source, value in candidates:
+        try:
+            parts = urlsplit(value.strip())
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            parts, port_ok = urlsplit(""), False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise UsageError(f"{source} {value!r} is not an endpoint URL",
+                             problems=[Problem(message="expected http(s)://host[:port]", key=source,
+                                               value=repr(value))],
+                             fix="pass e.g. --endpoint-url https://minio.internal:9000, or omit it for AWS")
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -137,6 +172,9 @@ class S3Store:
         metadata: dict[str, str] = response.get("Metadata", {})
         sha = metadata.get(SHA256_METADATA) or _b64_sha256_to_hex(response.get("ChecksumSHA256"))
         return ObjectInfo(key=key, size=int(response["ContentLength"]), sha256=sha, etag=response.get("ETag"))
+
+    def exists(self, key: str) -> bool:
+        return self.head(key) is not None
 
     def get_bytes(self, key: str) -> Blob | None:
         try:

@@ -69,6 +69,20 @@ def test_env_store_republish_json_and_conflict_exit_code(tmp_path: Path) -> None
     assert "Traceback" not in refused.stderr
 
 
+def test_republish_says_the_index_was_not_written(tmp_path: Path) -> None:
+    """Defect 9: publish printed "updating …/index.json" even when the index already listed the release
+    and was not written."""
+    release = write_release(tmp_path / "dist")
+    store = str(tmp_path / "store")
+    first = scrollcase(str(release.manifest_path), "--to", store, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "updated " in first.stderr and "index.json" in first.stderr
+    again = scrollcase(str(release.manifest_path), "--to", store, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "updating" not in again.stderr and "updated" not in again.stderr, again.stderr
+    assert "index.json already lists this release" in again.stderr
+
+
 def test_tampered_archive_exit_code_and_nothing_written(tmp_path: Path) -> None:
     release = write_release(tmp_path / "dist")
     release.archive_path.write_bytes(release.archive_path.read_bytes()[:-1])
@@ -116,3 +130,119 @@ def test_publish_to_s3_with_standard_credentials(weed: S3Server, tmp_path: Path)
     assert wrong.returncode == 9 and "access denied" in wrong.stderr and "Traceback" not in wrong.stderr
     missing = scrollcase(*args, cwd=tmp_path, env={})
     assert missing.returncode == 9 and "no AWS credentials" in missing.stderr
+
+
+# ------------------------------------------------------------ issue 15: publish plans everything first
+
+
+def stored_files(store: Path) -> list[str]:
+    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()) if store.exists() else []
+
+
+def test_defect1_cpu_box_relabelled_as_cuda_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    """A self-consistent manifest that relabels a CPU box as linux-x86_64-cuda12.4 published with exit 0."""
+    from scrollcase.recipe import Target
+    from scrollcase.release import object_keys
+
+    cpu = write_release(tmp_path / "dist", cuda=None)
+    tid = "linux-x86_64-cuda12.4"
+    m = cpu.manifest
+    forged = m.model_copy(update={
+        "target": Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4"), "targetId": tid,
+        "compatibility": m.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
+        "keys": object_keys(m.boxId, m.version, tid, m.archive.name)})
+    cpu.manifest_path.write_bytes(dump_release(forged))
+    store = tmp_path / "store"
+    for extra in ((), ("--dry-run",)):
+        done = scrollcase(str(cpu.manifest_path), "--to", str(store), "--json", *extra, cwd=tmp_path)
+        assert done.returncode == 8, done.stderr
+        error = json.loads(done.stdout)
+        assert error["error"] == "IntegrityError"
+        assert {"target", "targetId", "gpu"} <= {p.get("key") for p in error["problems"]}
+        assert "Traceback" not in done.stderr
+    assert stored_files(store) == []
+
+
+def test_defect2_index_conflict_is_found_before_any_upload_and_by_dry_run(tmp_path: Path) -> None:
+    """The index lists this release with other bytes (its files were removed): nothing may be uploaded."""
+    original = write_release(tmp_path / "a")
+    store = tmp_path / "store"
+    assert scrollcase(str(original.manifest_path), "--to", str(store), cwd=tmp_path).returncode == 0
+    keys = original.manifest.keys
+    for key in (keys.archive, keys.sha256, keys.release):
+        (store / key).unlink()
+    rebuilt = write_release(tmp_path / "b")  # same release, other bytes
+    for extra in (("--dry-run",), ()):
+        done = scrollcase(str(rebuilt.manifest_path), "--to", str(store), "--json", *extra, cwd=tmp_path)
+        assert done.returncode == 10, done.stdout + done.stderr
+        assert json.loads(done.stdout)["error"] == "ConflictError"
+        assert stored_files(store) == ["boxes/demo-box/index.json"]
+
+
+def test_defect3_empty_to_is_a_usage_error_not_the_default_store(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    done = scrollcase(str(release.manifest_path), "--to", "", "--json", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["error"] == "UsageError" and "--to is empty" in done.stderr
+    assert not (tmp_path / ".scrollcase").exists()
+
+
+def test_defect4_index_of_another_box_is_refused_and_dangling_entries_reported(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    old = write_release(tmp_path / "old", version="0.9.0")
+    assert scrollcase(str(old.manifest_path), "--to", str(store), cwd=tmp_path).returncode == 0
+    (store / old.manifest.keys.archive).unlink()  # deleted by hand: the index entry now dangles
+    release = write_release(tmp_path / "dist")
+    done = scrollcase(str(release.manifest_path), "--to", str(store), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    assert len(warnings) == 1 and "0.9.0" in warnings[0] and old.manifest.keys.archive in warnings[0]
+    assert "warning:" in done.stderr
+    index = store / "boxes/demo-box/index.json"
+    index.write_text(index.read_text().replace('"boxId": "demo-box"', '"boxId": "someone-else"'))
+    before = stored_files(store)
+    other = write_release(tmp_path / "v2", version="2.0.0")
+    refused = scrollcase(str(other.manifest_path), "--to", str(store), "--json", cwd=tmp_path)
+    assert refused.returncode == 9, refused.stderr
+    assert "someone-else" in json.loads(refused.stdout)["message"]
+    assert stored_files(store) == before
+
+
+def test_defect7_silent_endpoint_fails_within_a_minute_naming_it(tmp_path: Path) -> None:
+    """An endpoint that accepts connections and never answers made publish wait 481 s."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])  # accept, read nothing, answer nothing
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.getsockname()[1]}"
+    release = write_release(tmp_path / "dist")
+    env = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1"}
+    start = time.monotonic()
+    try:
+        done = scrollcase(str(release.manifest_path), "--to", "s3://bucket/p", "--endpoint-url", endpoint, "--json",
+                          cwd=tmp_path, env=env)
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+    assert time.monotonic() - start < 60
+    assert done.returncode == 9, done.stderr
+    assert endpoint in json.loads(done.stdout)["message"]

@@ -91,7 +91,7 @@ def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed
     index = parse_index(get(weed, weed_bucket, "releases/boxes/demo-box/index.json"), "index.json")
     entry = index.versions["1.0.0"]["linux-x86_64-cuda12.4"]
     assert (entry.sha256, entry.size, entry.minNvidiaDriverVersion) == (
-        release.manifest.archive.sha256, MULTIPART_SIZE, "550.54")
+        release.manifest.archive.sha256, release.manifest.archive.size, "550.54")
     # The archive went up before the manifest.
     order = [op for op in traffic.writes if op != "PUT UploadPart"]
     assert order.index("POST CompleteMultipartUpload") < order.index("PUT PutObject")
@@ -339,7 +339,7 @@ def test_server_killed_mid_upload_then_rerun_completes(tmp_path: Path) -> None:
         data = get(server, bucket, f"releases/{keys.archive}")
         assert hashlib.sha256(data).hexdigest() == release.manifest.archive.sha256
         head = s3_client(server).head_object(Bucket=bucket, Key=f"releases/{keys.archive}")
-        assert head["ContentLength"] == 4 * PART
+        assert head["ContentLength"] == release.manifest.archive.size
 
 
 def test_checksum_header_is_what_the_server_checks(weed: S3Server, weed_bucket: str) -> None:

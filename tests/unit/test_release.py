@@ -2,6 +2,9 @@
 
 import json
 
+import pytest
+
+from scrollcase.errors import IntegrityError
 from scrollcase.release import CheckOutcome, ParityOutcome, ParityReport, SelfTestReport, dump_release, parse_release
 from tests.support.releases import make_manifest
 
@@ -30,3 +33,23 @@ def test_canonical_manifest_round_trips():
     manifest = _with_timings(1.0)
     again = parse_release(dump_release(manifest))
     assert dump_release(again) == dump_release(manifest)
+
+
+def test_defect8_sizes_must_be_json_integers() -> None:
+    """A size given as "4096" or 4096.0 was accepted (and compared as a number later)."""
+    raw = json.loads(dump_release(make_manifest(size=4096, sha256="a" * 64)))
+    for bad in ("4096", 4096.0, True):
+        raw["archive"]["size"] = bad
+        with pytest.raises(IntegrityError) as caught:
+            parse_release(json.dumps(raw), "x.release.json")
+        assert [p.key for p in caught.value.problems] == ["archive.size"]
+    raw["archive"]["size"] = 4096
+    assert parse_release(json.dumps(raw)).archive.size == 4096
+
+
+def test_archive_name_must_be_a_plain_file_name() -> None:
+    raw = json.loads(dump_release(make_manifest(size=1, sha256="a" * 64)))
+    for bad in ("../x.tar.zst", "/etc/passwd", "a/b.tar.zst", "..", "", "C:x.tar.zst", "a\\b"):
+        raw["archive"]["name"] = bad
+        with pytest.raises(IntegrityError):
+            parse_release(json.dumps(raw))

@@ -97,3 +97,27 @@ def test_concurrent_creators_exactly_one_wins(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["conflict"] * 7 + ["won"]
+
+
+def test_defect6_temp_files_of_killed_publishers_are_removed_by_the_next_write(tmp_path: Path) -> None:
+    """A killed `publish --to DIR` left .<name>.<uuid>.tmp in the store that nothing removed."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from scrollcase.store.local import LocalStore
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    store = LocalStore(tmp_path)
+    folder = tmp_path / "boxes" / "b"
+    folder.mkdir(parents=True)
+    stale = folder / f".obj.{dead}-{uuid.uuid4().hex}.tmp"
+    live = folder / f".obj.{os.getppid()}-{uuid.uuid4().hex}.tmp"
+    other = folder / f".other.{dead}-{uuid.uuid4().hex}.tmp"
+    for path in (stale, live, other):
+        path.write_bytes(b"partial")
+    store.put_bytes("boxes/b/obj", b"data", if_none_match=True)
+    assert not stale.exists() and live.exists() and other.exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["obj", live.name, other.name])

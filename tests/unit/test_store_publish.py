@@ -9,15 +9,16 @@ import pytest
 
 from scrollcase.digest import sha256_bytes
 from scrollcase.errors import ConflictError, IntegrityError
-from scrollcase.release import dump_release
+from scrollcase.release import ReleaseManifest, dump_release
 from scrollcase.store.base import ObjectInfo, sidecar_text
 from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish
-from tests.support.releases import make_manifest
+from tests.support.releases import box_json_for, make_manifest
 
 DATA = b"not really a zstd tar, but bytes with a known digest"
 SHA = hashlib.sha256(DATA).hexdigest()
 MANIFEST = make_manifest(size=len(DATA), sha256=SHA)
-ARCHIVE = LocalArchive(path=Path("dist") / MANIFEST.archive.name, size=len(DATA), sha256=SHA)
+ARCHIVE = LocalArchive(path=Path("dist") / MANIFEST.archive.name, size=len(DATA), sha256=SHA,
+                       box=box_json_for(MANIFEST))
 KEYS = MANIFEST.keys
 
 
@@ -85,7 +86,7 @@ def test_unknown_remote_digest_is_a_conflict_not_a_guess() -> None:
 
 
 def test_tampered_archive_is_refused_before_planning_uploads() -> None:
-    tampered = LocalArchive(ARCHIVE.path, ARCHIVE.size, hashlib.sha256(b"evil").hexdigest())
+    tampered = LocalArchive(ARCHIVE.path, ARCHIVE.size, hashlib.sha256(b"evil").hexdigest(), box=ARCHIVE.box)
     with pytest.raises(IntegrityError) as caught:
         plan_publish(MANIFEST, tampered, empty(), "dist/x.release.json")
     assert "dist/x.release.json" in caught.value.render()
@@ -94,7 +95,7 @@ def test_tampered_archive_is_refused_before_planning_uploads() -> None:
 
 def test_truncated_archive_is_refused() -> None:
     with pytest.raises(IntegrityError, match="bytes"):
-        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, ARCHIVE.size - 1, SHA), empty())
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, ARCHIVE.size - 1, SHA, box=ARCHIVE.box), empty())
 
 
 def test_hand_edited_keys_are_refused() -> None:
@@ -119,3 +120,87 @@ def test_byte_progress_reports_each_tenth_once() -> None:
         advance(10)
     assert len(lines) == 10
     assert lines[-1] == "  100% (1000 of 1000 bytes)"
+
+
+# ------------------------------------------------------------ issue 15: everything is checked before a write
+
+
+def relabel_cpu_as_cuda() -> tuple[LocalArchive, ReleaseManifest]:
+    """The demo's CPU box under a CUDA name: a self-consistent manifest (target, targetId, keys, driver)."""
+    from scrollcase.recipe import Target
+    from scrollcase.release import object_keys
+
+    cpu = make_manifest(size=len(DATA), sha256=SHA, cuda=None)
+    target = Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4")
+    tid = "linux-x86_64-cuda12.4"
+    forged = cpu.model_copy(update={
+        "target": target, "targetId": tid,
+        "compatibility": cpu.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
+        "keys": object_keys(cpu.boxId, cpu.version, tid, cpu.archive.name)})
+    return LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(cpu)), forged
+
+
+def test_defect1_cpu_box_relabelled_as_cuda_is_refused() -> None:
+    archive, forged = relabel_cpu_as_cuda()
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty(), "x.release.json")
+    keys = {p.key for p in caught.value.problems}
+    assert {"target", "targetId", "gpu"} <= keys, caught.value.render()
+
+
+def test_defect1_relabelled_box_json_too_is_caught_by_the_gpu_evidence() -> None:
+    """Even when box.json was forged along with the manifest, the evidence (a CPU box) does not fit."""
+    _, forged = relabel_cpu_as_cuda()
+    archive = LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(forged))
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty())
+    assert [p.key for p in caught.value.problems] == ["gpu"]
+    assert "needs CUDA 12.4" in caught.value.render()
+
+
+def test_defect1_box_json_of_another_box_or_version_is_refused() -> None:
+    other = box_json_for(make_manifest(size=len(DATA), sha256=SHA, box_id="other-box", version="2.0.0"))
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, len(DATA), SHA, box=other), empty())
+    assert {p.key for p in caught.value.problems} == {"boxId", "version"}
+
+
+def test_defect1_failed_or_missing_self_test_is_refused() -> None:
+    from scrollcase.release import SelfTestReport
+
+    for report in (SelfTestReport(passed=False, checks=[]), None):
+        manifest = MANIFEST.model_copy(update={"selfTest": report})
+        with pytest.raises(IntegrityError) as caught:
+            plan_publish(manifest, ARCHIVE, empty())
+        assert [p.key for p in caught.value.problems] == ["selfTest.passed"]
+
+
+def test_defect1_cuda_release_without_gpu_evidence_and_archive_without_box_json() -> None:
+    manifest = MANIFEST.model_copy(update={"gpu": None})
+    archive = LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(manifest))
+    with pytest.raises(IntegrityError, match="no GPU evidence"):
+        plan_publish(manifest, archive, empty())
+    with pytest.raises(IntegrityError, match=r"has no box\.json"):
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, len(DATA), SHA), empty())
+
+
+def test_defect2_index_listing_other_bytes_is_a_conflict_at_planning_time() -> None:
+    from scrollcase.store.index import BoxIndex, entry_for
+
+    theirs = entry_for(MANIFEST).model_copy(update={"sha256": "e" * 64})
+    index = BoxIndex(boxId=MANIFEST.boxId, versions={MANIFEST.version: {MANIFEST.targetId: theirs}})
+    with pytest.raises(ConflictError, match="already lists"):
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects={}, index_lists_release=False, index=index))
+
+
+def test_defect4_index_of_another_box_is_refused_and_dangling_entries_are_warned() -> None:
+    from scrollcase.errors import StoreError
+    from scrollcase.store.index import BoxIndex
+
+    with pytest.raises(StoreError, match="index of box 'someone-else'") as caught:
+        plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=BoxIndex(boxId="someone-else")))
+    assert not isinstance(caught.value, ConflictError) and caught.value.exit_code == 9
+    plan = plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=BoxIndex(boxId=MANIFEST.boxId),
+                                                       dangling=("demo-box 0.9.0 linux-x86_64-cpu (k)",)))
+    assert len(plan.warnings) == 1 and "0.9.0" in plan.warnings[0]
+    assert plan.to_json()["warnings"] == list(plan.warnings)

@@ -61,4 +61,10 @@ def test_client_config_sends_checksums_instead_of_signing_payloads() -> None:
     config = client_config()
     assert config.s3 == {"payload_signing_enabled": False}
     assert config.request_checksum_calculation == "when_required"
-    assert config.retries == {"max_attempts": 3, "mode": "standard"}
+    assert config.retries == {"total_max_attempts": 3, "mode": "standard"}
+
+
+def test_defect7_a_stalled_endpoint_fails_within_a_minute() -> None:
+    """4 attempts x 120 s read timeout: a silent endpoint took 8 minutes to fail."""
+    config = client_config()
+    assert config.retries["total_max_attempts"] * (config.connect_timeout + config.read_timeout) <= 60
