@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                              fix="keep the archive beside its release manifest, or pass --archive PATH")
     store = make_store(args.to, args.endpoint_url)
     result = publish(store, manifest, archive, dry_run=args.dry_run, manifest_file=manifest_file,
-                     progress=_progress_before_index(console))
+                     progress=_progress_before_index(console), meter=console.meter)
     if not result.dry_run:
         index = store.url_for(result.plan.index_key)
         console.progress(f"updated {index}" if result.index_written else f"{index} already lists this release")

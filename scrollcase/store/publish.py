@@ -20,6 +20,7 @@ from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.peek import read_box_json
 from scrollcase.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
+from scrollcase.progress import MeterFactory
 from scrollcase.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.store.base import ObjectInfo, Store, sidecar_text
 from scrollcase.store.index import (
@@ -294,7 +295,8 @@ class PublishResult:
 
 
 def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_run: bool = False,
-            manifest_file: str = "release.json", progress: Progress = lambda _: None) -> PublishResult:
+            manifest_file: str = "release.json", progress: Progress = lambda _: None,
+            meter: MeterFactory | None = None) -> PublishResult:
     """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
@@ -309,7 +311,7 @@ def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_
         return PublishResult(plan, store.url, True, (), False)
     uploaded: list[str] = []
     for step in plan.uploads:  # in order: archive, sidecar, manifest
-        if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress):
+        if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress, meter):
             uploaded.append(step.key)
     progress(f"updating {store.url_for(plan.index_key)}")
     written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
@@ -317,13 +319,16 @@ def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_
 
 
 def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archive: LocalArchive,
-                    progress: Progress) -> bool:
+                    progress: Progress, meter: MeterFactory | None = None) -> bool:
     """Create one object; True if this run wrote it, False if a concurrent publisher wrote the same bytes."""
     progress(f"uploading {store.url_for(step.key)} ({step.size} bytes)")
     try:
         if step.data is None:
+            sent = meter("uploading", step.size) if meter else None
             store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256,
-                           part_sha256=archive.part_sha256, progress=byte_progress(step.size, progress))
+                           part_sha256=archive.part_sha256, progress=sent or byte_progress(step.size, progress))
+            if sent:
+                sent.finish()
         else:
             store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
         return True
