@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 from pathlib import Path
 
 from scrollcase.console import Console
@@ -21,29 +23,51 @@ from scrollcase.github.matrix import (
 from scrollcase.recipe_loader import discover_recipes, load_recipe
 
 NAME = "matrix"
+SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-             common: argparse.ArgumentParser) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     defaults = "; ".join(f"{k} -> {', '.join(v)}" for k, v in DEFAULT_RUNNERS.items())
     p = sub.add_parser(
-        NAME, parents=[common], help="emit the GitHub Actions job matrix for the recipes",
-        description="Read every recipes/<recipeId>/recipe.json and print {\"include\": [...]} with one job "
-                    "per recipe and the runs-on labels its target needs.  Under GitHub Actions the "
-                    "outputs `matrix`, `empty` and `count` are written to GITHUB_OUTPUT.",
-        epilog=f"default runner map: {defaults}.  Matrices above {MAX_JOBS} jobs are an error.")
-    p.add_argument("--recipes", type=Path, default=Path("recipes"), metavar="DIR",
-                   help="folder holding the recipe folders (default: recipes)")
-    p.add_argument("--changed-since", metavar="REF",
-                   help="only recipes with files changed in `git diff REF...HEAD` (all of them when a "
-                        "global file changed: " + ", ".join(DEFAULT_GLOBAL_PATTERNS) + ", the runner map)")
-    p.add_argument("--runner-map", type=Path, metavar="FILE",
-                   help="YAML/JSON {version: 1, runners: {<targetId glob>: [labels]}}, "
-                        "tried before the defaults")
-    p.add_argument("--all-on", action="append", default=[], metavar="GLOB",
-                   help="another repository path glob whose change selects every recipe (repeatable)")
-    p.add_argument("--hosted-only", action="store_true",
-                   help="leave out jobs for self-hosted runners (use for pull requests from forks)")
+        NAME,
+        parents=[common],
+        help="emit the GitHub Actions job matrix for the recipes",
+        description='Read every recipes/<recipeId>/recipe.json and print {"include": [...]} with one job '
+        "per recipe and the runs-on labels its target needs.  Under GitHub Actions the "
+        "outputs `matrix`, `empty` and `count` are written to GITHUB_OUTPUT.",
+        epilog=f"default runner map: {defaults}.  Matrices above {MAX_JOBS} jobs are an error.",
+    )
+    p.add_argument(
+        "--recipes",
+        type=Path,
+        default=Path("recipes"),
+        metavar="DIR",
+        help="folder holding the recipe folders (default: recipes)",
+    )
+    p.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="only recipes with files changed in `git diff REF...HEAD` (all of them when a "
+        "global file changed: " + ", ".join(DEFAULT_GLOBAL_PATTERNS) + ", the runner map)",
+    )
+    p.add_argument(
+        "--runner-map",
+        type=Path,
+        metavar="FILE",
+        help="YAML/JSON {version: 1, runners: {<targetId glob>: [labels]}}, tried before the defaults",
+    )
+    p.add_argument(
+        "--all-on",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="another repository path glob whose change selects every recipe (repeatable)",
+    )
+    p.add_argument(
+        "--hosted-only",
+        action="store_true",
+        help="leave out jobs for self-hosted runners (use for pull requests from forks)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -53,8 +77,9 @@ def _read_runner_map(path: Path | None) -> RunnerMap | None:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot read runner map {path}: {exc.strerror}",
-                         fix="pass an existing YAML/JSON file to --runner-map") from None
+        raise UsageError(
+            f"cannot read runner map {path}: {exc.strerror}", fix="pass an existing YAML/JSON file to --runner-map"
+        ) from None
     return parse_runner_map(text, file=str(path))
 
 
@@ -70,8 +95,7 @@ def _load_entries(recipes_root: Path, base: Path | None) -> list[RecipeEntry]:
             continue
         entries.append(RecipeEntry(path=_relative(folder, base), recipe=recipe))
     if problems:
-        raise RecipeError(f"{len(problems)} problem(s) in the recipes under {recipes_root}",
-                          problems=problems)
+        raise RecipeError(f"{len(problems)} problem(s) in the recipes under {recipes_root}", problems=problems)
     return entries
 
 
@@ -84,6 +108,23 @@ def _relative(path: Path, base: Path | None) -> str:
         return path.as_posix()
 
 
+def _missing_sha(ref: str) -> bool:
+    """A full commit SHA (what GitHub sends as ``before`` and ``base.sha``) that the clone lacks.
+
+    Other refs that do not resolve (a typo in a branch name) stay usage errors."""
+    return bool(SHA.fullmatch(ref)) and not gitdiff.has_commit(ref, Path.cwd())
+
+
+def _warn(console: Console, message: str, fix: str) -> None:
+    console.progress(f"matrix: warning: {message}")
+    if report.RunnerEnv.from_environ().in_actions:
+        report.annotate(
+            [Problem(message=message, fix=fix, severity="warning")],
+            sys.stderr if console.json_mode else console.stdout,
+            title="scrollcase matrix",
+        )
+
+
 def _text(plan: MatrixPlan) -> str:
     if plan.empty:
         return f"no jobs ({plan.reason})"
@@ -94,8 +135,7 @@ def _text(plan: MatrixPlan) -> str:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     if not args.recipes.is_dir():
-        raise UsageError(f"no recipes folder {args.recipes}",
-                         fix="run from the repository root or pass --recipes")
+        raise UsageError(f"no recipes folder {args.recipes}", fix="run from the repository root or pass --recipes")
     runner_map = _read_runner_map(args.runner_map)
     changed: list[str] | None = None
     base: Path | None = None
@@ -103,6 +143,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.changed_since is not None and set(args.changed_since) == {"0"}:
         # A push that creates a branch has no "before" commit (GitHub sends forty zeros).
         console.progress("matrix: --changed-since is the null commit; selecting every recipe")
+    elif args.changed_since is not None and _missing_sha(args.changed_since):
+        # After a force-push GitHub's `before` is a commit no clone has any more: nothing to diff against.
+        _warn(
+            console,
+            f"--changed-since {args.changed_since} is not in this clone (force-pushed away, or a "
+            "shallow checkout); selecting every recipe",
+            fix="check out with fetch-depth: 0; after a force-push every recipe is rebuilt",
+        )
     elif args.changed_since is not None:
         base = gitdiff.toplevel(Path.cwd())
         changed = gitdiff.changed_files(args.changed_since, Path.cwd())

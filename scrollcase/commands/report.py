@@ -12,7 +12,7 @@ from pathlib import Path
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
-from scrollcase.github.junit import JUnitResult, read_junit, repo_relative, result_problem
+from scrollcase.github.junit import JUnitResult, located, read_junit, repo_relative, result_problem
 from scrollcase.recipe_loader import resolve_recipe
 from scrollcase.release import ReleaseManifest, parse_release
 
@@ -20,42 +20,68 @@ NAME = "report"
 STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-             common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(NAME, parents=[common],
-                       help="render results for GitHub (annotations, summary, checks)",
-                       description="Turn results into GitHub annotations, a step summary, step outputs and "
-                                   "optionally a check run.")
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="render results for GitHub (annotations, summary, checks)",
+        description="Turn results into GitHub annotations, a step summary, step outputs and optionally a check run.",
+    )
     kinds = p.add_subparsers(dest="report_kind", metavar="KIND", required=True)
-    j = kinds.add_parser("junit", parents=[common], help="report JUnit XML files",
-                         description="Read JUnit XML files (from build/parity/verify --junit or any tool), "
-                                     "print at most 10 error annotations per step (plus a notice counting "
-                                     "the rest), append a table to GITHUB_STEP_SUMMARY, write the outputs "
-                                     "total/passed/failed/skipped/conclusion, and with --check-run-name "
-                                     "create a check run carrying every annotation (needs checks: write).",
-                         epilog="the check run uses the token in $GITHUB_TOKEN (or --token-env), the "
-                                "repository in $GITHUB_REPOSITORY and the API at $GITHUB_API_URL.")
+    j = kinds.add_parser(
+        "junit",
+        parents=[common],
+        help="report JUnit XML files",
+        description="Read JUnit XML files (from build/parity/verify --junit or any tool), "
+        "print at most 10 error annotations per step (plus a notice counting "
+        "the rest), append a table to GITHUB_STEP_SUMMARY, write the outputs "
+        "total/passed/failed/skipped/conclusion, and with --check-run-name "
+        "create a check run carrying every annotation (needs checks: write).",
+        epilog="the check run uses the token in $GITHUB_TOKEN (or --token-env), the "
+        "repository in $GITHUB_REPOSITORY and the API at $GITHUB_API_URL.",
+    )
     j.add_argument("files", nargs="+", type=Path, metavar="FILE", help="JUnit XML file(s)")
     j.add_argument("--check-run-name", metavar="NAME", help="also create a check run with this name")
     j.add_argument("--title", metavar="TEXT", help="heading of the summary and check run")
     j.add_argument("--sha", help="commit for the check run (default: the PR head, else GITHUB_SHA)")
     j.add_argument("--repo", metavar="OWNER/NAME", help="repository (default: $GITHUB_REPOSITORY)")
     j.add_argument("--api-url", metavar="URL", help="GitHub API URL (default: $GITHUB_API_URL)")
-    j.add_argument("--token-env", default="GITHUB_TOKEN", metavar="VAR",
-                   help="environment variable holding the token (default: GITHUB_TOKEN)")
-    j.add_argument("--missing-ok", action="store_true",
-                   help="skip files that do not exist (a step that failed before writing its report)")
+    j.add_argument(
+        "--token-env",
+        default="GITHUB_TOKEN",
+        metavar="VAR",
+        help="environment variable holding the token (default: GITHUB_TOKEN)",
+    )
+    j.add_argument(
+        "--missing-ok",
+        action="store_true",
+        help="skip files that do not exist (a step that failed before writing its report)",
+    )
     j.add_argument("--strict", action="store_true", help="exit 1 when any case failed")
     j.set_defaults(handler=run)
-    r = kinds.add_parser("release", parents=[common], help="expose a release manifest as step outputs",
-                         description="Read a *.release.json and write its facts as step outputs (release, "
-                                     "archive, sha256, size, box-id, version, target-id, recipe-id, "
-                                     "archive-key, release-key, self-test, parity) and a summary table.")
-    r.add_argument("release", type=Path, nargs="?", metavar="RELEASE.json",
-                   help="the manifest (or give --recipe to find it in --out)")
+    r = kinds.add_parser(
+        "release",
+        parents=[common],
+        help="expose a release manifest as step outputs",
+        description="Read a *.release.json and write its facts as step outputs (release, "
+        "archive, sha256, size, box-id, version, target-id, recipe-id, "
+        "archive-key, release-key, self-test, parity) and a summary table.",
+    )
+    r.add_argument(
+        "release",
+        type=Path,
+        nargs="?",
+        metavar="RELEASE.json",
+        help="the manifest (or give --recipe to find it in --out)",
+    )
     r.add_argument("--recipe", metavar="RECIPE", help="recipe ID or folder whose release to report")
-    r.add_argument("--out", type=Path, default=Path(".scrollcase/dist"), metavar="DIR",
-                   help="where build wrote the release (default: .scrollcase/dist)")
+    r.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".scrollcase/dist"),
+        metavar="DIR",
+        help="where build wrote the release (default: .scrollcase/dist)",
+    )
     r.set_defaults(handler=run_release)
 
 
@@ -76,19 +102,32 @@ class Tally:
 
 
 def tally(results: Sequence[JUnitResult], files: int = 1) -> Tally:
-    return Tally(total=len(results), passed=sum(r.status == "passed" for r in results),
-                 failed=sum(r.failed for r in results), skipped=sum(r.status == "skipped" for r in results),
-                 files=files)
+    return Tally(
+        total=len(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.failed for r in results),
+        skipped=sum(r.status == "skipped" for r in results),
+        files=files,
+    )
 
 
 def summary_table(title: str, results: Sequence[JUnitResult], counts: Tally) -> report.SummaryTable:
     """Failures first, so a truncated summary still shows what broke."""
     ordered = sorted(results, key=lambda r: (not r.failed, r.status == "skipped"))
-    rows = [[r.suite, f"{r.classname}.{r.name}" if r.classname else r.name, STATUS_ICONS[r.status],
-             f"{r.seconds:.2f}s", (r.message or "")[:500]] for r in ordered]
+    rows = [
+        [
+            r.suite,
+            f"{r.classname}.{r.name}" if r.classname else r.name,
+            STATUS_ICONS[r.status],
+            f"{r.seconds:.2f}s",
+            (r.message or "")[:500],
+        ]
+        for r in ordered
+    ]
     lead = f"**{counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped** of {counts.total}"
-    return report.SummaryTable(title=title, columns=["Suite", "Case", "Status", "Time", "Message"],
-                               rows=rows, lead=lead)
+    return report.SummaryTable(
+        title=title, columns=["Suite", "Case", "Status", "Time", "Message"], rows=rows, lead=lead
+    )
 
 
 def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult], list[Problem], int]:
@@ -103,22 +142,38 @@ def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult
         fallback = repo_relative(path)
         results.extend(found)
         problems.extend(result_problem(r, fallback) for r in found if r.failed)
-    return results, problems, read
+    return results, located(problems), read
 
 
-def _check_run(args: argparse.Namespace, env: report.RunnerEnv, problems: Sequence[Problem],
-               summary: str, title: str, fallback: str) -> checks.CheckRunResult:
+def _check_run(
+    args: argparse.Namespace,
+    env: report.RunnerEnv,
+    problems: Sequence[Problem],
+    summary: str,
+    title: str,
+    fallback: str,
+) -> checks.CheckRunResult:
     token = os.environ.get(args.token_env, "")
     repo = args.repo or env.repository
     sha = args.sha or report.head_sha(env)
     if not token:
-        raise UsageError(f"--check-run-name needs a token in ${args.token_env}",
-                         fix="pass github-token: ${{ github.token }} with `permissions: checks: write`")
+        raise UsageError(
+            f"--check-run-name needs a token in ${args.token_env}",
+            fix="pass github-token: ${{ github.token }} with `permissions: checks: write`",
+        )
     if not repo or not sha:
-        raise UsageError("--check-run-name needs the repository and commit",
-                         fix="run under GitHub Actions, or pass --repo OWNER/NAME and --sha SHA")
-    plan = checks.plan_check_run(args.check_run_name, sha, problems, summary, fallback,
-                                 title=f"{title}: {sum(p.severity == 'error' for p in problems)} failure(s)")
+        raise UsageError(
+            "--check-run-name needs the repository and commit",
+            fix="run under GitHub Actions, or pass --repo OWNER/NAME and --sha SHA",
+        )
+    plan = checks.plan_check_run(
+        args.check_run_name,
+        sha,
+        problems,
+        summary,
+        fallback,
+        title=f"{title}: {sum(p.severity == 'error' for p in problems)} failure(s)",
+    )
     client = checks.make_client(token, args.api_url or env.api_url)
     return checks.publish_check_run(checks.repository(client, repo), plan)
 
@@ -128,28 +183,73 @@ def run(args: argparse.Namespace, console: Console) -> int:
     results, problems, read = _read_all(args.files, args.missing_ok)
     counts = tally(results, read)
     title = args.title or args.check_run_name or "scrollcase results"
-    markdown = report.render_summary([summary_table(title, results, counts)], report.summary_room(env))
+    if read:
+        markdown = report.render_summary([summary_table(title, results, counts)], report.summary_room(env))
+    else:  # the step died before it wrote a report: say so instead of an empty "0 of 0" table
+        names = ", ".join(str(f) for f in args.files)
+        markdown = f"### {title}\n\nNo results: {names} was not written (the step failed before reporting).\n\n"
     if env.in_actions:
-        report.annotate(problems, sys.stderr if console.json_mode else console.stdout, title=title,
-                        where_else="the step summary" + (" and the check run" if args.check_run_name else ""))
+        report.annotate(
+            problems,
+            sys.stderr if console.json_mode else console.stdout,
+            title=title,
+            where_else="the step summary" + (" and the check run" if args.check_run_name else ""),
+        )
     report.write_summary(markdown, env)
-    data: dict[str, object] = {"total": counts.total, "passed": counts.passed, "failed": counts.failed,
-                               "skipped": counts.skipped, "conclusion": counts.conclusion,
-                               "problems": [p.to_json() for p in problems]}
-    if args.check_run_name:
-        fallback = repo_relative(args.files[0])
-        result = _check_run(args, env, problems, markdown, title, fallback)
-        data["checkRun"] = {"id": result.id, "url": result.url, "annotations": result.annotations,
-                            "requests": result.requests}
-        console.progress(f"check run {args.check_run_name!r}: {result.annotations} annotation(s) "
-                         f"in {result.requests} request(s)")
-    report.set_outputs({k: v for k, v in data.items() if k in ("total", "passed", "failed", "skipped",
-                                                               "conclusion")}, env)
+    data: dict[str, object] = {
+        "total": counts.total,
+        "passed": counts.passed,
+        "failed": counts.failed,
+        "skipped": counts.skipped,
+        "conclusion": counts.conclusion,
+        "problems": [p.to_json() for p in problems],
+    }
+    # Outputs first: whatever the check run does, the workflow sees the JUnit result.
+    report.set_outputs(
+        {k: v for k, v in data.items() if k in ("total", "passed", "failed", "skipped", "conclusion")}, env
+    )
+    if args.check_run_name and read:
+        data["checkRun"] = _check_run_or_warn(args, env, problems, markdown, title, console)
+    elif args.check_run_name:
+        console.progress(f"no check run {args.check_run_name!r}: there are no results to report")
     text = f"{title}: {counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped"
     if problems and not env.in_actions:
         text += "\n" + "\n".join(p.render() for p in problems)
     console.result(data, text)
     return 1 if args.strict and counts.failed else 0
+
+
+def _check_run_or_warn(
+    args: argparse.Namespace,
+    env: report.RunnerEnv,
+    problems: Sequence[Problem],
+    markdown: str,
+    title: str,
+    console: Console,
+) -> dict[str, object]:
+    """The check run, or, when the token may not write checks (a fork's pull request), one warning.
+
+    A refused check run changes nothing about the result: the annotations and the step summary above
+    carry it, and the JUnit alone decides pass or fail.
+    """
+    fallback = repo_relative(args.files[0])
+    try:
+        result = _check_run(args, env, problems, markdown, title, fallback)
+    except checks.CheckRunRefusedError as refused:
+        warning = Problem(
+            message=f"no check run {args.check_run_name!r}: the token may not write checks "
+            "(pull requests from forks get a read-only GITHUB_TOKEN); the results are in "
+            "the annotations and the step summary",
+            severity="warning",
+        )
+        console.progress(f"warning: {refused.message}")
+        if env.in_actions:
+            report.annotate([warning], sys.stderr if console.json_mode else console.stdout, title="check run")
+        return {"refused": refused.status, "message": refused.message}
+    console.progress(
+        f"check run {args.check_run_name!r}: {result.annotations} annotation(s) in {result.requests} request(s)"
+    )
+    return {"id": result.id, "url": result.url, "annotations": result.annotations, "requests": result.requests}
 
 
 def _gate(report_passed: bool | None) -> str:
@@ -176,8 +276,10 @@ def release_outputs(manifest: ReleaseManifest, release_path: Path) -> dict[str, 
 
 def _release_path(args: argparse.Namespace) -> Path:
     if (args.release is None) == (args.recipe is None):
-        raise UsageError("give either RELEASE.json or --recipe", fix="e.g. `scrollcase report release "
-                         "--recipe tiny-mlp-linux-x86_64-cpu --out .scrollcase/dist`")
+        raise UsageError(
+            "give either RELEASE.json or --recipe",
+            fix="e.g. `scrollcase report release --recipe tiny-mlp-linux-x86_64-cpu --out .scrollcase/dist`",
+        )
     if args.release is not None:
         path: Path = args.release
         return path
@@ -191,12 +293,16 @@ def run_release(args: argparse.Namespace, console: Console) -> int:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}",
-                         fix="pass the *.release.json written by `scrollcase build`") from None
+        raise UsageError(
+            f"cannot read {path}: {exc.strerror}", fix="pass the *.release.json written by `scrollcase build`"
+        ) from None
     manifest = parse_release(data, file=str(path))
     outputs = release_outputs(manifest, path.resolve())
-    table = report.SummaryTable(title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
-                                columns=["Field", "Value"], rows=[[k, str(v)] for k, v in outputs.items()])
+    table = report.SummaryTable(
+        title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
+        columns=["Field", "Value"],
+        rows=[[k, str(v)] for k, v in outputs.items()],
+    )
     report.write_summary(report.render_summary([table], report.summary_room(env)), env)
     report.set_outputs(outputs, env)
     console.result(outputs, "\n".join(f"{k}: {v}" for k, v in outputs.items()))

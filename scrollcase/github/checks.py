@@ -19,6 +19,17 @@ MAX_TEXT_CHARS = 65535
 Conclusion = Literal["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"]
 
 
+@dataclass
+class CheckRunRefusedError(GitHubError):
+    """The API answered 403: the token may not write checks.
+
+    GitHub gives pull requests from forks (and Dependabot's) a read-only ``GITHUB_TOKEN`` whatever the
+    workflow's ``permissions:`` say, so this is expected there; callers degrade to annotations.
+    """
+
+    status: int = 403
+
+
 class CheckRunLike(Protocol):
     id: int
     html_url: str
@@ -78,20 +89,28 @@ def check_annotation(problem: Problem, fallback_path: str) -> dict[str, object]:
     }
 
 
-def plan_check_run(name: str, head_sha: str, problems: Sequence[Problem], summary: str,
-                   fallback_path: str, title: str | None = None) -> CheckRunPlan:
+def plan_check_run(
+    name: str, head_sha: str, problems: Sequence[Problem], summary: str, fallback_path: str, title: str | None = None
+) -> CheckRunPlan:
     """Split ``problems`` into API batches and decide the conclusion (failure on any error)."""
     annotations = [check_annotation(p, fallback_path) for p in problems]
-    batches = tuple(tuple(annotations[i:i + ANNOTATIONS_PER_REQUEST])
-                    for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST))
+    batches = tuple(
+        tuple(annotations[i : i + ANNOTATIONS_PER_REQUEST]) for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)
+    )
     errors = sum(1 for p in problems if p.severity == "error")
     conclusion: Conclusion = "failure" if errors else "success"
     default_title = f"{errors} failure(s)" if errors else "all checks passed"
     if len(summary) > MAX_TEXT_CHARS:
         note = "\n\n(truncated: see the JUnit artifact)"
-        summary = summary[:MAX_TEXT_CHARS - len(note)] + note
-    return CheckRunPlan(name=name, head_sha=head_sha, title=title or default_title, summary=summary,
-                        conclusion=conclusion, batches=batches)
+        summary = summary[: MAX_TEXT_CHARS - len(note)] + note
+    return CheckRunPlan(
+        name=name,
+        head_sha=head_sha,
+        title=title or default_title,
+        summary=summary,
+        conclusion=conclusion,
+        batches=batches,
+    )
 
 
 def _output(plan: CheckRunPlan, batch: Sequence[dict[str, object]]) -> dict[str, object]:
@@ -106,18 +125,28 @@ def publish_check_run(repo: RepositoryLike, plan: CheckRunPlan) -> CheckRunResul
     batches = list(plan.batches) or [()]
     try:
         if len(batches) == 1:
-            run = repo.create_check_run(name=plan.name, head_sha=plan.head_sha, status="completed",
-                                        conclusion=plan.conclusion, output=_output(plan, batches[0]))
+            run = repo.create_check_run(
+                name=plan.name,
+                head_sha=plan.head_sha,
+                status="completed",
+                conclusion=plan.conclusion,
+                output=_output(plan, batches[0]),
+            )
         else:
-            run = repo.create_check_run(name=plan.name, head_sha=plan.head_sha, status="in_progress",
-                                        output=_output(plan, batches[0]))
+            run = repo.create_check_run(
+                name=plan.name, head_sha=plan.head_sha, status="in_progress", output=_output(plan, batches[0])
+            )
             for batch in batches[1:-1]:
                 run.edit(output=_output(plan, batch))
             run.edit(status="completed", conclusion=plan.conclusion, output=_output(plan, batches[-1]))
     except Exception as exc:  # PyGithub raises GithubException and requests errors alike
         raise _api_error(exc) from None
-    return CheckRunResult(id=int(run.id), url=str(run.html_url or ""),
-                          annotations=sum(len(b) for b in plan.batches), requests=len(batches))
+    return CheckRunResult(
+        id=int(run.id),
+        url=str(run.html_url or ""),
+        annotations=sum(len(b) for b in plan.batches),
+        requests=len(batches),
+    )
 
 
 def _api_error(exc: Exception) -> GitHubError:
@@ -126,7 +155,10 @@ def _api_error(exc: Exception) -> GitHubError:
     if status == 404:
         fix = "check GITHUB_REPOSITORY and the API URL; a fork's token cannot write checks upstream"
     reason = status or type(exc).__name__
-    return GitHubError(f"creating the check run failed ({reason}): {exc}"[:500], fix=fix)
+    message = f"creating the check run failed ({reason}): {exc}"[:500]
+    if status == 403:
+        return CheckRunRefusedError(message, fix=fix + " (pull requests from forks always get a read-only token)")
+    return GitHubError(message, fix=fix)
 
 
 def make_client(token: str, base_url: str, seconds_between_writes: float = 1.0) -> Any:
@@ -134,8 +166,14 @@ def make_client(token: str, base_url: str, seconds_between_writes: float = 1.0) 
     from github import Auth, Github
 
     # lazy: a repository handle costs no request; the check run POST is the first one.
-    return Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), retry=None, lazy=True,
-                  seconds_between_writes=seconds_between_writes, seconds_between_requests=0)
+    return Github(
+        auth=Auth.Token(token),
+        base_url=base_url.rstrip("/"),
+        retry=None,
+        lazy=True,
+        seconds_between_writes=seconds_between_writes,
+        seconds_between_requests=0,
+    )
 
 
 def repository(client: GithubLike, full_name: str) -> Any:

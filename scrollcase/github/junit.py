@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -28,8 +28,14 @@ class JUnitCase:
 
 
 def _case(case: JUnitCase) -> TestCase:
-    tc = TestCase(case.name, classname=case.classname, elapsed_sec=case.seconds, file=case.file,
-                  line=case.line, stdout=case.output or None)
+    tc = TestCase(
+        case.name,
+        classname=case.classname,
+        elapsed_sec=case.seconds,
+        file=case.file,
+        line=case.line,
+        stdout=case.output or None,
+    )
     if case.skipped:
         tc.add_skipped_info(message=case.message)
     elif not case.passed:
@@ -59,8 +65,9 @@ def _inject_case_properties(xml: str, cases: Sequence[JUnitCase]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 
 
-def write_junit(path: Path, suite: str, cases: Sequence[JUnitCase],
-                properties: Mapping[str, str] | None = None) -> Path:
+def write_junit(
+    path: Path, suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, str] | None = None
+) -> Path:
     """Write the report atomically (temp file, then rename) and return its path."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -118,18 +125,27 @@ def parse_junit(text: str, file: str = "junit.xml") -> list[JUnitResult]:
     try:
         root = ET.fromstring(text)  # noqa: S314 - CI artifacts of this repository, not user uploads
     except ET.ParseError as exc:
-        raise GitHubError(f"{file} is not valid JUnit XML: {exc}",
-                          fix="pass the file written by --junit (or any JUnit XML report)") from None
+        raise GitHubError(
+            f"{file} is not valid JUnit XML: {exc}", fix="pass the file written by --junit (or any JUnit XML report)"
+        ) from None
     suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
     results: list[JUnitResult] = []
     for suite in suites:
         for case in suite.findall("testcase"):
             status, message, details = _status(case)
-            results.append(JUnitResult(
-                suite=suite.get("name") or "", name=case.get("name") or "",
-                classname=case.get("classname") or "", status=status, message=message,
-                details=details or (case.findtext("system-out") or "").strip(),
-                seconds=_float(case.get("time")), file=case.get("file") or None, line=_int(case.get("line"))))
+            results.append(
+                JUnitResult(
+                    suite=suite.get("name") or "",
+                    name=case.get("name") or "",
+                    classname=case.get("classname") or "",
+                    status=status,
+                    message=message,
+                    details=details or (case.findtext("system-out") or "").strip(),
+                    seconds=_float(case.get("time")),
+                    file=case.get("file") or None,
+                    line=_int(case.get("line")),
+                )
+            )
     return results
 
 
@@ -137,8 +153,9 @@ def read_junit(path: Path) -> list[JUnitResult]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GitHubError(f"JUnit file {path} does not exist",
-                          fix="check the --junit path of the step that should have written it") from None
+        raise GitHubError(
+            f"JUnit file {path} does not exist", fix="check the --junit path of the step that should have written it"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise GitHubError(f"cannot read JUnit file {path}: {exc}") from None
     return parse_junit(text, file=str(path))
@@ -150,8 +167,44 @@ def result_problem(result: JUnitResult, fallback_file: str | None = None) -> Pro
     message = f"{label}: {result.message or result.status}"
     if result.details and result.details != result.message:
         message += f"\n{result.details[:2000]}"
-    return Problem(message=message, file=result.file or fallback_file, line=result.line,
-                   severity="error" if result.failed else "notice")
+    return Problem(
+        message=message,
+        file=result.file or fallback_file,
+        line=result.line,
+        severity="error" if result.failed else "notice",
+    )
+
+
+def workspace_root() -> Path:
+    """The repository root on a runner (GITHUB_WORKSPACE), else the current folder."""
+    return Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd()).resolve()
+
+
+def annotation_path(file: str | None, root: Path | None = None) -> str | None:
+    """``file`` as GitHub attaches annotations: relative to the repository root, not the working directory.
+
+    scrollcase names files relative to the folder it ran in (an action's ``working-directory``), so a
+    relative path is read from there; one that only exists under the root is already root-relative.
+    Paths outside the repository stay as they are.
+    """
+    if not file:
+        return file
+    base = (root or workspace_root()).resolve()
+    path = Path(file)
+    if not path.is_absolute():
+        here = Path.cwd() / path
+        if not here.exists() and (base / path).exists():
+            return path.as_posix()
+        path = here
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except (ValueError, OSError):
+        return file
+
+
+def located(problems: Sequence[Problem], root: Path | None = None) -> list[Problem]:
+    """``problems`` with repository-relative files (see :func:`annotation_path`)."""
+    return [p if not p.file else replace(p, file=annotation_path(p.file, root)) for p in problems]
 
 
 def repo_relative(path: Path | str, root: Path | None = None) -> str:

@@ -17,7 +17,8 @@ from typing import IO
 
 from actions_toolkit.file_command import prepare_key_value_message
 
-from scrollcase.errors import GitHubError, Problem, ScrollcaseError
+from scrollcase.errors import GitHubError, ParityError, Problem, ScrollcaseError, SelfTestError
+from scrollcase.github.junit import located, read_junit
 
 # GitHub shows at most 10 annotations of each level per step; the rest vanish silently.
 ANNOTATIONS_PER_LEVEL = 10
@@ -99,9 +100,12 @@ def _level(problem: Problem) -> str:
     return problem.severity if problem.severity in ("error", "warning", "notice") else "error"
 
 
-def annotation_lines(problems: Iterable[Problem], title: str | None = None,
-                     per_level: int = ANNOTATIONS_PER_LEVEL,
-                     where_else: str = "the step summary") -> list[str]:
+def annotation_lines(
+    problems: Iterable[Problem],
+    title: str | None = None,
+    per_level: int = ANNOTATIONS_PER_LEVEL,
+    where_else: str = "the step summary",
+) -> list[str]:
     """Workflow commands for ``problems``, at most ``per_level`` errors and warnings.
 
     GitHub drops annotations past 10 per level and step without a word, so the rest are counted in
@@ -119,20 +123,44 @@ def annotation_lines(problems: Iterable[Problem], title: str | None = None,
         else:
             hidden += 1
     if hidden:
-        lines.append(f"::notice title=More findings::{hidden} more finding(s) not annotated here "
-                     f"(GitHub shows {per_level} per level and step); see {where_else}")
+        lines.append(
+            f"::notice title=More findings::{hidden} more finding(s) not annotated here "
+            f"(GitHub shows {per_level} per level and step); see {where_else}"
+        )
     return lines
 
 
-def annotate(problems: Sequence[Problem], stream: IO[str], title: str | None = None,
-             where_else: str = "the step summary") -> None:
-    for line in annotation_lines(problems, title=title, where_else=where_else):
+def annotate(
+    problems: Sequence[Problem], stream: IO[str], title: str | None = None, where_else: str = "the step summary"
+) -> None:
+    """Print the workflow commands, each file named relative to the repository root."""
+    for line in annotation_lines(located(problems), title=title, where_else=where_else):
         print(line, file=stream)
 
 
-def annotate_error(error: ScrollcaseError, stream: IO[str]) -> None:
+def annotate_error(error: ScrollcaseError, stream: IO[str], junit: Path | None = None) -> None:
+    """Annotate a failed command's error, unless ``junit`` (its --junit report) already holds it.
+
+    A self-test or parity failure writes one JUnit case per failed check before it raises; `scrollcase
+    report junit` (the actions' Report step, or any JUnit reporter) annotates those cases, so the
+    command itself only logs the error: one annotation per failure, not two.
+    """
+    if junit is not None and reported_in_junit(error, junit):
+        print(f"(the failed cases are in {junit}: `scrollcase report junit` annotates them)", file=stream)
+        return
     problems = list(error.problems) or [Problem(message=error.message, fix=error.fix)]
     annotate(problems, stream, title=type(error).__name__, where_else="the log above")
+
+
+def reported_in_junit(error: ScrollcaseError, junit: Path) -> bool:
+    """Whether ``error`` is a self-test/parity failure whose failed cases are in the JUnit file."""
+    if not isinstance(error, SelfTestError | ParityError):
+        return False
+    try:
+        results = read_junit(junit)
+    except GitHubError:
+        return False
+    return any(r.failed for r in results)
 
 
 # --- step summary --------------------------------------------------------------------------------
@@ -183,8 +211,10 @@ def render_summary(tables: Sequence[SummaryTable], max_bytes: int = SUMMARY_LIMI
         parts.append("\n")
         used += 1
     if written < total_rows:
-        parts.append(f"> **Truncated:** {total_rows - written} of {total_rows} row(s) left out to stay under "
-                     f"GitHub's {max_bytes // 1024} KiB step summary limit; the JUnit files hold them all.\n")
+        parts.append(
+            f"> **Truncated:** {total_rows - written} of {total_rows} row(s) left out to stay under "
+            f"GitHub's {max_bytes // 1024} KiB step summary limit; the JUnit files hold them all.\n"
+        )
     return "".join(parts)
 
 
@@ -196,8 +226,10 @@ def write_summary(markdown: str, env: RunnerEnv) -> bool:
         with env.summary_file.open("a", encoding="utf-8") as handle:
             handle.write(markdown)
     except OSError as exc:
-        raise GitHubError(f"cannot write the step summary {env.summary_file}: {exc.strerror}",
-                          fix="GITHUB_STEP_SUMMARY must name a writable file") from None
+        raise GitHubError(
+            f"cannot write the step summary {env.summary_file}: {exc.strerror}",
+            fix="GITHUB_STEP_SUMMARY must name a writable file",
+        ) from None
     return True
 
 
@@ -246,8 +278,10 @@ def set_outputs(values: Mapping[str, OutputValue], env: RunnerEnv | None = None)
         with runner.output_file.open("a", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
     except OSError as exc:
-        raise GitHubError(f"cannot write step outputs to {runner.output_file}: {exc.strerror}",
-                          fix="GITHUB_OUTPUT must name a writable file") from None
+        raise GitHubError(
+            f"cannot write step outputs to {runner.output_file}: {exc.strerror}",
+            fix="GITHUB_OUTPUT must name a writable file",
+        ) from None
     return True
 
 
@@ -263,9 +297,11 @@ def read_outputs(text: str) -> dict[str, str]:
             try:
                 end = lines.index(delimiter, i + 1)
             except ValueError:
-                raise GitHubError(f"output {name!r} opens a {delimiter!r} block that never closes",
-                                  fix="end the value with a line holding only the delimiter") from None
-            out[name] = "\n".join(lines[i + 1:end])
+                raise GitHubError(
+                    f"output {name!r} opens a {delimiter!r} block that never closes",
+                    fix="end the value with a line holding only the delimiter",
+                ) from None
+            out[name] = "\n".join(lines[i + 1 : end])
             i = end + 1
             continue
         if "=" in line:

@@ -10,6 +10,7 @@ small expression language the actions use.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -25,9 +27,11 @@ import yaml
 from scrollcase.github.report import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||!|\(|\))"
-                   r"|(?P<func>always|success|failure|cancelled)\(\)|(?P<lit>true|false|null)"
-                   r"|(?P<path>[A-Za-z_][\w-]*(?:\.[\w-]+)*))")
+TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||!|\(|\))"
+    r"|(?P<func>always|success|failure|cancelled)\(\)|(?P<lit>true|false|null)"
+    r"|(?P<path>[A-Za-z_][\w-]*(?:\.[\w-]+)*))"
+)
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -95,8 +99,7 @@ def evaluate(expression: str, contexts: Mapping[str, Any], failed: bool = False)
         elif kind == "op":
             python.append({"&&": " and ", "||": " or ", "!": " not "}.get(token, f" {token} "))
         elif kind == "func":
-            python.append(repr({"always": True, "success": not failed, "failure": failed,
-                                "cancelled": False}[token]))
+            python.append(repr({"always": True, "success": not failed, "failure": failed, "cancelled": False}[token]))
         elif kind == "lit":
             python.append({"true": "True", "false": "False", "null": "None"}[token])
         else:
@@ -106,6 +109,7 @@ def evaluate(expression: str, contexts: Mapping[str, Any], failed: bool = False)
 
 def substitute(value: Any, contexts: Mapping[str, Any]) -> str:
     """``${{ expr }}`` in a scalar replaced by its value, rendered the way the runner renders it."""
+
     def render(match: re.Match[str]) -> str:
         result = evaluate(match.group(1), contexts)
         if isinstance(result, bool):
@@ -130,17 +134,29 @@ class Harness:
     runner_os: str = "Linux"  # RUNNER_OS: "Windows" makes the actions use the Scripts/python.exe layout
 
     def base_env(self, action_dir: Path, files: Mapping[str, Path]) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("GITHUB_", "RUNNER_", "INPUT_", "PYTHON", "VIRTUAL_ENV"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("GITHUB_", "RUNNER_", "INPUT_", "PYTHON", "VIRTUAL_ENV"))
+        }
         event_path = self.runner_temp / "event.json"
         event_path.write_text(json.dumps(self.event), encoding="utf-8")
-        env.update({
-            "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_WORKSPACE": str(self.workspace),
-            "GITHUB_ACTION_PATH": str(action_dir), "GITHUB_EVENT_PATH": str(event_path),
-            "GITHUB_REPOSITORY": "octo/boxes", "GITHUB_SHA": "0" * 39 + "1",
-            "RUNNER_TEMP": str(self.runner_temp), "RUNNER_OS": self.runner_os, "RUNNER_ARCH": "X64",
-            **{k: str(v) for k, v in files.items()}, **self.extra_env,
-        })
+        env.update(
+            {
+                "GITHUB_ACTIONS": "true",
+                "CI": "true",
+                "GITHUB_WORKSPACE": str(self.workspace),
+                "GITHUB_ACTION_PATH": str(action_dir),
+                "GITHUB_EVENT_PATH": str(event_path),
+                "GITHUB_REPOSITORY": "octo/boxes",
+                "GITHUB_SHA": "0" * 39 + "1",
+                "RUNNER_TEMP": str(self.runner_temp),
+                "RUNNER_OS": self.runner_os,
+                "RUNNER_ARCH": "X64",
+                **{k: str(v) for k, v in files.items()},
+                **self.extra_env,
+            }
+        )
         return env
 
     def run(self, action_dir: Path, inputs: Mapping[str, str]) -> ActionResult:
@@ -149,20 +165,19 @@ class Harness:
         unknown = set(inputs) - set(declared)
         if unknown:
             raise ValueError(f"inputs not declared by {action_dir.name}: {sorted(unknown)}")
-        values = {name: str(inputs.get(name, (meta or {}).get("default", "")))
-                  for name, meta in declared.items()}
+        values = {name: str(inputs.get(name, (meta or {}).get("default", ""))) for name, meta in declared.items()}
         missing = [n for n, meta in declared.items() if (meta or {}).get("required") and not values[n]]
         if missing:
             raise ValueError(f"required inputs missing: {missing}")
         contexts: dict[str, Any] = {
-            "inputs": values, "steps": {},
+            "inputs": values,
+            "steps": {},
             "runner": {"temp": str(self.runner_temp), "os": self.runner_os, "arch": "X64"},
             "github": {"action_path": str(action_dir), "workspace": str(self.workspace), "event": self.event},
         }
         records: list[StepRecord] = []
         for index, step in enumerate(spec["runs"]["steps"]):
-            record = self._step(index, step, action_dir, contexts, failed=any(r.status == "failure"
-                                                                                 for r in records))
+            record = self._step(index, step, action_dir, contexts, failed=any(r.status == "failure" for r in records))
             records.append(record)
             if record.id:
                 contexts["steps"][record.id] = {"outputs": record.outputs, "outcome": record.status}
@@ -170,8 +185,9 @@ class Harness:
         outputs = {name: substitute(meta["value"], contexts) for name, meta in declared_outputs.items()}
         return ActionResult(records, outputs)
 
-    def _step(self, index: int, step: Mapping[str, Any], action_dir: Path, contexts: dict[str, Any],
-              failed: bool) -> StepRecord:
+    def _step(
+        self, index: int, step: Mapping[str, Any], action_dir: Path, contexts: dict[str, Any], failed: bool
+    ) -> StepRecord:
         name = step.get("name") or step.get("uses") or f"step {index}"
         record = StepRecord(name=name, id=step.get("id"), status="skipped")
         condition = step.get("if", "success()")
@@ -189,22 +205,34 @@ class Harness:
             return record
         return self._run(index, step, action_dir, contexts, record)
 
-    def _run(self, index: int, step: Mapping[str, Any], action_dir: Path, contexts: dict[str, Any],
-             record: StepRecord) -> StepRecord:
+    def _run(
+        self, index: int, step: Mapping[str, Any], action_dir: Path, contexts: dict[str, Any], record: StepRecord
+    ) -> StepRecord:
         assert step.get("shell") == "bash", f"{record.name}: the harness runs bash steps only"
         folder = self.runner_temp / "_steps" / str(index)
         folder.mkdir(parents=True, exist_ok=True)
-        files = {"GITHUB_OUTPUT": folder / "output", "GITHUB_STEP_SUMMARY": folder / "summary",
-                 "GITHUB_ENV": folder / "env", "GITHUB_PATH": folder / "path"}
+        files = {
+            "GITHUB_OUTPUT": folder / "output",
+            "GITHUB_STEP_SUMMARY": folder / "summary",
+            "GITHUB_ENV": folder / "env",
+            "GITHUB_PATH": folder / "path",
+        }
         for path in files.values():
             path.write_text("", encoding="utf-8")
         script = folder / "script.sh"
         script.write_text(step["run"], encoding="utf-8")
         record.env = {k: substitute(v, contexts) for k, v in (step.get("env") or {}).items()}
         env = {**self.base_env(action_dir, files), **record.env}
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                              cwd=step.get("working-directory") or self.workspace, env=env,
-                              capture_output=True, text=True, timeout=self.timeout, check=False)
+        cwd = substitute(step["working-directory"], contexts) if "working-directory" in step else self.workspace
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=self.timeout,
+            check=False,
+        )
         record.stdout, record.stderr = done.stdout, done.stderr
         record.status = "success" if done.returncode == 0 else "failure"
         record.outputs = read_outputs(files["GITHUB_OUTPUT"].read_text(encoding="utf-8"))
@@ -212,8 +240,18 @@ class Harness:
         return record
 
 
-def scrollcase_venv(runner_temp: Path, windows: bool = False) -> Path:
-    """What a cache hit restores: a venv whose python runs this checkout's scrollcase.
+def setup_script() -> ModuleType:
+    """actions/setup_scrollcase.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("setup_scrollcase", ROOT / "actions" / "setup_scrollcase.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def scrollcase_venv(runner_temp: Path, windows: bool = False, root: Path = ROOT) -> Path:
+    """What a cache hit restores (or an earlier action of the job built): a venv whose python runs this
+    checkout's scrollcase, marked with the key the setup script computes for ``root``.
 
     ``windows`` lays it out as a Windows venv does (``Scripts/python.exe``)."""
     relative = ("Scripts", "python.exe") if windows else ("bin", "python")
@@ -221,13 +259,18 @@ def scrollcase_venv(runner_temp: Path, windows: bool = False) -> Path:
     python.parent.mkdir(parents=True, exist_ok=True)
     python.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n', encoding="utf-8")
     python.chmod(0o755)
+    env = {"RUNNER_TEMP": str(runner_temp), "RUNNER_OS": "Windows" if windows else "Linux", "RUNNER_ARCH": "X64"}
+    key = setup_script().locate(root, env)["key"]
+    (runner_temp / "scrollcase-venv" / ".scrollcase-key").write_text(key + "\n", encoding="utf-8")
     return python
 
 
 def standard_uses(cache_hit: bool = True, base_python: str = sys.executable) -> dict[str, Callable[..., Any]]:
     """Stand-ins for the nested actions: setup-python gives a python-path, cache reports a hit."""
     return {
-        "actions/setup-python@": lambda w: {"python-path": base_python,
-                                            "python-version": ".".join(map(str, sys.version_info[:3]))},
+        "actions/setup-python@": lambda w: {
+            "python-path": base_python,
+            "python-version": ".".join(map(str, sys.version_info[:3])),
+        },
         "actions/cache@": lambda w: {"cache-hit": "true" if cache_hit else "false"},
     }

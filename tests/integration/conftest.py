@@ -1,8 +1,12 @@
-"""Real S3 API servers on 127.0.0.1 for the publish tests (session-scoped, always stopped)."""
+"""Real S3 API servers on 127.0.0.1 for the publish tests (session-scoped, always stopped), and the
+offline demo workspace the action and workflow tests build from."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +33,23 @@ def weed_bucket(weed: S3Server) -> str:
 @pytest.fixture
 def moto_bucket(moto_s3: S3Server) -> str:
     return new_bucket(moto_s3)
+
+
+@pytest.fixture(scope="session")
+def demo_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`scrollcase demo`'s workspace (a local channel, the demo recipe and its lock), made once; read-only
+    for its users, who copy what they change (the lock names the channel here by absolute path)."""
+    workspace = tmp_path_factory.mktemp("demo") / "workspace"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "demo", "--workdir", str(workspace), "--quiet"],
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode == 11:  # HostError: the demo cannot package this machine's Python
+        pytest.skip(done.stderr.strip())
+    assert done.returncode == 0, done.stderr
+    return workspace

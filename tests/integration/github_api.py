@@ -23,6 +23,8 @@ class Recorded:
 class FakeGitHub:
     url: str
     requests: list[Recorded] = field(default_factory=list)
+    # 403 answers check-run writes as GitHub does for a fork's (or Dependabot's) read-only token.
+    refuse_writes: int | None = None
 
     def check_run_requests(self) -> list[Recorded]:
         return [r for r in self.requests if "/check-runs" in r.path]
@@ -52,14 +54,26 @@ def _handler(api: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
         def _check_run(self, entry: Recorded) -> dict[str, Any]:
             repo = "/".join(entry.path.split("/")[2:4])
-            return {"id": 7, "name": entry.body.get("name", "x"), "head_sha": entry.body.get("head_sha", ""),
-                    "status": entry.body.get("status", "in_progress"),
-                    "url": f"{api.url}/repos/{repo}/check-runs/7",
-                    "html_url": f"https://github.example/{repo}/runs/7"}
+            return {
+                "id": 7,
+                "name": entry.body.get("name", "x"),
+                "head_sha": entry.body.get("head_sha", ""),
+                "status": entry.body.get("status", "in_progress"),
+                "url": f"{api.url}/repos/{repo}/check-runs/7",
+                "html_url": f"https://github.example/{repo}/runs/7",
+            }
 
         def do_POST(self) -> None:
             entry = self._record()
-            if entry.path.startswith("/repos/") and entry.path.endswith("/check-runs"):
+            if api.refuse_writes is not None:
+                self._reply(
+                    api.refuse_writes,
+                    {
+                        "message": "Resource not accessible by integration",
+                        "documentation_url": "https://docs.github.com/rest",
+                    },
+                )
+            elif entry.path.startswith("/repos/") and entry.path.endswith("/check-runs"):
                 self._reply(201, self._check_run(entry))
             else:
                 self._reply(404, {"message": "Not Found"})
@@ -79,9 +93,10 @@ def _handler(api: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def fake_github() -> Iterator[FakeGitHub]:
+def fake_github(refuse_writes: int | None = None) -> Iterator[FakeGitHub]:
+    """The stand-in on a free 127.0.0.1 port; ``refuse_writes=403`` plays a fork's read-only token."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(FakeGitHub(url="")))
-    api = FakeGitHub(url=f"http://127.0.0.1:{server.server_address[1]}")
+    api = FakeGitHub(url=f"http://127.0.0.1:{server.server_address[1]}", refuse_writes=refuse_writes)
     server.RequestHandlerClass = _handler(api)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

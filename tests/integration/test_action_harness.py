@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from scrollcase.cli import build_parser
 from scrollcase.github.junit import JUnitCase, write_junit
 from tests.github_helpers import write_recipe
-from tests.integration.action_harness import ROOT, Harness, scrollcase_venv, standard_uses
+from tests.integration.action_harness import ROOT, ActionResult, Harness, scrollcase_venv, standard_uses
 
 ACTIONS = ROOT / "actions"
 pytestmark = pytest.mark.slow  # each action runs several real interpreters (~3 s per action)
@@ -31,8 +32,9 @@ def needs_command(name: str) -> None:
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd, check=True, capture_output=True
+    )
 
 
 @pytest.fixture
@@ -56,8 +58,12 @@ def harness(repo: Path, tmp_path: Path) -> Harness:
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     scrollcase_venv(temp)
-    return Harness(workspace=repo, runner_temp=temp, uses_outputs=standard_uses(),
-                   event={"pull_request": {"head": {"sha": "a" * 40}, "base": {"sha": "b" * 40}}})
+    return Harness(
+        workspace=repo,
+        runner_temp=temp,
+        uses_outputs=standard_uses(),
+        event={"pull_request": {"head": {"sha": "a" * 40}, "base": {"sha": "b" * 40}}},
+    )
 
 
 def test_matrix_action_selects_the_changed_recipe(harness: Harness) -> None:
@@ -71,10 +77,13 @@ def test_matrix_action_selects_the_changed_recipe(harness: Harness) -> None:
     # The nested actions got what the action promises: no PATH change, a venv cache under RUNNER_TEMP.
     setup = result.step("Set up Python for scrollcase")
     assert setup.with_ == {"python-version": "3.11", "update-environment": "false"}
-    cache = result.step("Restore scrollcase's venv")
-    assert cache.with_["path"] == str(harness.runner_temp / "scrollcase-venv")
-    assert cache.with_["key"].startswith("scrollcase-venv-Linux-X64-3.11")
-    assert result.step("Install scrollcase").status == "skipped"  # cache hit
+    located = result.step("Locate scrollcase").outputs
+    assert located["venv"] == str(harness.runner_temp / "scrollcase-venv")
+    assert located["key"].startswith("scrollcase-venv-Linux-X64-3.11")
+    # The venv already holds this key (as after a cache hit, or an earlier action of the job): reused as is.
+    assert located["cache"] == "false" and result.step("Restore scrollcase's venv").status == "skipped"
+    install = result.step("Install scrollcase")
+    assert install.status == "success" and "reusing" in install.stdout, result.log()
 
 
 def test_matrix_action_empty_and_hosted_only(harness: Harness) -> None:
@@ -91,8 +100,9 @@ def test_matrix_action_runner_map_and_all_on_inputs(harness: Harness) -> None:
     (harness.workspace / "docs.md").write_text("changed\n")
     git(harness.workspace, "add", ".")
     git(harness.workspace, "commit", "-q", "-m", "docs")
-    result = harness.run(ACTIONS / "matrix", {"changed-since": "main", "runner-map": "runners.yml",
-                                              "all-on": "docs.md\n*.txt\n"})
+    result = harness.run(
+        ACTIONS / "matrix", {"changed-since": "main", "runner-map": "runners.yml", "all-on": "docs.md\n*.txt\n"}
+    )
     entries = json.loads(result.outputs["matrix"])["include"]
     assert len(entries) == 3, result.log()
     assert next(e for e in entries if e["targetId"] == "linux-x86_64-cpu")["runs-on"] == ["cpu-pool"]
@@ -105,41 +115,100 @@ def test_matrix_action_bad_recipe_fails_with_an_annotation(harness: Harness) -> 
     recipe.write_text(json.dumps(data))
     result = harness.run(ACTIONS / "matrix", {})
     assert result.failed and result.step("Compute the matrix").status == "failure"
-    assert any(a.startswith("::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json") and
-               "target.accelerator" in a for a in result.annotations), result.log()
+    assert any(
+        a.startswith("::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json") and "target.accelerator" in a
+        for a in result.annotations
+    ), result.log()
 
 
-def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tmp_path: Path) -> None:
-    """With cache: false the venv is created by the base python and scrollcase pip-installed from
-    the action's own checkout (two folders above actions/<name>)."""
+def logging_base_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in for setup-python's interpreter that logs its `-m venv` and `-m pip` calls."""
     log = tmp_path / "calls.log"
-    venv_python = harness.runner_temp / "scrollcase-venv" / "bin" / "python"
-    venv_python.unlink()
     base = tmp_path / "base-python"
     base.write_text(f"""#!/bin/bash
+if [ "$1 $2 $3" = "-m pip --version" ]; then echo "pip 24.0 from /base (python 3.11)"; exit 0; fi
+if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; exit 0; fi
 if [ "$1 $2" = "-m venv" ]; then
   echo "venv $*" >> "{log}"
-  mkdir -p "$4/bin"
-  cat > "$4/bin/python" <<'EOS'
-#!/bin/bash
-if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; exit 0; fi
-PYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"
-EOS
-  chmod +x "$4/bin/python"
+  venv="${{@: -1}}"
+  mkdir -p "$venv/bin"
+  printf '#!/bin/bash\\nPYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\\n' > "$venv/bin/python"
+  chmod +x "$venv/bin/python"
   exit 0
 fi
 exec "{sys.executable}" "$@"
 """)
     base.chmod(0o755)
+    return base, log
+
+
+def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tmp_path: Path) -> None:
+    """With cache: false the venv is created by the base python and scrollcase pip-installed from
+    the action's own checkout (two folders above actions/<name>)."""
+    shutil.rmtree(harness.runner_temp / "scrollcase-venv")
+    base, log = logging_base_python(tmp_path)
     harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
     result = harness.run(ACTIONS / "matrix", {"cache": "false"})
     assert not result.failed, result.log()
     assert result.step("Restore scrollcase's venv").status == "skipped"
     assert result.step("Install scrollcase").status == "success"
     calls = log.read_text().splitlines()
-    assert calls[0] == f"venv -m venv --clear {harness.runner_temp}/scrollcase-venv"
-    assert calls[1].startswith("pip -m pip install") and calls[1].endswith(f"{ACTIONS}/matrix/../..")
+    venv = harness.runner_temp / "scrollcase-venv"
+    assert calls[0] == f"venv -m venv --clear --without-pip {venv}"
+    # setup-python's own pip installs into the venv (no ensurepip), from the action's checkout
+    assert calls[1].startswith(f"pip -m pip --python {venv}/bin/python install") and calls[1].endswith(f" {ROOT}")
+    assert len(calls) == 2
     assert json.loads(result.outputs["matrix"])["include"]
+
+
+def test_second_action_in_a_job_reuses_the_venv(harness: Harness, tmp_path: Path) -> None:
+    """Defect 6: build + parity + verify in one job installed scrollcase three times and each post step
+    saved the same cache key again.  The first action installs; the next ones reuse that venv and skip
+    actions/cache altogether."""
+    shutil.rmtree(harness.runner_temp / "scrollcase-venv")
+    base, log = logging_base_python(tmp_path)
+    harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    first = harness.run(ACTIONS / "matrix", {})
+    assert not first.failed, first.log()
+    assert first.step("Restore scrollcase's venv").status == "success"  # a miss: its post step saves the key
+    assert [c.split()[0] for c in log.read_text().splitlines()] == ["venv", "pip"]
+    second = harness.run(ACTIONS / "matrix", {"hosted-only": "true"})
+    third = harness.run(ROOT, {"command": "matrix", "args": "--recipes\nrecipes"})
+    for later in (second, third):
+        assert not later.failed, later.log()
+        assert later.step("Locate scrollcase").outputs["cache"] == "false"
+        assert later.step("Restore scrollcase's venv").status == "skipped"  # no second save of the key
+        assert "reusing" in later.step("Install scrollcase").stdout
+    assert len(log.read_text().splitlines()) == 2  # still the one venv and the one pip install
+
+
+def test_cache_key_covers_package_data(tmp_path: Path) -> None:
+    """Defect 7: the key hashed pyproject.toml and *.py only, so a change to scrollcase/data/** restored
+    a stale venv.  Every file of the package is in the key now."""
+    src = tmp_path / "src"  # the action's own checkout, as a runner downloads it
+    src.mkdir()
+    shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")
+    shutil.copytree(ROOT / "actions", src / "actions")
+    shutil.copytree(ROOT / "scrollcase", src / "scrollcase", ignore=shutil.ignore_patterns("__pycache__"))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    base, _ = logging_base_python(tmp_path)  # installs nothing for real
+    harness = Harness(
+        workspace=tmp_path, runner_temp=temp, uses_outputs=standard_uses(cache_hit=False, base_python=str(base))
+    )
+
+    def key() -> str:
+        result = harness.run(src / "actions" / "matrix", {"recipes": "."})
+        return result.step("Locate scrollcase").outputs["key"]
+
+    before = key()
+    data = src / "scrollcase" / "data" / "demo" / "recipe.json"
+    data.write_text(data.read_text(encoding="utf-8") + " ", encoding="utf-8")
+    after_data = key()
+    assert after_data != before
+    (src / "scrollcase" / "__pycache__").mkdir(exist_ok=True)
+    (src / "scrollcase" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
+    assert key() == after_data  # bytecode is not a source
 
 
 def test_windows_runner_uses_the_scripts_layout(harness: Harness) -> None:
@@ -164,9 +233,17 @@ def test_root_action_runs_any_command_with_one_argument_per_line(harness: Harnes
 
 
 def make_junit(harness: Harness, failures: int) -> Path:
-    cases = [JUnitCase(f"check {i}", "selftest.code", passed=False, message=f"assert {i} failed",
-                       file="recipes/tiny-mlp-linux-x86_64-cpu/recipe.json", line=i + 1)
-             for i in range(failures)]
+    cases = [
+        JUnitCase(
+            f"check {i}",
+            "selftest.code",
+            passed=False,
+            message=f"assert {i} failed",
+            file="recipes/tiny-mlp-linux-x86_64-cpu/recipe.json",
+            line=i + 1,
+        )
+        for i in range(failures)
+    ]
     cases.append(JUnitCase("import json", "selftest.import", passed=True))
     return write_junit(harness.runner_temp / "given.xml", "self-test", cases)
 
@@ -185,7 +262,11 @@ def test_verify_action_reports_junit_annotations_and_summary(harness: Harness) -
     result = harness.run(ACTIONS / "verify", {"release": "missing.release.json"})
     assert result.failed and result.step("Verify the box").status == "failure"
     assert result.outputs["junit"].endswith("verify-missing.xml")
-    assert result.step("Report results").status == "success", result.log()
+    report = result.step("Report results")
+    assert report.status == "success", result.log()
+    # Defect 9: no report was written, so the summary says so instead of an empty "0 of 0" table.
+    assert "No results" in report.summary and "of 0" not in report.summary, report.summary
+    assert result.outputs["conclusion"] == "missing"
 
 
 def test_publish_action_exposes_release_keys_before_uploading(harness: Harness) -> None:
@@ -205,7 +286,8 @@ def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) ->
     assert report.status == "success", result.log()
     errors = [a for a in report.stdout.splitlines() if a.startswith("::error ")]
     assert len(errors) == 10 and errors[0].startswith(
-        "::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json,line=1,title=scrollcase parity tiny-mlp")
+        "::error file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json,line=1,title=scrollcase parity tiny-mlp"
+    )
     notices = [a for a in report.stdout.splitlines() if a.startswith("::notice")]
     assert len(notices) == 1 and notices[0].startswith("::notice title=More findings::5 more finding(s)")
     assert "**1 passed, 15 failed, 0 skipped** of 16" in report.summary
@@ -215,18 +297,18 @@ def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) ->
         assert result.step("Check parity").status == "failure"
 
 
-def test_build_verify_publish_actions_end_to_end(tmp_path: Path) -> None:
-    """The real chain on the offline demo recipe: `scrollcase demo` makes the channel, recipe and lock;
-    then the build, verify and publish actions run as a release job would, outputs feeding inputs."""
+@pytest.fixture(scope="module")
+def demo(demo_workspace: Path) -> Path:
     for command in ("demo", "build", "verify", "publish"):
         needs_command(command)
+    return demo_workspace
+
+
+def test_build_verify_publish_actions_end_to_end(demo: Path, tmp_path: Path) -> None:
+    """The real chain on the offline demo recipe: `scrollcase demo` makes the channel, recipe and lock;
+    then the build, verify and publish actions run as a release job would, outputs feeding inputs."""
     workspace = tmp_path / "workspace"
-    demo_command = [sys.executable, "-m", "scrollcase", "demo", "--workdir", str(workspace), "--quiet"]
-    demo = subprocess.run(demo_command, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=900, check=False)
-    if demo.returncode == 11:  # HostError: the demo cannot package this machine's Python
-        pytest.skip(demo.stderr.strip())
-    assert demo.returncode == 0, demo.stderr
+    shutil.copytree(demo, workspace, ignore=shutil.ignore_patterns(".scrollcase"))  # the lock names demo's channel
     (recipe_id,) = [p.name for p in (workspace / "recipes").iterdir()]
     temp = tmp_path / "runner-temp"
     temp.mkdir()
@@ -257,3 +339,77 @@ def test_build_verify_publish_actions_end_to_end(tmp_path: Path) -> None:
     assert publish.outputs["sha256"] == build.outputs["sha256"]
     again = harness.run(ACTIONS / "publish", {"release": build.outputs["release"], "to": str(store)})
     assert not again.failed, again.log()  # identical bytes: a no-op, not a conflict
+
+
+@pytest.fixture(scope="module")
+def failed_build(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[ActionResult, Path]:
+    """The build action on the demo recipe with a pythonCode that fails in the box's interpreter."""
+    workspace = tmp_path_factory.mktemp("failed-build") / "workspace"
+    shutil.copytree(demo, workspace, ignore=shutil.ignore_patterns(".scrollcase"))
+    (recipe_dir,) = list((workspace / "recipes").iterdir())
+    recipe = json.loads((recipe_dir / "recipe.json").read_text(encoding="utf-8"))
+    recipe["selfTest"]["pythonCode"] = "raise SystemExit('the weights do not load')"
+    (recipe_dir / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+    temp = workspace.parent / "runner-temp"
+    temp.mkdir()
+    scrollcase_venv(temp)
+    harness = Harness(workspace=workspace, runner_temp=temp, uses_outputs=standard_uses())
+    build = harness.run(ACTIONS / "build", {"recipe": recipe_dir.name, "out": "dist"})
+    assert build.step("Build the box").status == "failure", build.log()
+    return build, recipe_dir
+
+
+def test_failed_self_test_sets_the_self_test_output_to_failed(failed_build: tuple[ActionResult, Path]) -> None:
+    """Defect 4: a failing self-test skipped "Expose the release", so `self-test` (and everything else) was
+    empty although the docs promise passed / failed / not run."""
+    build, _ = failed_build
+    assert build.outputs["self-test"] == "failed", build.log()
+    assert build.outputs["failed"] == "1" and build.outputs["release"] == "" and build.outputs["archive"] == ""
+
+
+def test_failed_self_test_is_one_error_annotation(failed_build: tuple[ActionResult, Path]) -> None:
+    """Defect 5: the CLI annotated the SelfTestError and the Report step annotated the same JUnit case.  Now
+    the one failed check is one error annotation, at the recipe's pythonCode line."""
+    build, recipe_dir = failed_build
+    errors = [a for a in build.annotations if a.startswith("::error")]
+    assert len(errors) == 1, build.log()
+    line = next(
+        n for n, text in enumerate((recipe_dir / "recipe.json").read_text().splitlines(), 1) if '"pythonCode"' in text
+    )
+    assert errors[0].startswith(f"::error file=recipes/{recipe_dir.name}/recipe.json,line={line},"), errors
+    assert "the weights do not load" in errors[0]
+
+
+def test_build_that_fails_before_its_self_test_says_not_run(harness: Harness) -> None:
+    """Defect 4, the other case: no lock, so no self-test ran; the CLI's own error is the one annotation."""
+    result = harness.run(ACTIONS / "build", {"recipe": "tiny-mlp-linux-x86_64-cpu"})
+    assert result.step("Build the box").status == "failure"
+    assert result.outputs["self-test"] == "not run", result.log()
+    errors = [a for a in result.annotations if a.startswith("::error")]
+    assert len(errors) == 1 and "recipes/tiny-mlp-linux-x86_64-cpu" in errors[0], result.log()
+
+
+def test_annotations_name_files_from_the_repository_root(harness: Harness) -> None:
+    """Defect 3: with `working-directory`, annotation paths were relative to that folder and GitHub attached
+    them to nothing.  CLI errors and JUnit cases alike now name files from the repository root."""
+    sub = harness.workspace / "boxes"
+    sub.mkdir()
+    (harness.workspace / "recipes").rename(sub / "recipes")
+    recipe = sub / "recipes" / "tiny-mlp-linux-x86_64-cpu" / "recipe.json"
+    data = json.loads(recipe.read_text())
+    data["target"]["accelerator"] = "gpu"
+    recipe.write_text(json.dumps(data))
+    matrix = harness.run(ACTIONS / "matrix", {"working-directory": "boxes"})
+    assert matrix.step("Compute the matrix").status == "failure", matrix.log()
+    assert any(
+        a.startswith("::error file=boxes/recipes/tiny-mlp-linux-x86_64-cpu/recipe.json") for a in matrix.annotations
+    ), matrix.log()
+
+    junit = make_junit(harness, 1)  # a case with file=recipes/tiny-mlp-linux-x86_64-cpu/recipe.json
+    parity = harness.run(
+        ACTIONS / "parity", {"target": "tiny-mlp-linux-x86_64-cpu", "junit": str(junit), "working-directory": "boxes"}
+    )
+    errors = [a for a in parity.step("Report results").stdout.splitlines() if a.startswith("::error ")]
+    assert errors and errors[0].startswith("::error file=boxes/recipes/tiny-mlp-linux-x86_64-cpu/recipe.json,"), (
+        parity.log()
+    )

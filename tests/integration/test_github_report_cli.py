@@ -25,14 +25,28 @@ def step_env(tmp: Path, **extra: str) -> dict[str, str]:
     for path in files.values():
         path.touch()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
-    env.update({"PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(tmp),
-                **{k: str(v) for k, v in files.items()}, **extra})
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_WORKSPACE": str(tmp),
+            **{k: str(v) for k, v in files.items()},
+            **extra,
+        }
+    )
     return env
 
 
 def scrollcase(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scrollcase", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "scrollcase", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def outputs(env: dict[str, str]) -> dict[str, str]:
@@ -47,23 +61,33 @@ class LocatedCase(TestCase):
 
 
 def self_test_cases(failed: int, passed: int = 2) -> list[JUnitCase]:
-    return [JUnitCase(f"check-{i}", "selftest.code", passed=False, message=f"assertion {i} failed",
-                      output=f"Traceback {i}", file="recipes/box-linux-x86_64-cpu/recipe.json", line=i + 1)
-            for i in range(failed)] + \
-           [JUnitCase(f"import-{i}", "selftest.import", passed=True, seconds=0.25,
-                      properties={"module": f"m{i}"}) for i in range(passed)]
+    return [
+        JUnitCase(
+            f"check-{i}",
+            "selftest.code",
+            passed=False,
+            message=f"assertion {i} failed",
+            output=f"Traceback {i}",
+            file="recipes/box-linux-x86_64-cpu/recipe.json",
+            line=i + 1,
+        )
+        for i in range(failed)
+    ] + [
+        JUnitCase(f"import-{i}", "selftest.import", passed=True, seconds=0.25, properties={"module": f"m{i}"})
+        for i in range(passed)
+    ]
 
 
 def test_junit_written_is_what_an_independent_reader_sees(tmp_path: Path) -> None:
-    path = write_junit(tmp_path / "out" / "self-test.xml", "self-test", self_test_cases(3),
-                       properties={"targetId": "linux-x86_64-cpu"})
+    path = write_junit(
+        tmp_path / "out" / "self-test.xml", "self-test", self_test_cases(3), properties={"targetId": "linux-x86_64-cpu"}
+    )
     xml = JUnitXml.fromfile(str(path))
     (suite,) = list(xml)
     assert suite.name == "self-test" and suite.tests == 5 and suite.failures == 3
     cases = list(suite.iterchildren(LocatedCase))
     assert [c.name for c in cases] == ["check-0", "check-1", "check-2", "import-0", "import-1"]
-    assert [(c.file, c.line) for c in cases[:3]] == [("recipes/box-linux-x86_64-cpu/recipe.json", n)
-                                                     for n in (1, 2, 3)]
+    assert [(c.file, c.line) for c in cases[:3]] == [("recipes/box-linux-x86_64-cpu/recipe.json", n) for n in (1, 2, 3)]
     assert cases[0].result[0].message == "assertion 0 failed"
     assert cases[3].is_passed and cases[3].time == 0.25
     assert {p.name: p.value for p in suite.properties()} == {"targetId": "linux-x86_64-cpu"}
@@ -75,8 +99,14 @@ def test_report_junit_annotates_summarises_outputs_and_creates_a_check_run(tmp_p
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"head": {"sha": "c" * 40}}}))
     with fake_github() as api:
-        env = step_env(tmp_path, GITHUB_API_URL=api.url, GITHUB_TOKEN="secret-token",
-                       GITHUB_REPOSITORY="octo/boxes", GITHUB_SHA="m" * 40, GITHUB_EVENT_PATH=str(event))
+        env = step_env(
+            tmp_path,
+            GITHUB_API_URL=api.url,
+            GITHUB_TOKEN="secret-token",
+            GITHUB_REPOSITORY="octo/boxes",
+            GITHUB_SHA="m" * 40,
+            GITHUB_EVENT_PATH=str(event),
+        )
         args = ["report", "junit", str(junit), "--check-run-name", "self-test (box)"]
         done = scrollcase(args, tmp_path, env)
     assert done.returncode == 0, done.stderr
@@ -89,11 +119,46 @@ def test_report_junit_annotates_summarises_outputs_and_creates_a_check_run(tmp_p
     assert [r.method for r in sent] == ["POST", "PATCH", "PATCH"]
     assert sent[0].body["head_sha"] == "c" * 40  # the PR head, not the merge commit
     assert sum(len(r.body["output"]["annotations"]) for r in sent) == 120
-    assert outputs(env) == {"total": "122", "passed": "2", "failed": "120", "skipped": "0",
-                            "conclusion": "failure"}
+    assert outputs(env) == {"total": "122", "passed": "2", "failed": "120", "skipped": "0", "conclusion": "failure"}
     summary = Path(env["GITHUB_STEP_SUMMARY"]).read_text(encoding="utf-8")
     assert "### self-test (box)" in summary and "**2 passed, 120 failed, 0 skipped** of 122" in summary
     assert summary.index("check-0") < summary.index("import-0")  # failures first
+
+
+def test_report_junit_on_a_read_only_token_degrades_to_annotations(tmp_path: Path) -> None:
+    """Defect 1: a fork's pull request gets a read-only token, the check run is refused with 403, and the
+    step used to fail (exit 12) before writing its outputs.  Now: one warning, the annotations, the
+    summary and the outputs; the JUnit alone decides (``--strict`` fails on its failures, not on the 403)."""
+    failing = write_junit(tmp_path / "junit" / "build.xml", "self-test", self_test_cases(3))
+    passing = write_junit(tmp_path / "junit" / "ok.xml", "self-test", self_test_cases(0))
+    runs: dict[str, tuple[subprocess.CompletedProcess[str], dict[str, str]]] = {}
+    with fake_github(refuse_writes=403) as api:
+        for name, junit, extra in (
+            ("plain", failing, []),
+            ("strict", failing, ["--strict"]),
+            ("clean", passing, ["--strict"]),
+        ):
+            (tmp_path / name).mkdir()
+            env = step_env(
+                tmp_path / name,
+                GITHUB_API_URL=api.url,
+                GITHUB_TOKEN="read-only",
+                GITHUB_REPOSITORY="octo/boxes",
+                GITHUB_SHA="f" * 40,
+            )
+            args = ["report", "junit", str(junit), "--check-run-name", "self-test (box)", *extra]
+            runs[name] = scrollcase(args, tmp_path, env), env
+    done, env = runs["plain"]
+    assert done.returncode == 0, done.stderr
+    assert api.check_run_requests() and all(r.method == "POST" for r in api.check_run_requests())
+    lines = done.stdout.splitlines()
+    assert len([x for x in lines if x.startswith("::error ")]) == 3
+    warnings = [x for x in lines if x.startswith("::warning")]
+    assert len(warnings) == 1 and "read-only GITHUB_TOKEN" in warnings[0], done.stdout
+    assert outputs(env) == {"total": "5", "passed": "2", "failed": "3", "skipped": "0", "conclusion": "failure"}
+    assert "**2 passed, 3 failed, 0 skipped** of 5" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert runs["strict"][0].returncode == 1  # the failures decide, not the refused check run
+    assert runs["clean"][0].returncode == 0, runs["clean"][0].stderr
 
 
 def test_report_junit_strict_and_missing_ok(tmp_path: Path) -> None:
@@ -126,8 +191,9 @@ def test_summary_of_a_huge_report_stays_under_the_cap(tmp_path: Path) -> None:
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=cwd, check=True, capture_output=True
+    )
 
 
 def test_matrix_changed_since_in_a_real_repository(tmp_path: Path) -> None:
@@ -152,8 +218,9 @@ def test_matrix_changed_since_in_a_real_repository(tmp_path: Path) -> None:
     assert json.loads(out["matrix"]) == matrix and out["empty"] == "false" and out["count"] == "1"
 
     # From a subfolder the recipe paths are still matched against repository-relative git paths.
-    sub = scrollcase(["matrix", "--changed-since", "main", "--recipes", "../recipes", "--json"],
-                     repo / "recipes", step_env(tmp_path))
+    sub = scrollcase(
+        ["matrix", "--changed-since", "main", "--recipes", "../recipes", "--json"], repo / "recipes", step_env(tmp_path)
+    )
     assert [e["recipeId"] for e in json.loads(sub.stdout)["include"]] == ["tiny-mlp-linux-x86_64-cuda12.4"]
 
     runner_map = repo / ".github" / "runners.yml"
@@ -161,8 +228,9 @@ def test_matrix_changed_since_in_a_real_repository(tmp_path: Path) -> None:
     runner_map.write_text('version: 1\nrunners:\n  "*-cpu": [cpu-pool]\n')
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "runners")
-    everything = scrollcase(["matrix", "--changed-since", "main", "--runner-map", ".github/runners.yml",
-                             "--json"], repo, step_env(tmp_path))
+    everything = scrollcase(
+        ["matrix", "--changed-since", "main", "--runner-map", ".github/runners.yml", "--json"], repo, step_env(tmp_path)
+    )
     entries = json.loads(everything.stdout)["include"]
     assert len(entries) == 3  # the runner map changed: every recipe
     assert next(e for e in entries if e["accelerator"] == "cpu")["runs-on"] == ["cpu-pool"]
@@ -177,6 +245,27 @@ def test_matrix_changed_since_in_a_real_repository(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "fetch-depth: 0" in bad.stderr
     zeros = scrollcase(["matrix", "--changed-since", "0" * 40, "--json"], repo, step_env(tmp_path))
     assert len(json.loads(zeros.stdout)["include"]) == 3
+
+
+def test_matrix_after_a_force_push_selects_every_recipe(tmp_path: Path) -> None:
+    """Defect 8: a push's ``before`` commit that the clone does not have (force-pushed away) failed the job
+    with exit 2; like the null SHA it now selects every recipe, with a warning that says why."""
+    repo = tmp_path / "repo"
+    for target in ("linux-x86_64-cpu", "osx-arm64-metal"):
+        write_recipe(repo / "recipes", "tiny-mlp", target)
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    env = step_env(tmp_path)
+    gone = "5" * 40
+    done = scrollcase(["matrix", "--changed-since", gone, "--json"], repo, env)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["include"]) == 2
+    assert outputs(env)["count"] == "2"
+    warnings = [x for x in done.stderr.splitlines() if x.startswith("::warning")]
+    assert len(warnings) == 1 and gone in warnings[0], done.stderr
+    typo = scrollcase(["matrix", "--changed-since", "origin/mian"], repo, step_env(tmp_path))
+    assert typo.returncode == 2  # a ref that is not a SHA stays a usage error
 
 
 def test_matrix_reports_every_broken_recipe_at_once(tmp_path: Path) -> None:

@@ -8,9 +8,6 @@ Windows wheels bundle their CUDA runtime, and a CPU box must hold none of the nv
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from scrollcase.pixi.classify import classify_torch
@@ -18,11 +15,10 @@ from scrollcase.pixi.lockcheck import LockCheckInput, accelerator_problems, sele
 from scrollcase.pixi.lockfile import load_lock
 from scrollcase.pixi.manifest import parse_manifest
 from scrollcase.targets import parse_target_id
+from tests.support.corpus import corpus_root, skip_without
 
-ROOT = Path(__file__).resolve().parents[3] / "shared" / "real-world" / "pixi"
-if not ROOT.is_dir() and os.environ.get("CI"):
-    raise RuntimeError(f"the real-world pixi corpus is missing at {ROOT}; CI must provide shared/ beside the clone")
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="real-world corpus not present")
+ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it
+pytestmark = skip_without(ROOT)
 
 BIA = "lorenzocerrone__BIA-Sanity-Preserver"
 LLAMA = "prefix-dev__pixi__examples-llama-index-inference"

@@ -11,7 +11,6 @@ Rows not listed have no torch at all.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -19,11 +18,9 @@ import pytest
 
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock, parse_lock
+from tests.support.corpus import corpus_root, skip_without
 
-# The corpus lives in shared/ beside the repository checkout, locally and in CI.
-ROOT = Path(__file__).resolve().parents[3] / "shared" / "real-world" / "pixi"
-if not ROOT.is_dir() and os.environ.get("CI"):
-    raise RuntimeError(f"the real-world pixi corpus is missing at {ROOT}; CI must provide shared/ beside the clone")
+ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it
 
 # workspace -> (lock version, number of (env, platform) rows, {"env/platform": (subdir, provider,
 #                                                                version, build, accelerator)})
@@ -164,7 +161,7 @@ def _rows(lock_path: Path, fast: bool = True) -> dict[str, tuple[str, str | None
     return out
 
 
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="real-world corpus not present")
+pytestmark = skip_without(ROOT)
 
 
 @pytest.mark.parametrize("workspace", sorted(EXPECTED))

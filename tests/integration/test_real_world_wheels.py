@@ -7,20 +7,14 @@ those) are refused, all listed in one error.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import pytest
-
 from scrollcase.box.wheels import locked_wheels, plan_wheels
 from scrollcase.errors import BuildError
+from tests.support.corpus import corpus_root, skip_without
 
-ROOT = Path(__file__).resolve().parents[3] / "shared" / "real-world" / "pixi"
-if not ROOT.is_dir() and os.environ.get("CI"):
-    raise RuntimeError(f"the real-world pixi corpus is missing at {ROOT}; CI must provide shared/ beside the clone")
+ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it
 # (environment, platform) rows across the corpus whose PyPI side plans / is refused
 PLANNED, REFUSED = 201, 20  # 201 include the rows with no PyPI packages at all
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="shared/real-world is not beside this checkout")
+pytestmark = skip_without(ROOT)
 
 
 def outcome(workspace: str, subdir: str, environment: str = "default") -> tuple[int, list[str]]:
