@@ -275,3 +275,26 @@ def test_zeros_after_the_end_marker_are_bounded(work: Path) -> None:
 def test_many_extended_headers_count_against_the_budget(work: Path) -> None:
     members = [_file("d" * 200 + f"/{i}", b"") for i in range(300)]  # each needs a pax/GNU long name
     assert_rejected(craft(work, members), work, "limit", limits=Limits(max_ratio=1, ratio_floor=100_000))
+
+
+def test_a_full_disk_is_named_without_a_none_and_leaves_nothing(tmp_path: Path, work: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC arrives from os.write with no file name: the message must not end in "(None)"."""
+    import errno
+
+    from scrollcase.box import unpack as unpack_mod
+    from scrollcase.errors import ScrollcaseError
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "big.bin").write_bytes(os.urandom(10_000))
+    packed = pack_tree(src, work / "b.tar.zst")
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(unpack_mod.os, "write", full)
+    with pytest.raises(ScrollcaseError) as info:
+        unpack_archive(packed.path, work / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
+    assert "No space left on device" in str(info.value) and "(None)" not in info.value.render()
+    assert sorted(p.name for p in work.iterdir()) == ["b.tar.zst"]
