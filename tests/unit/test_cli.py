@@ -44,3 +44,17 @@ def test_json_flag_works_before_and_after_the_command():
             pytest.skip("demo command not present")
         assert parser.parse_args(argv).json is True
     assert parser.parse_args(["demo"]).json is False
+
+
+def test_an_interrupt_while_the_commands_load_is_exit_130_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C during start-up (importing the command modules) is an interruption, not a traceback."""
+    from scrollcase import cli
+
+    def interrupted() -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["validate"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "interrupted" and "Traceback" not in err
