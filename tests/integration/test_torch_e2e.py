@@ -55,7 +55,10 @@ def report_timings(pytestconfig: pytest.Config) -> Iterator[None]:
     yield
     width = max((len(k) for k in TIMINGS), default=0)
     reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+    with capture.global_and_fixture_disabled():  # teardown output is captured otherwise
         reporter.write_line("\nreal torch box, stage timings:")
         for name, seconds in TIMINGS.items():
             reporter.write_line(f"  {name:<{width}}  {seconds:7.1f} s")
