@@ -195,9 +195,10 @@ def test_worker_count_does_not_change_the_bytes_across_many_zstd_jobs(tmp_path: 
     assert len(digests) == 1
 
 
-def test_default_level_uses_the_smaller_tables_and_other_levels_stock_ones(tmp_path: Path) -> None:
+def test_every_level_uses_zstds_stock_tables(tmp_path: Path) -> None:
     default = archive.compression_parameters(archive.DEFAULT_LEVEL, 2)
-    assert (default.compression_level, default.hash_log, default.chain_log) == (3, 16, 15)
+    level3 = zstandard.ZstdCompressionParameters.from_level(3, threads=2)
+    assert (default.compression_level, default.hash_log, default.chain_log) == (3, level3.hash_log, level3.chain_log)
     assert default.threads == 2 and default.write_checksum == 0
     stock = zstandard.ZstdCompressionParameters.from_level(19, threads=1)
     other = archive.compression_parameters(19, 0)  # single-threaded mode maps to one worker
