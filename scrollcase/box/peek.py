@@ -19,12 +19,11 @@ import zstandard
 
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.layout import BOX_JSON
-from scrollcase.box.tarstream import BLOCK, ChunkReader, TarFormatError, parse_header, parse_pax
+from scrollcase.box.tarstream import BLOCK, META_KINDS, ChunkReader, TarFormatError, parse_header, read_meta
 from scrollcase.errors import IntegrityError
 
 READ_CHUNK = 1 << 20
 MAX_MEMBER = 16 << 20  # box.json lists the files to relocate: big boxes reach a few MiB
-_MAX_META = 1 << 20
 
 
 def read_member(archive: Path, name: str, *, max_size: int = MAX_MEMBER) -> bytes | None:
@@ -58,15 +57,8 @@ def _scan(chunks: ChunkReader, name: str, max_size: int, label: str) -> bytes | 
         if not any(block):
             return None
         header = parse_header(block)
-        if header.kind in ("pax", "paxglobal", "gnulongname", "gnulonglink"):
-            if header.size > _MAX_META:
-                raise TarFormatError("extended header larger than 1 MiB")
-            data = chunks.read(header.size)
-            chunks.skip(-header.size % BLOCK)
-            if header.kind == "pax":
-                pending.update(parse_pax(data))
-            elif header.kind == "gnulongname":
-                pending["path"] = data.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")
+        if header.kind in META_KINDS:
+            read_meta(header, chunks, pending)
             continue
         member = pending.get("path", header.name).removeprefix("./").rstrip("/")
         size = int(pending["size"]) if "size" in pending and pending["size"].isdigit() else header.size

@@ -148,3 +148,20 @@ class ChunkReader:
         if left > limit:
             raise TarFormatError(f"more than {limit} bytes after the end-of-archive marker")
         return left
+
+
+META_KINDS = ("pax", "paxglobal", "gnulongname", "gnulonglink")
+
+
+def read_meta(header: Header, reader: ChunkReader, pending: dict[str, str]) -> None:
+    """Read one extended header (pax, GNU long name/link) into ``pending`` for the member that follows."""
+    if header.size > 1 << 20:
+        raise TarFormatError("extended header larger than 1 MiB")
+    data = reader.read(header.size)
+    reader.skip(-header.size % BLOCK)
+    if header.kind == "pax":
+        pending.update(parse_pax(data))
+    elif header.kind == "gnulongname":
+        pending["path"] = data.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")
+    elif header.kind == "gnulonglink":
+        pending["linkpath"] = data.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")

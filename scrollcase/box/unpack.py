@@ -37,7 +37,7 @@ from typing import IO, BinaryIO, cast
 import zstandard
 
 from scrollcase.box import paths, relocate
-from scrollcase.box.tarstream import BLOCK, ChunkReader, Header, TarFormatError, parse_header, parse_pax
+from scrollcase.box.tarstream import BLOCK, META_KINDS, ChunkReader, Header, TarFormatError, parse_header, read_meta
 from scrollcase.box.zstdframes import FrameError, FrameWalker
 from scrollcase.errors import (
     BuildError,
@@ -305,24 +305,11 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
             raise _Reject(pending.get("path", "?"), f"unpacked size exceeds {ex.budget} bytes "
                                                     "(total-size or compression-ratio limit)")
         header = parse_header(block)
-        if header.kind in ("pax", "paxglobal", "gnulongname", "gnulonglink"):
-            _meta(header, reader, pending)
+        if header.kind in META_KINDS:
+            read_meta(header, reader, pending)
             continue
         _member(_apply(header, pending), reader, ex)
         pending = {}
-
-
-def _meta(header: Header, reader: ChunkReader, pending: dict[str, str]) -> None:
-    if header.size > 1 << 20:
-        raise TarFormatError("extended header larger than 1 MiB")
-    data = reader.read(header.size)
-    reader.skip(-header.size % BLOCK)
-    if header.kind == "pax":
-        pending.update(parse_pax(data))
-    elif header.kind == "gnulongname":
-        pending["path"] = data.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")
-    elif header.kind == "gnulonglink":
-        pending["linkpath"] = data.split(b"\x00", 1)[0].decode("utf-8", "surrogateescape")
 
 
 def _apply(header: Header, pending: dict[str, str]) -> Header:
