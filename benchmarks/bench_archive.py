@@ -70,19 +70,37 @@ def code_corpus(seed: int = 7) -> bytes:
     # Zipf: a few names dominate, as in real code
     cumulative = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(words))))
     templates = [
-        "def {a}_{b}(self, {c}, {d}={n}):\n", "    return {a}.{b}({c}, {d})\n",
-        "    {a} = {b}[{n}] + {c}.{d}\n", "class {A}{B}({C}):\n", "    \"\"\"{a} {b} {c} {d} {e}.\"\"\"\n",
-        "        if {a} is not None and {b} > {n}:\n", "            raise {A}Error(\"{a} {b} {c}\")\n",
-        "import {a}.{b}\n", "from {a} import {b}, {c}\n", "# {a} {b} {c} {d} {e} {f}\n",
-        "    for {a} in range({n}):\n", "        {a}.append({b}({c}))\n", "\n",
+        "def {a}_{b}(self, {c}, {d}={n}):\n",
+        "    return {a}.{b}({c}, {d})\n",
+        "    {a} = {b}[{n}] + {c}.{d}\n",
+        "class {A}{B}({C}):\n",
+        '    """{a} {b} {c} {d} {e}."""\n',
+        "        if {a} is not None and {b} > {n}:\n",
+        '            raise {A}Error("{a} {b} {c}")\n',
+        "import {a}.{b}\n",
+        "from {a} import {b}, {c}\n",
+        "# {a} {b} {c} {d} {e} {f}\n",
+        "    for {a} in range({n}):\n",
+        "        {a}.append({b}({c}))\n",
+        "\n",
     ]
     out: list[str] = []
     size = 0
     while size < CORPUS_SIZE:
         t = rng.choice(templates)
         w = rng.choices(words, cum_weights=cumulative, k=6)
-        line = t.format(a=w[0], b=w[1], c=w[2], d=w[3], e=w[4], f=w[5], A=w[0].title(), B=w[1].title(),
-                        C=w[2].title(), n=rng.randint(0, 4096))
+        line = t.format(
+            a=w[0],
+            b=w[1],
+            c=w[2],
+            d=w[3],
+            e=w[4],
+            f=w[5],
+            A=w[0].title(),
+            B=w[1].title(),
+            C=w[2].title(),
+            n=rng.randint(0, 4096),
+        )
         out.append(line)
         size += len(line)
     return "".join(out).encode()
@@ -101,10 +119,10 @@ def library_bytes(size: int, seed: int, corpus: bytes) -> bytes:
             chunk = rng.randbytes(n)
         elif kind < 0.80:
             start = rng.randrange(0, len(opcodes) - n) if n < len(opcodes) else 0
-            chunk = opcodes[start:start + n]
+            chunk = opcodes[start : start + n]
         else:
             start = rng.randrange(0, len(corpus) - n)
-            chunk = corpus[start:start + n].replace(b"\n", b"\x00")
+            chunk = corpus[start : start + n].replace(b"\n", b"\x00")
         parts.append(chunk)
         total += len(chunk)
     return b"".join(parts)[:size]
@@ -118,7 +136,7 @@ def package_spec(index: int, corpus: bytes) -> PackageSpec:
     for j in range(TEXT_FILES_PER_PACKAGE):
         length = min(int(rng.lognormvariate(9.1, 1.0)), 400_000)
         start = rng.randrange(0, len(corpus) - length)
-        files.append(PackageFile(f"{site}/mod{j // 50:02d}/m{j:04d}.py", corpus[start:start + length]))
+        files.append(PackageFile(f"{site}/mod{j // 50:02d}/m{j:04d}.py", corpus[start : start + length]))
     for j in range(2):
         module = name.replace("-", "_")
         script = f"#!{PREFIX_PLACEHOLDER}/bin/python3.11\nimport sys\nfrom {module} import main\n"
@@ -153,8 +171,7 @@ def build_environment(workdir: Path) -> Path:
         index_channel(channel, [SUBDIR])
     print("installing them with py-rattler ...", flush=True)
     _rattler_install(channel, box / "venv", workdir / "pkgs-cache")
-    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER,
-                          files=scan_prefix_files(box, BOX_PREFIX_PLACEHOLDER))
+    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(box, BOX_PREFIX_PLACEHOLDER))
     (box / "box.json").write_text(json.dumps({"boxId": "bench", "relocation": info.model_dump()}, indent=2))
     files, size = tree_stats(box)
     marker.write_text(json.dumps({"files": files, "bytes": size, "prefixFiles": len(info.files)}))
@@ -166,11 +183,19 @@ def _rattler_install(channel: Path, prefix: Path, cache: Path) -> None:
 
     async def run() -> None:
         records = await rattler.solve(
-            sources=[channel.resolve().as_uri()], specs=[f"bench-pkg-{i:02d}" for i in range(N_PACKAGES)],
-            platforms=[rattler.Subdir(SUBDIR), rattler.Subdir("noarch")], gateway=rattler.Gateway(),
-            channel_relations="disabled")
-        await rattler.install(records, target_prefix=prefix, cache_dir=cache, show_progress=False,
-                              alternative_target_prefix=f"{BOX_PREFIX_PLACEHOLDER}/venv")
+            sources=[channel.resolve().as_uri()],
+            specs=[f"bench-pkg-{i:02d}" for i in range(N_PACKAGES)],
+            platforms=[rattler.Subdir(SUBDIR), rattler.Subdir("noarch")],
+            gateway=rattler.Gateway(),
+            channel_relations="disabled",
+        )
+        await rattler.install(
+            records,
+            target_prefix=prefix,
+            cache_dir=cache,
+            show_progress=False,
+            alternative_target_prefix=f"{BOX_PREFIX_PLACEHOLDER}/venv",
+        )
 
     asyncio.run(run())
 
@@ -204,8 +229,9 @@ def build_2gb_box(workdir: Path, box: Path) -> Path:
 # ---------------------------------------------------------------- measurements
 
 
-def interleaved(repeat: int, runs: dict[str, tuple[Callable[[], object], Callable[[], object]]]
-                ) -> dict[str, list[float]]:
+def interleaved(
+    repeat: int, runs: dict[str, tuple[Callable[[], object], Callable[[], object]]]
+) -> dict[str, list[float]]:
     """Wall times of every run of each method.  Methods alternate, and the order flips every round
     (A B C, C B A, ...), so a noisy moment on a shared machine, or going first, hurts all of them
     alike.  Before each run: its setup (untimed), then ``sync`` so the previous run's dirty pages
@@ -226,8 +252,12 @@ def speedup(ours: list[float], theirs: list[float]) -> dict[str, float]:
     """theirs/ours from the best run of each, and the median/min/max of the same ratio per round
     (both ran back to back in each round, so the per-round ratio is the one least hurt by drift)."""
     per_round = sorted(t / o for o, t in zip(ours, theirs, strict=True))
-    return {"best": round(min(theirs) / min(ours), 2), "roundMedian": round(statistics.median(per_round), 2),
-            "roundMin": round(per_round[0], 2), "roundMax": round(per_round[-1], 2)}
+    return {
+        "best": round(min(theirs) / min(ours), 2),
+        "roundMedian": round(statistics.median(per_round), 2),
+        "roundMin": round(per_round[0], 2),
+        "roundMax": round(per_round[-1], 2),
+    }
 
 
 def nothing() -> None:
@@ -264,20 +294,29 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     conda_pack = Path(sys.executable).parent / "conda-pack"
     # Every run writes a new file, as a CI build does: replacing an existing file costs extra on
     # ext4 (auto_da_alloc flushes the old name's replacement at rename/truncate), for both contenders.
-    pack_times = interleaved(repeat, {
-        "sc": (lambda: fresh(sc_out), lambda: pack_tree(box, sc_out)),
-        "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {box} . | zstd -q -f -T0 -3 -o {tar_out}")),
-        "cp": (lambda: fresh(cp_out), lambda: shell(
-            f"{conda_pack} -q -p {box / 'venv'} -o {cp_out} --compress-level 3 --n-threads -1 "
-            "--ignore-missing-files")),
-    })
+    pack_times = interleaved(
+        repeat,
+        {
+            "sc": (lambda: fresh(sc_out), lambda: pack_tree(box, sc_out)),
+            "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {box} . | zstd -q -f -T0 -3 -o {tar_out}")),
+            "cp": (
+                lambda: fresh(cp_out),
+                lambda: shell(
+                    f"{conda_pack} -q -p {box / 'venv'} -o {cp_out} --compress-level 3 --n-threads -1 "
+                    "--ignore-missing-files"
+                ),
+            ),
+        },
+    )
     results["pack"] = {
         "scrollcase": row(pack_times["sc"], raw, packed.size),
         "tar|zstd -T0 -3": row(pack_times["tar"], raw, tar_out.stat().st_size),
         "conda-pack tar.zst -3": row(pack_times["cp"], raw, cp_out.stat().st_size),
     }
-    results["packSpeedup"] = {"tar|zstd -T0 -3": speedup(pack_times["sc"], pack_times["tar"]),
-                              "conda-pack tar.zst -3": speedup(pack_times["sc"], pack_times["cp"])}
+    results["packSpeedup"] = {
+        "tar|zstd -T0 -3": speedup(pack_times["sc"], pack_times["tar"]),
+        "conda-pack tar.zst -3": speedup(pack_times["sc"], pack_times["cp"]),
+    }
     dest, tar_dest = out / "dest", out / "tar-dest"
 
     def ours() -> None:
@@ -286,10 +325,13 @@ def measure(workdir: Path, box: Path, repeat: int) -> dict[str, object]:
     def theirs() -> None:
         shell(f"zstd -q -dc {sc_out} | tar -xf - -C {tar_dest}")
 
-    unpack_times = interleaved(repeat, {
-        "sc": (lambda: fresh(dest), ours),
-        "tar": (lambda: fresh(tar_dest).mkdir(), theirs),
-    })
+    unpack_times = interleaved(
+        repeat,
+        {
+            "sc": (lambda: fresh(dest), ours),
+            "tar": (lambda: fresh(tar_dest).mkdir(), theirs),
+        },
+    )
     results["unpack"] = {
         "scrollcase (sha+checks+relocate)": row(unpack_times["sc"], raw),
         "zstd -dc | tar -x": row(unpack_times["tar"], raw),
@@ -309,14 +351,21 @@ def measure_real_tree(workdir: Path, tree: Path, repeat: int) -> dict[str, objec
     files, raw = tree_stats(tree)
     sc_out, tar_out = out / "real-sc.tar.zst", out / "real-tar.tar.zst"
     pack_tree(tree, sc_out)  # warm the page cache
-    times = interleaved(repeat, {
-        "sc": (lambda: fresh(sc_out), lambda: pack_tree(tree, sc_out)),
-        "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {tree} . | zstd -q -f -T0 -3 -o {tar_out}")),
-    })
-    result = {"tree": str(tree), "files": files, "bytes": raw,
-              "scrollcase": row(times["sc"], raw, sc_out.stat().st_size),
-              "tar|zstd -T0 -3": row(times["tar"], raw, tar_out.stat().st_size),
-              "speedup": speedup(times["sc"], times["tar"])}
+    times = interleaved(
+        repeat,
+        {
+            "sc": (lambda: fresh(sc_out), lambda: pack_tree(tree, sc_out)),
+            "tar": (lambda: fresh(tar_out), lambda: shell(f"tar -cf - -C {tree} . | zstd -q -f -T0 -3 -o {tar_out}")),
+        },
+    )
+    result = {
+        "tree": str(tree),
+        "files": files,
+        "bytes": raw,
+        "scrollcase": row(times["sc"], raw, sc_out.stat().st_size),
+        "tar|zstd -T0 -3": row(times["tar"], raw, tar_out.stat().st_size),
+        "speedup": speedup(times["sc"], times["tar"]),
+    }
     fresh(sc_out)
     fresh(tar_out)
     return result
@@ -328,17 +377,26 @@ done = subprocess.run(sys.argv[1:], check=True)
 print(json.dumps(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
 """
 
-PACK_JOB = "import sys; from pathlib import Path; from scrollcase.box.archive import pack_tree; " \
-           "r = pack_tree(Path(sys.argv[1]), Path(sys.argv[2])); print(r.size, r.sha256)"
-UNPACK_JOB = "import sys; from pathlib import Path; from scrollcase.box.unpack import unpack_archive; " \
-             "unpack_archive(Path(sys.argv[1]), Path(sys.argv[2]), expected_size=int(sys.argv[3]), " \
-             "expected_sha256=sys.argv[4])"
+PACK_JOB = (
+    "import sys; from pathlib import Path; from scrollcase.box.archive import pack_tree; "
+    "r = pack_tree(Path(sys.argv[1]), Path(sys.argv[2])); print(r.size, r.sha256)"
+)
+UNPACK_JOB = (
+    "import sys; from pathlib import Path; from scrollcase.box.unpack import unpack_archive; "
+    "unpack_archive(Path(sys.argv[1]), Path(sys.argv[2]), expected_size=int(sys.argv[3]), "
+    "expected_sha256=sys.argv[4])"
+)
 
 
 def peak_rss_mb(job: str, *args: str) -> tuple[float, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", RSS_CHILD, sys.executable, "-c", job, *args],
-                          env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RSS_CHILD, sys.executable, "-c", job, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = done.stdout.strip().splitlines()
     kib = int(lines[-1])  # Linux reports ru_maxrss in KiB (macOS in bytes)
     return (kib / 1024 if sys.platform != "darwin" else kib / 2**20), "\n".join(lines[:-1])
@@ -361,11 +419,16 @@ def report(results: dict[str, object]) -> str:
     unpack = results["unpack"]
     raw = results["bytes"]
     assert isinstance(pack, dict) and isinstance(unpack, dict) and isinstance(raw, int)
-    lines = [f"tree: {results['files']} files, {raw / 1e6:.0f} MB", "",
-             f"{'pack':34} {'seconds':>8} {'MB/s':>8} {'size MB':>8} {'ratio':>6}"]
+    lines = [
+        f"tree: {results['files']} files, {raw / 1e6:.0f} MB",
+        "",
+        f"{'pack':34} {'seconds':>8} {'MB/s':>8} {'size MB':>8} {'ratio':>6}",
+    ]
     for name, row in pack.items():
-        lines.append(f"{name:34} {row['seconds']:8.2f} {row['MBps']:8.0f} {row['size'] / 1e6:8.1f} "
-                     f"{results['bytes'] / row['size']:6.2f}")
+        lines.append(
+            f"{name:34} {row['seconds']:8.2f} {row['MBps']:8.0f} {row['size'] / 1e6:8.1f} "
+            f"{results['bytes'] / row['size']:6.2f}"
+        )
     lines += ["", f"{'unpack':34} {'seconds':>8} {'MB/s':>8}"]
     for name, row in unpack.items():
         lines.append(f"{name:34} {row['seconds']:8.2f} {row['MBps']:8.0f}")
@@ -377,8 +440,10 @@ def report(results: dict[str, object]) -> str:
 
 def _speedup_text(speedup: object) -> str:
     assert isinstance(speedup, dict)
-    return (f"{speedup['best']}x best vs best; per round median {speedup['roundMedian']}x "
-            f"({speedup['roundMin']}-{speedup['roundMax']}x)")
+    return (
+        f"{speedup['best']}x best vs best; per round median {speedup['roundMedian']}x "
+        f"({speedup['roundMin']}-{speedup['roundMax']}x)"
+    )
 
 
 def summarise(results: dict[str, object]) -> dict[str, object]:
@@ -402,13 +467,16 @@ def summarise(results: dict[str, object]) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/scrollcase-bench"))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-rss", action="store_true", help="skip the 2 GB peak-RSS runs")
-    parser.add_argument("--real-tree", type=Path, default=None,
-                        help="also measure pack (scrollcase vs tar|zstd) on this real directory tree")
+    parser.add_argument(
+        "--real-tree",
+        type=Path,
+        default=None,
+        help="also measure pack (scrollcase vs tar|zstd) on this real directory tree",
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     box = build_environment(args.workdir)
@@ -420,8 +488,11 @@ def main() -> int:
         rss = measure_rss(args.workdir, box)
         results["rss"] = {k: round(v, 1) if isinstance(v, float) else v for k, v in rss.items()}
     results["summary"] = summarise(results)
-    results["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                          "loadavg": os.getloadavg() if hasattr(os, "getloadavg") else None}
+    results["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "loadavg": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
     print(report(results))
     out_dir = REPO / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)

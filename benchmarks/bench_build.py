@@ -52,8 +52,15 @@ def main() -> None:
             total = time.monotonic() - t0
             archive = result.manifest.archive
             stages = [f"{result.timings[s]:.2f}" for s in STAGES]
-            row = [str(run), f"{lock_s:.2f}", *stages, f"{verify_s:.2f}", f"{total:.2f}",
-                   f"{archive.size / 1e6:.1f}", archive.sha256[:9]]
+            row = [
+                str(run),
+                f"{lock_s:.2f}",
+                *stages,
+                f"{verify_s:.2f}",
+                f"{total:.2f}",
+                f"{archive.size / 1e6:.1f}",
+                archive.sha256[:9],
+            ]
             print(" | ".join(f"{c:>9}" for c in row))
 
 

@@ -48,7 +48,8 @@ cuda-version = "12.9.*"
 def adapted_lock() -> str:
     text = SOURCE.read_text(encoding="utf-8")
     return text.replace("\n  default:\n", "\n  default-upstream:\n", 1).replace(
-        "\n  tests-cuda:\n", "\n  default:\n", 1)
+        "\n  tests-cuda:\n", "\n  default:\n", 1
+    )
 
 
 def make_recipes(root: Path, count: int) -> int:
@@ -57,8 +58,9 @@ def make_recipes(root: Path, count: int) -> int:
         rid = f"bench{i:03d}-linux-x86_64-cuda12.9"
         folder = root / "recipes" / rid
         folder.mkdir(parents=True)
-        (folder / "recipe.json").write_text(recipe_json(rid, "cuda", "12.9").replace(
-            '"boxId": "demo"', f'"boxId": "bench{i:03d}"'))
+        (folder / "recipe.json").write_text(
+            recipe_json(rid, "cuda", "12.9").replace('"boxId": "demo"', f'"boxId": "bench{i:03d}"')
+        )
         (folder / "pixi.toml").write_text(MANIFEST.format(rid=rid))
         (folder / "pixi.lock").write_text(lock)
     return len(lock.encode())

@@ -21,8 +21,13 @@ from scrollcase.commands.matrix import _load_entries  # noqa: E402
 from scrollcase.github.matrix import plan_matrix  # noqa: E402
 from tests.github_helpers import write_recipe  # noqa: E402
 
-TARGETS = ("linux-x86_64-cpu", "linux-x86_64-cuda12.4", "windows-x86_64-cpu", "windows-x86_64-cuda12.4",
-           "osx-arm64-metal")
+TARGETS = (
+    "linux-x86_64-cpu",
+    "linux-x86_64-cuda12.4",
+    "windows-x86_64-cpu",
+    "windows-x86_64-cuda12.4",
+    "osx-arm64-metal",
+)
 TARGET_SECONDS = 1.0
 
 
@@ -47,8 +52,17 @@ def main() -> int:
         generate(recipes, count)
         # GitHub's 256-job limit applies to the result, so plan with the limit lifted for the benchmark.
         in_process = best_of(5, lambda: plan_matrix(_load_entries(recipes, None), max_jobs=10**9))
-        command = [sys.executable, "-m", "scrollcase", "matrix", "--recipes", str(recipes),
-                   "--changed-since", "0" * 40, "--json"]
+        command = [
+            sys.executable,
+            "-m",
+            "scrollcase",
+            "matrix",
+            "--recipes",
+            str(recipes),
+            "--changed-since",
+            "0" * 40,
+            "--json",
+        ]
         env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
         changed = [f"recipes/box{i:04d}-linux-x86_64-cpu/pixi.lock" for i in range(50)]
         selected = best_of(5, lambda: plan_matrix(_load_entries(recipes, None), changed=changed))

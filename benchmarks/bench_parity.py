@@ -66,8 +66,9 @@ def write_npy_dir(path: Path, gib: float, outputs: int, candidate: bool) -> None
 def compare_in_child(ref: Path, cand: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(ref), str(cand)], env=env,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(ref), str(cand)], env=env, stdout=subprocess.PIPE, text=True
+    )
     assert child.stdout is not None
     out = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
@@ -112,15 +113,19 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    print(f"parity comparison, {args.gib:g} GiB float32 per side in {args.outputs} outputs "
-          f"(target < {TARGET_SECONDS:g} s, bounded memory); load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} CPUs")
+    print(
+        f"parity comparison, {args.gib:g} GiB float32 per side in {args.outputs} outputs "
+        f"(target < {TARGET_SECONDS:g} s, bounded memory); load average {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
     print(f"{'format':<24} {'compare s':>9} {'wall s':>7} {'GiB/s':>6} {'peak RSS MiB':>12} {'ok':>4}")
     for label, r in rows:
         rate = 2 * args.gib / r["seconds"]
         ok = r["seconds"] < TARGET_SECONDS and r["passed"]
-        print(f"{label:<24} {r['seconds']:9.2f} {r['wall']:7.2f} {rate:6.2f} {r['peak_rss_mib']:12.0f} "
-              f"{'yes' if ok else 'NO':>4}")
+        print(
+            f"{label:<24} {r['seconds']:9.2f} {r['wall']:7.2f} {rate:6.2f} {r['peak_rss_mib']:12.0f} "
+            f"{'yes' if ok else 'NO':>4}"
+        )
     return 0 if all(r["seconds"] < TARGET_SECONDS and r["passed"] for _, r in rows) else 1
 
 

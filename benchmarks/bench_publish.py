@@ -81,10 +81,20 @@ CHILDREN = {"scrollcase": child_scrollcase, "boto3": child_boto3, "boto3-sha256"
 
 
 def run_child(name: str, server: S3Server, bucket: str, archive: Path, manifest: Path) -> dict[str, float]:
-    env = {"AWS_ACCESS_KEY_ID": server.access_key, "AWS_SECRET_ACCESS_KEY": server.secret_key,
-           "AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin", "AWS_EC2_METADATA_DISABLED": "true"}
-    done = subprocess.run([sys.executable, __file__, "--child", name, server.endpoint, bucket, str(archive),
-                           str(manifest)], env=env, capture_output=True, text=True, check=False)
+    env = {
+        "AWS_ACCESS_KEY_ID": server.access_key,
+        "AWS_SECRET_ACCESS_KEY": server.secret_key,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PATH": "/usr/bin:/bin",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", name, server.endpoint, bucket, str(archive), str(manifest)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -101,8 +111,9 @@ def large_release(tmp: Path, size: int) -> ReleaseManifest:
     write_large_archive(tree / "payload.bin", size)
     packed = pack_tree(tree, tmp / draft.archive.name, level=1)
     shutil.rmtree(tree)
-    return draft.model_copy(update={"archive": draft.archive.model_copy(
-        update={"size": packed.size, "sha256": packed.sha256})})
+    return draft.model_copy(
+        update={"archive": draft.archive.model_copy(update={"size": packed.size, "sha256": packed.sha256})}
+    )
 
 
 def main() -> None:
@@ -136,21 +147,30 @@ def main() -> None:
                 # A fresh server for every upload: each contender meets the same empty store, and
                 # rounds do not fill the server's volumes.
                 with seaweedfs() as server:
-                    client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
-                                          aws_secret_access_key=server.secret_key, region_name="us-east-1")
+                    client = boto3.client(
+                        "s3",
+                        endpoint_url=server.endpoint,
+                        aws_access_key_id=server.access_key,
+                        aws_secret_access_key=server.secret_key,
+                        region_name="us-east-1",
+                    )
                     client.create_bucket(Bucket="bench")
                     before = server_cpu(server)
                     result = run_child(name, server, "bench", archive, manifest_path)
                     result["serverCpuSeconds"] = server_cpu(server) - before
                     rows.append((name, round_number, result))
     print(f"archive: {args.size_mb} MiB, server: SeaweedFS on 127.0.0.1")
-    print(f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13} "
-          f"{'client CPU s':>13} {'server CPU s':>13} {'total CPU s':>12}")
+    print(
+        f"{'contender':<12} {'round':>5} {'seconds':>9} {'MiB/s':>8} {'peak RSS MiB':>13} "
+        f"{'client CPU s':>13} {'server CPU s':>13} {'total CPU s':>12}"
+    )
     for name, round_number, result in sorted(rows, key=lambda r: (r[1], names.index(r[0]))):
         seconds, rss = result["seconds"], result["peakRssMiB"]
         client_cpu, server_cpu_s = result["cpuSeconds"], result["serverCpuSeconds"]
-        print(f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f} "
-              f"{client_cpu:>13.2f} {server_cpu_s:>13.2f} {client_cpu + server_cpu_s:>12.2f}")
+        print(
+            f"{name:<12} {round_number:>5} {seconds:>9.2f} {args.size_mb / seconds:>8.1f} {rss:>13.1f} "
+            f"{client_cpu:>13.2f} {server_cpu_s:>13.2f} {client_cpu + server_cpu_s:>12.2f}"
+        )
     print(summary(rows))
 
 
@@ -161,13 +181,17 @@ def summary(rows: list[tuple[str, int, dict[str, float]]]) -> str:
         seconds.setdefault(name, {})[round_number] = result["seconds"]
     medians = {name: statistics.median(by_round.values()) for name, by_round in seconds.items()}
     # Client and server share this machine's cores, so the CPU both spend bounds the wall time.
-    cpu = {name: statistics.median(r["cpuSeconds"] + r["serverCpuSeconds"] for n, _, r in rows if n == name)
-           for name in seconds}
+    cpu = {
+        name: statistics.median(r["cpuSeconds"] + r["serverCpuSeconds"] for n, _, r in rows if n == name)
+        for name in seconds
+    }
     ratios = [seconds["boto3"][r] / seconds["scrollcase"][r] for r in sorted(seconds["scrollcase"])]
-    lines = ["median seconds: " + ", ".join(f"{name} {value:.2f}" for name, value in medians.items()),
-             "median CPU seconds, client + server: " + ", ".join(f"{name} {value:.2f}" for name, value in cpu.items()),
-             f"scrollcase vs boto3 defaults (target >= 1x): {medians['boto3'] / medians['scrollcase']:.2f}x on "
-             f"medians; per round " + ", ".join(f"{r:.2f}x" for r in ratios)]
+    lines = [
+        "median seconds: " + ", ".join(f"{name} {value:.2f}" for name, value in medians.items()),
+        "median CPU seconds, client + server: " + ", ".join(f"{name} {value:.2f}" for name, value in cpu.items()),
+        f"scrollcase vs boto3 defaults (target >= 1x): {medians['boto3'] / medians['scrollcase']:.2f}x on "
+        f"medians; per round " + ", ".join(f"{r:.2f}x" for r in ratios),
+    ]
     return "\n".join(lines)
 
 

@@ -54,8 +54,14 @@ def in_process(root: Path) -> tuple[float, int, int]:
 def via_cli(root: Path) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "validate", "--json"], cwd=root, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "validate", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return time.perf_counter() - start, done.returncode
 
 

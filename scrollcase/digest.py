@@ -62,7 +62,7 @@ def sha256_file_and_parts(path: Path, part_size: int) -> FileDigests:
                 pending.popleft().result()  # the buffer about to be refilled has been hashed
             buffer = buffers[turn % BUFFERS]
             # A read never crosses a piece boundary, so the piece thread sees the same cut points.
-            read = stream.readinto(buffer[:min(CHUNK, part_size - total % part_size)])
+            read = stream.readinto(buffer[: min(CHUNK, part_size - total % part_size)])
             if not read:
                 break
             chunk = buffer[:read]

@@ -43,8 +43,10 @@ class SolvePlan:
 
     def describe(self) -> str:
         vps = ", ".join(f"{n}={v}" for n, v in self.virtual_packages)
-        return (f"recipe {self.recipe_id} (target {self.target_id}, subdir {self.subdir}); "
-                f"channels: {', '.join(self.channels)}; virtual packages: {vps}")
+        return (
+            f"recipe {self.recipe_id} (target {self.target_id}, subdir {self.subdir}); "
+            f"channels: {', '.join(self.channels)}; virtual packages: {vps}"
+        )
 
 
 def channel_url(channel: str) -> str:
@@ -60,9 +62,11 @@ def parse_overrides(items: Sequence[str], env_value: str | None = None) -> dict[
     for pair in pairs:
         name, sep, url = pair.strip().partition("=")
         if not sep or not name.strip() or not url.strip():
-            raise UsageError(f"bad channel override {pair!r}",
-                             fix="write NAME=URL, e.g. conda-forge=file:///srv/mirror/conda-forge "
-                                 f"(several: comma separated in {OVERRIDES_ENV})")
+            raise UsageError(
+                f"bad channel override {pair!r}",
+                fix="write NAME=URL, e.g. conda-forge=file:///srv/mirror/conda-forge "
+                f"(several: comma separated in {OVERRIDES_ENV})",
+            )
         out[name.strip()] = url.strip()
     return out
 
@@ -77,16 +81,28 @@ def apply_overrides(channels: Sequence[str], overrides: Mapping[str, str] | None
     return tuple(channel_url(table.get(channel_url(c), c)) for c in channels)
 
 
-def plan_solve(manifest: PixiManifest, target: TargetSpec, recipe_id: str,
-               overrides: Mapping[str, str] | None = None) -> SolvePlan:
+def plan_solve(
+    manifest: PixiManifest, target: TargetSpec, recipe_id: str, overrides: Mapping[str, str] | None = None
+) -> SolvePlan:
     """What to ask the solver for ``target``; raises SolveError when rattler alone cannot do it."""
     if not manifest.channels:
-        raise SolveError(f"{manifest.file} declares no channels", problems=[Problem(
-            message="workspace.channels is empty", file=manifest.file, key="workspace.channels",
-            line=manifest.line_of("channels", "workspace"), fix='channels = ["conda-forge"]')])
+        raise SolveError(
+            f"{manifest.file} declares no channels",
+            problems=[
+                Problem(
+                    message="workspace.channels is empty",
+                    file=manifest.file,
+                    key="workspace.channels",
+                    line=manifest.line_of("channels", "workspace"),
+                    fix='channels = ["conda-forge"]',
+                )
+            ],
+        )
     deps = manifest.dependencies_for(target.subdir)
     return SolvePlan(
-        recipe_id=recipe_id, target_id=target.target_id, subdir=target.subdir,
+        recipe_id=recipe_id,
+        target_id=target.target_id,
+        subdir=target.subdir,
         channels=apply_overrides(manifest.channels, overrides),
         specs=tuple(d.match_spec() for d in deps.values()),
         virtual_packages=tuple(target.virtual_packages().items()),
@@ -98,8 +114,10 @@ def _virtual_packages(plan: SolvePlan) -> list[Any]:
     from rattler import GenericVirtualPackage, PackageName, Version
     from rattler.package import BuildString
 
-    return [GenericVirtualPackage(PackageName(name), Version(version), BuildString("0"))
-            for name, version in plan.virtual_packages]
+    return [
+        GenericVirtualPackage(PackageName(name), Version(version), BuildString("0"))
+        for name, version in plan.virtual_packages
+    ]
 
 
 def solve(plan: SolvePlan) -> list[Any]:
@@ -108,10 +126,12 @@ def solve(plan: SolvePlan) -> list[Any]:
 
     async def run() -> list[Any]:
         return await rattler.solve(
-            sources=list(plan.channels), specs=list(plan.specs),
+            sources=list(plan.channels),
+            specs=list(plan.specs),
             platforms=[rattler.Subdir(plan.subdir), rattler.Subdir("noarch")],
             virtual_packages=_virtual_packages(plan),
-            gateway=rattler.Gateway(), channel_relations="disabled",
+            gateway=rattler.Gateway(),
+            channel_relations="disabled",
         )
 
     try:
@@ -121,9 +141,15 @@ def solve(plan: SolvePlan) -> list[Any]:
             raise
         raise SolveError(
             f"cannot solve {plan.recipe_id} for {plan.target_id}",
-            problems=[Problem(message=_first_lines(str(exc)), file=plan.manifest_file,
-                              key="dependencies", value=", ".join(plan.specs),
-                              fix=_solve_fix(plan))],
+            problems=[
+                Problem(
+                    message=_first_lines(str(exc)),
+                    file=plan.manifest_file,
+                    key="dependencies",
+                    value=", ".join(plan.specs),
+                    fix=_solve_fix(plan),
+                )
+            ],
             fix=plan.describe(),
         ) from None
 
@@ -138,7 +164,8 @@ def manifest_exclude_newer(manifest: PixiManifest) -> str | None:
 def _is_rattler_error(exc: BaseException) -> bool:
     """rattler's solve/fetch/parse failures (its own exception types), not our programming errors."""
     return type(exc).__module__.split(".")[0] in ("rattler", "exceptions", "builtins") and not isinstance(
-        exc, (TypeError, AttributeError, NameError))
+        exc, (TypeError, AttributeError, NameError)
+    )
 
 
 def _first_lines(text: str, limit: int = 40) -> str:
@@ -148,14 +175,13 @@ def _first_lines(text: str, limit: int = 40) -> str:
 
 def _solve_fix(plan: SolvePlan) -> str:
     cuda = dict(plan.virtual_packages).get("__cuda")
-    hint = (f"check that the channels hold builds of every spec for {plan.subdir}"
-            + (f" that run with __cuda={cuda} (e.g. pytorch *cuda* builds and cuda-version {cuda}.*)"
-               if cuda else "") )
+    hint = f"check that the channels hold builds of every spec for {plan.subdir}" + (
+        f" that run with __cuda={cuda} (e.g. pytorch *cuda* builds and cuda-version {cuda}.*)" if cuda else ""
+    )
     return hint + "; for an air-gapped mirror pass --channel-override NAME=URL"
 
 
-def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path,
-               pypi: PypiLock | None = None) -> Path:
+def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path, pypi: PypiLock | None = None) -> Path:
     """Write ``records`` (and ``pypi``'s wheels) as a pixi lock for ``plan`` to ``path`` atomically."""
     from rattler import LockChannel, LockFile, LockPlatform
 
@@ -181,8 +207,13 @@ def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path,
 WRITTEN_LOCK_VERSION = 7
 
 
-def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] | None = None,
-                exclude_newer: str | None = None, progress: Callable[[str], None] = lambda _: None) -> Path:
+def lock_recipe(
+    recipe_dir: RecipeDir,
+    *,
+    channel_overrides: Mapping[str, str] | None = None,
+    exclude_newer: str | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Path:
     """Solve ``recipe_dir``'s pixi.toml for its target and write ``recipe_dir/pixi.lock``."""
     from scrollcase.pixi.lockcheck import MIN_PIXI_FOR_LOCK, pixi_reads
 
@@ -193,10 +224,17 @@ def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] |
         raise LockError(
             f"{recipe.recipeId} pins pixi {recipe.pixiVersion}, which cannot read the lock format "
             f"py-rattler writes (v{WRITTEN_LOCK_VERSION}, pixi >= {needed})",
-            problems=[Problem(message="pixiVersion too old for lock format v7",
-                              file=describe_path(recipe_dir.recipe_file), key="pixiVersion",
-                              value=recipe.pixiVersion, fix=f"set pixiVersion to {needed} or newer")],
-            fix="or lock with that pixi: `scrollcase lock --use-pixi`")
+            problems=[
+                Problem(
+                    message="pixiVersion too old for lock format v7",
+                    file=describe_path(recipe_dir.recipe_file),
+                    key="pixiVersion",
+                    value=recipe.pixiVersion,
+                    fix=f"set pixiVersion to {needed} or newer",
+                )
+            ],
+            fix="or lock with that pixi: `scrollcase lock --use-pixi`",
+        )
     plan = plan_solve(manifest, recipe.target.spec, recipe.recipeId, channel_overrides)
     exclude_newer = exclude_newer or manifest_exclude_newer(manifest)
     records = solve(plan)
@@ -204,9 +242,14 @@ def lock_recipe(recipe_dir: RecipeDir, *, channel_overrides: Mapping[str, str] |
     return write_lock(plan, records, recipe_dir.lock_file, pypi)
 
 
-def lock_pypi(manifest: PixiManifest, target: TargetSpec, records: Sequence[Any], recipe_id: str,
-              exclude_newer: str | None = None, progress: Callable[[str], None] = lambda _: None,
-              ) -> PypiLock | None:
+def lock_pypi(
+    manifest: PixiManifest,
+    target: TargetSpec,
+    records: Sequence[Any],
+    recipe_id: str,
+    exclude_newer: str | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> PypiLock | None:
     """Resolve ``[pypi-dependencies]`` with uv for ``target`` after the conda solve (None: there are none)."""
     from scrollcase.box import wheels
     from scrollcase.box.assets import default_fetchers
@@ -215,16 +258,19 @@ def lock_pypi(manifest: PixiManifest, target: TargetSpec, records: Sequence[Any]
     pypi_plan = resolve.plan_resolution(manifest, target, records, recipe_id, exclude_newer)
     if not pypi_plan.requirements:
         return None
-    progress(f"resolving {len(pypi_plan.requirements)} PyPI requirement(s) with uv for "
-             f"{pypi_plan.python_platform}, Python {pypi_plan.python_version}")
+    progress(
+        f"resolving {len(pypi_plan.requirements)} PyPI requirement(s) with uv for "
+        f"{pypi_plan.python_platform}, Python {pypi_plan.python_version}"
+    )
     resolved = resolve.resolve(pypi_plan)
     cache = user_cache_dir()
     fetchers = default_fetchers()
 
     def download(w: resolve.ResolvedWheel) -> Path:
         name = urllib.parse.unquote(w.url.rsplit("/", 1)[-1])
-        return wheels.fetch_wheel(wheels.WheelSource(w.name, w.version, w.url, name, w.sha256),
-                                  cache / "wheels", fetchers)
+        return wheels.fetch_wheel(
+            wheels.WheelSource(w.name, w.version, w.url, name, w.sha256), cache / "wheels", fetchers
+        )
 
     meta = metadata.wheel_metadata(resolved, cache / "metadata", download)
     return PypiLock(pypi_plan.indexes, tuple(resolved), meta)
@@ -236,20 +282,25 @@ def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRON
 
     shown = describe_path(lock_path)
     if not lock_path.is_file():
-        raise LockError(f"{shown} does not exist",
-                        fix="run `scrollcase lock <recipeId>` and commit pixi.lock")
+        raise LockError(f"{shown} does not exist", fix="run `scrollcase lock <recipeId>` and commit pixi.lock")
     try:
         lock = LockFile.from_path(lock_path)
     except Exception as exc:  # rattler's parse error types vary by version
-        raise LockError(f"{shown} cannot be read: {_first_lines(str(exc), 5)}",
-                        fix="regenerate it with `scrollcase lock <recipeId>`") from None
+        raise LockError(
+            f"{shown} cannot be read: {_first_lines(str(exc), 5)}",
+            fix="regenerate it with `scrollcase lock <recipeId>`",
+        ) from None
     env = lock.environment(environment)
     if env is None:
         known = ", ".join(name for name, _ in lock.environments())
-        raise LockError(f"{shown} has no environment {environment!r} (has: {known or 'none'})",
-                        fix="regenerate it with `scrollcase lock <recipeId>`")
+        raise LockError(
+            f"{shown} has no environment {environment!r} (has: {known or 'none'})",
+            fix="regenerate it with `scrollcase lock <recipeId>`",
+        )
     for platform in env.platforms():
         if str(platform.subdir) == subdir:
             return list(env.conda_repodata_records_for_platform(platform) or [])
-    raise LockError(f"{shown} does not cover {subdir} in environment {environment!r}",
-                    fix="regenerate it with `scrollcase lock <recipeId>`")
+    raise LockError(
+        f"{shown} does not cover {subdir} in environment {environment!r}",
+        fix="regenerate it with `scrollcase lock <recipeId>`",
+    )

@@ -207,8 +207,19 @@ def collect(problems: Iterable[Problem]) -> tuple[Problem, ...]:
 
 
 # errnos that say a path given on the command line cannot be used as given: a usage error (exit 2).
-_PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP,
-                          errno.EEXIST, errno.ENOTEMPTY, errno.EINVAL, errno.EXDEV})
+_PATH_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+        errno.EEXIST,
+        errno.ENOTEMPTY,
+        errno.EINVAL,
+        errno.EXDEV,
+    }
+)
 _DISK_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 _ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
@@ -228,9 +239,12 @@ def from_os_error(exc: OSError) -> ScrollcaseError:
     code = errno.errorcode.get(exc.errno or 0)
     problems = (Problem(message=reason, file=where, value=code),) if where else ()
     if exc.errno in _PATH_ERRNOS:
-        return UsageError(message, problems=problems,
-                          fix="check the path: a folder where a folder is needed, a file where a file is, "
-                              "no symlink loop, names under 255 bytes")
+        return UsageError(
+            message,
+            problems=problems,
+            fix="check the path: a folder where a folder is needed, a file where a file is, "
+            "no symlink loop, names under 255 bytes",
+        )
     if exc.errno in _DISK_ERRNOS:
         return ScrollcaseError(message, problems=problems, fix="free disk space (or use another folder) and rerun")
     if exc.errno in _ACCESS_ERRNOS:
@@ -241,5 +255,8 @@ def from_os_error(exc: OSError) -> ScrollcaseError:
 def from_value_error(exc: ValueError) -> UsageError:
     """A ValueError that escaped a command: almost always a value from the command line or the
     environment that a library refused (an empty path, an invalid URL)."""
-    return UsageError(f"invalid value: {exc}", fix="check the command line's arguments and the environment "
-                                                   "variables it reads (set SCROLLCASE_DEBUG=1 for a traceback)")
+    return UsageError(
+        f"invalid value: {exc}",
+        fix="check the command line's arguments and the environment "
+        "variables it reads (set SCROLLCASE_DEBUG=1 for a traceback)",
+    )

@@ -15,9 +15,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Variables a box run keeps from the host: what the OS and the GPU driver need, nothing Python.
-KEEP_ENV = ("PATH", "HOME", "USERPROFILE", "LANG", "LC_ALL", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
-            "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
-            "NVIDIA_DRIVER_CAPABILITIES", "CUDA_HOME")
+KEEP_ENV = (
+    "PATH",
+    "HOME",
+    "USERPROFILE",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "LD_LIBRARY_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "CUDA_HOME",
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +53,7 @@ class RunResult:
         return self.returncode == 0
 
 
-def isolated_env(extra: Mapping[str, str] | None = None,
-                 base: Mapping[str, str] | None = None) -> dict[str, str]:
+def isolated_env(extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a box interpreter runs in: host basics, no PYTHON*, plus ``extra``."""
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if k in KEEP_ENV}
@@ -50,8 +65,14 @@ def isolated_env(extra: Mapping[str, str] | None = None,
     return env
 
 
-def run_python(python: Path, args: Sequence[str], *, env: Mapping[str, str] | None = None,
-               timeout: float = 300.0, cwd: Path | None = None) -> RunResult:
+def run_python(
+    python: Path,
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    cwd: Path | None = None,
+) -> RunResult:
     """Run ``python -I ARGS`` with a clean environment; never raises on failure or timeout."""
     return run([str(python), "-I", *args], env=isolated_env(env), timeout=timeout, cwd=cwd)
 
@@ -64,18 +85,26 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0,
-        cwd: Path | None = None) -> RunResult:
+def run(
+    argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: Path | None = None
+) -> RunResult:
     start = time.monotonic()
     try:
-        done = subprocess.run(list(argv), env=None if env is None else dict(env), cwd=cwd,
-                              capture_output=True, text=True, encoding="utf-8", errors="replace",
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            list(argv),
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         return RunResult(tuple(argv), None, _text(exc.stdout), _text(exc.stderr), time.monotonic() - start)
     except OSError as exc:
-        return RunResult(tuple(argv), 127, "", f"cannot execute {argv[0]}: {exc.strerror}",
-                         time.monotonic() - start)
+        return RunResult(tuple(argv), 127, "", f"cannot execute {argv[0]}: {exc.strerror}", time.monotonic() - start)
     return RunResult(tuple(argv), done.returncode, done.stdout, done.stderr, time.monotonic() - start)
 
 

@@ -1,4 +1,3 @@
-
 """The recipe model (recipe.json) and its rules.
 
 The model is pure data: :mod:`scrollcase.recipe_loader` reads files and turns failures into located
@@ -70,9 +69,7 @@ def _major_minor(value: str) -> str:
 
 def _dotted_number(value: str) -> str:
     if not DOTTED_NUMBER_RE.fullmatch(value):
-        raise rule_error(
-            "must be a dotted driver version", 'write the NVIDIA driver version, e.g. "550.54.14"'
-        )
+        raise rule_error("must be a dotted driver version", 'write the NVIDIA driver version, e.g. "550.54.14"')
     return value
 
 
@@ -84,9 +81,7 @@ def _relative_path(value: str) -> str:
     if "\x00" in value:
         raise rule_error("path contains a NUL byte", fix)
     if "\\" in value:
-        raise rule_error(
-            "path uses '\\' separators", fix.replace("e.g.", f"e.g. {value.replace(chr(92), '/')!r} or")
-        )
+        raise rule_error("path uses '\\' separators", fix.replace("e.g.", f"e.g. {value.replace(chr(92), '/')!r} or"))
     if value.startswith("/") or re.match(r"^[A-Za-z]:", value) or value.startswith("~"):
         raise rule_error("path is absolute", fix)
     if ".." in value.split("/"):
@@ -110,9 +105,7 @@ def _url(value: str) -> str:
 
 def _import_name(value: str) -> str:
     if not IMPORT_RE.fullmatch(value):
-        raise rule_error(
-            "not an importable module name", 'write a dotted module name, e.g. "torch" or "torch.nn"'
-        )
+        raise rule_error("not an importable module name", 'write a dotted module name, e.g. "torch" or "torch.nn"')
     return value
 
 
@@ -293,8 +286,7 @@ def target_rules(raw: Any, at: tuple[str | int, ...] = ("target",)) -> list[Rule
                 (*at, "accelerator"),
                 "macOS has no CUDA target — use metal",
                 accel,
-                'set target.accelerator to "metal" with arch "arm64" (or "cpu"), '
-                "and remove target.cudaVersion",
+                'set target.accelerator to "metal" with arch "arm64" (or "cpu"), and remove target.cudaVersion',
             )
         ]
     if (plat, arch) not in SUPPORTED:
@@ -462,9 +454,7 @@ def recipe_rules(raw: Any) -> list[RuleViolation]:
     if isinstance(prune, list):
         for i, path in enumerate(prune):
             if isinstance(path, str) and path in prune[:i]:
-                out.append(
-                    RuleViolation(("prunePaths", i), "path is listed twice", path, "remove the duplicate")
-                )
+                out.append(RuleViolation(("prunePaths", i), "path is listed twice", path, "remove the duplicate"))
     return out
 
 
@@ -479,8 +469,6 @@ def document_json_schema(model: type[BaseModel], name: str, title: str) -> dict[
 
 def recipe_json_schema() -> dict[str, Any]:
     return document_json_schema(Recipe, "recipe", "scrollcase recipe.json")
-
-
 
 
 __all__ = ["Recipe", "RuleViolation", "recipe_json_schema", "recipe_rules", "target_id", "target_rules"]

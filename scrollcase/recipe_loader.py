@@ -92,9 +92,7 @@ def _unknown_key_fix(loc: JsonPath) -> tuple[str, str]:
     model = model_at(loc[:-1])
     known = list(model.model_fields) if model else []
     lowered = {k.lower(): k for k in known}
-    match = lowered.get(key.lower()) or next(
-        iter(difflib.get_close_matches(key, known, n=1, cutoff=0.6)), None
-    )
+    match = lowered.get(key.lower()) or next(iter(difflib.get_close_matches(key, known, n=1, cutoff=0.6)), None)
     if match:
         return f"unknown field {key!r}; did you mean {match!r}?", f"rename {key!r} to {match!r}"
     return f"unknown field {key!r}", f"remove {key!r}; fields allowed here: {', '.join(known)}"
@@ -143,9 +141,7 @@ def _default_fix(err: Any, loc: JsonPath) -> str:
 
 def _clean_loc(loc: Sequence[Any]) -> JsonPath:
     # Annotated validators add steps such as "function-after[...]" that are not JSON keys.
-    return tuple(
-        p for p in loc if not (isinstance(p, str) and (p.startswith("function-") or p.endswith("]")))
-    )
+    return tuple(p for p in loc if not (isinstance(p, str) and (p.startswith("function-") or p.endswith("]"))))
 
 
 def _render_value(value: Any) -> str:
@@ -231,8 +227,7 @@ def _parse_json(text: str, file: str) -> Any:
                     line=exc.lineno,
                     column=exc.colno,
                     value=_render_value(text[exc.pos : exc.pos + 20]) if text[exc.pos :] else None,
-                    fix="fix the JSON syntax there (a missing comma or quote, or a trailing comma, "
-                    "is the usual cause)",
+                    fix="fix the JSON syntax there (a missing comma or quote, or a trailing comma, is the usual cause)",
                 )
             ],
         ) from None
@@ -339,9 +334,7 @@ def parse_recipe(data: bytes | str, file: str = RECIPE_FILE, folder_name: str | 
     return recipe
 
 
-def folder_problems(
-    recipe: Recipe, file: str, exists: Callable[[str], bool], text: str | None = None
-) -> list[Problem]:
+def folder_problems(recipe: Recipe, file: str, exists: Callable[[str], bool], text: str | None = None) -> list[Problem]:
     """What the recipe folder must hold besides recipe.json; ``exists`` answers for folder-relative
     paths and ``text`` (the recipe.json text) locates findings.  parity.script is recipe-relative and
     checked; selfTest.files are paths inside the built box, so the self-test checks them, not this."""
@@ -376,6 +369,7 @@ def folder_problems(
 
 # --- reading from disk ----------------------------------------------------------------------------
 
+
 def display_path(path: Path) -> str:
     """``path`` as messages show it: as given when relative, else relative to the working directory
     when inside it.  Cheap (no resolve of relative paths): validate calls it for every recipe."""
@@ -390,7 +384,6 @@ def display_path(path: Path) -> str:
 def folder_name_of(file: Path) -> str:
     parent = file.parent
     return parent.name if parent.name not in ("", ".", "..") else parent.resolve().name
-
 
 
 def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES, shown: str | None = None) -> bytes:
@@ -411,9 +404,7 @@ def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES, shown: str | No
             fix="create recipe.json in the recipe folder (see `scrollcase schema recipe`)",
         ) from None
     except IsADirectoryError:
-        raise RecipeError(
-            f"{shown} is a directory", fix="pass the recipe folder or its recipe.json"
-        ) from None
+        raise RecipeError(f"{shown} is a directory", fix="pass the recipe folder or its recipe.json") from None
     except OSError as exc:
         raise RecipeError(f"cannot read {shown}: {exc.strerror}") from None
     if len(data) > limit:
@@ -454,9 +445,7 @@ def resolve_recipe(arg: str, recipes_root: Path = Path("recipes")) -> RecipeDir:
         if (candidate / RECIPE_FILE).is_file():
             return RecipeDir(candidate, load_recipe(candidate))
     known = (
-        sorted(p.name for p in recipes_root.glob("*/") if (p / RECIPE_FILE).is_file())
-        if recipes_root.is_dir()
-        else []
+        sorted(p.name for p in recipes_root.glob("*/") if (p / RECIPE_FILE).is_file()) if recipes_root.is_dir() else []
     )
     close = difflib.get_close_matches(arg, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""

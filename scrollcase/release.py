@@ -31,8 +31,9 @@ class _Model(BaseModel):
 def _file_name(value: str) -> str:
     """A plain file name: it is joined to the manifest's folder and to store keys, so no path."""
     if value in ("", ".", "..") or any(c in value for c in "/\\\x00") or (len(value) > 1 and value[1] == ":"):
-        raise ValueError("must be a plain file name (no '/', '\\', drive or '..'), "
-                         "e.g. box-1.0.0-linux-x86_64-cpu.tar.zst")
+        raise ValueError(
+            "must be a plain file name (no '/', '\\', drive or '..'), e.g. box-1.0.0-linux-x86_64-cpu.tar.zst"
+        )
     return value
 
 
@@ -153,8 +154,10 @@ def object_keys(box_id: str, version: str, target_id: str, archive_name: str) ->
 
 # Wall-clock timings differ on every run; they go to JUnit and the console, never into the manifest, so a
 # rebuild of the same inputs gives the same manifest bytes and republishing it is a no-op, not a conflict.
-_RUN_TIMINGS: Any = {"selfTest": {"checks": {"__all__": {"durationSeconds"}}},
-                     "parity": {"results": {"__all__": {"durationSeconds"}}}}
+_RUN_TIMINGS: Any = {
+    "selfTest": {"checks": {"__all__": {"durationSeconds"}}},
+    "parity": {"results": {"__all__": {"durationSeconds"}}},
+}
 
 
 def dump_release(manifest: ReleaseManifest) -> bytes:
@@ -167,15 +170,18 @@ def parse_release(data: bytes | str, file: str = "release.json") -> ReleaseManif
     try:
         raw = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IntegrityError(f"{file} is not valid JSON: {exc}",
-                             fix="rebuild the box or re-download the release manifest") from None
+        raise IntegrityError(
+            f"{file} is not valid JSON: {exc}", fix="rebuild the box or re-download the release manifest"
+        ) from None
     try:
         return ReleaseManifest.model_validate(raw)
     except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]))
-                    for e in exc.errors()]
-        raise IntegrityError(f"{file} is not a valid release manifest", problems=problems,
-                             fix="rebuild the box with this scrollcase version") from None
+        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
+        raise IntegrityError(
+            f"{file} is not a valid release manifest",
+            problems=problems,
+            fix="rebuild the box with this scrollcase version",
+        ) from None
 
 
 def load_release(path: Path) -> ReleaseManifest:
@@ -183,11 +189,14 @@ def load_release(path: Path) -> ReleaseManifest:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"cannot read release manifest {path}: no such file",
-                         fix="pass the *.release.json that `scrollcase build` wrote (in .scrollcase/dist/)") from None
+        raise UsageError(
+            f"cannot read release manifest {path}: no such file",
+            fix="pass the *.release.json that `scrollcase build` wrote (in .scrollcase/dist/)",
+        ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read release manifest {path}: {exc.strerror}",
-                         fix="check the path and its permissions") from None
+        raise UsageError(
+            f"cannot read release manifest {path}: {exc.strerror}", fix="check the path and its permissions"
+        ) from None
     return parse_release(data, file=describe_path(path) or str(path))
 
 

@@ -11,9 +11,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_is_clean():
-    done = subprocess.run([tool("ruff"), "check", "scrollcase", "tests", "benchmarks", "actions"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [tool("ruff"), "check", "scrollcase", "tests", "benchmarks", "actions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_is_clean():
+    done = subprocess.run(
+        [tool("ruff"), "format", "--check", "scrollcase", "tests", "benchmarks", "actions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, "run `ruff format` on:\n" + done.stdout + done.stderr
 
 
 @pytest.mark.slow

@@ -91,7 +91,7 @@ def _split_ustar(name: str) -> tuple[bytes, bytes] | None:
     cut = raw.rfind(b"/", 0, 156)
     while cut > 0:
         if len(raw) - cut - 1 <= 100:
-            return raw[cut + 1:], raw[:cut]
+            return raw[cut + 1 :], raw[:cut]
         cut = raw.rfind(b"/", 0, cut)
     return None
 
@@ -105,14 +105,26 @@ _TRAILER = b"\x00" * 12
 _FIXED_SUM = sum(_OWNER) + sum(_MTIME) + sum(_MAGIC_TO_DEVICES) + 256
 
 
-def _ustar(name: bytes, prefix: bytes, *, mode: int, size: int, typeflag: bytes,
-           link: bytes = b"") -> bytes:
+def _ustar(name: bytes, prefix: bytes, *, mode: int, size: int, typeflag: bytes, link: bytes = b"") -> bytes:
     mode_field, size_field = _octal(mode, 8), _octal(size, 12)
-    checksum = (_FIXED_SUM + sum(name) + sum(prefix) + sum(link) + sum(mode_field) + sum(size_field)
-                + typeflag[0])  # NUL padding adds nothing
-    return b"".join((name.ljust(100, b"\x00"), mode_field, _OWNER, size_field, _MTIME,
-                     b"%06o\x00 " % checksum, typeflag, link.ljust(100, b"\x00"), _MAGIC_TO_DEVICES,
-                     prefix.ljust(155, b"\x00"), _TRAILER))
+    checksum = (
+        _FIXED_SUM + sum(name) + sum(prefix) + sum(link) + sum(mode_field) + sum(size_field) + typeflag[0]
+    )  # NUL padding adds nothing
+    return b"".join(
+        (
+            name.ljust(100, b"\x00"),
+            mode_field,
+            _OWNER,
+            size_field,
+            _MTIME,
+            b"%06o\x00 " % checksum,
+            typeflag,
+            link.ljust(100, b"\x00"),
+            _MAGIC_TO_DEVICES,
+            prefix.ljust(155, b"\x00"),
+            _TRAILER,
+        )
+    )
 
 
 def build_header(name: str, *, kind: str, mode: int = 0o644, size: int = 0, link: str = "") -> bytes:
@@ -207,8 +219,12 @@ class _PathTree(_FdTree):
 
 # O_NONBLOCK: a FIFO swapped in after the walk must not hang the open; O_NOFOLLOW: nor a symlink.
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-_FD_WALK = (os.open in os.supports_dir_fd and os.scandir in os.supports_fd and os.readlink in os.supports_dir_fd
-            and hasattr(os, "O_DIRECTORY"))
+_FD_WALK = (
+    os.open in os.supports_dir_fd
+    and os.scandir in os.supports_fd
+    and os.readlink in os.supports_dir_fd
+    and hasattr(os, "O_DIRECTORY")
+)
 
 
 def _by_name(entry: os.DirEntry[str]) -> str:
@@ -228,8 +244,9 @@ def iter_entries(root: Path, tree: _FdTree) -> Generator[Entry, None, None]:
     """The members of ``root`` (opened through ``tree``) in archive order, read lazily so packing
     overlaps the walk."""
     if not root.is_dir():
-        raise BuildError(f"cannot pack {describe_path(root)}: not a directory",
-                         fix="pass the folder of the box tree to pack")
+        raise BuildError(
+            f"cannot pack {describe_path(root)}: not a directory", fix="pass the folder of the box tree to pack"
+        )
     handle = _tree_call(tree, "", tree.open_root)
     try:
         yield from _walk(tree, handle)
@@ -242,8 +259,10 @@ def check_links(root: Path, entries: Iterable[Entry]) -> None:
     links = {e.name: e.link for e in entries if e.kind == "symlink"}
     bad = paths.escaping_link(links)
     if bad is not None:
-        raise BuildError(f"cannot pack {describe_path(root)}: symlink {bad[0]} -> {links[bad[0]]}: {bad[1]}",
-                         fix="make the link relative and pointing inside the box, or remove it")
+        raise BuildError(
+            f"cannot pack {describe_path(root)}: symlink {bad[0]} -> {links[bad[0]]}: {bad[1]}",
+            fix="make the link relative and pointing inside the box, or remove it",
+        )
 
 
 def _walk(tree: _FdTree, root: int | str) -> Iterator[Entry]:
@@ -270,8 +289,11 @@ def _walk(tree: _FdTree, root: int | str) -> Iterator[Entry]:
                 target = _tree_call(tree, name, tree.readlink, handle, child.name)
                 yield _symlink_entry(tree, name, handle, child.name, target)
             else:
-                raise BuildError(f"cannot pack {tree.shown(name)}: not a regular file, directory or "
-                                 "symlink (device, FIFO or socket)", fix="remove it from the box tree")
+                raise BuildError(
+                    f"cannot pack {tree.shown(name)}: not a regular file, directory or "
+                    "symlink (device, FIFO or socket)",
+                    fix="remove it from the box tree",
+                )
     finally:
         for handle, _, _ in stack[1:]:
             tree.close_dir(handle)
@@ -295,8 +317,9 @@ def _tree_call(tree: _FdTree, name: str, call: Callable[..., T], *args: object) 
 
 def _read_error(tree: _FdTree, name: str, exc: OSError) -> BuildError:
     where = tree.shown(name) if name else describe_path(tree.root)
-    return BuildError(f"cannot read {where}: {exc.strerror}",
-                      fix="check permissions, and do not modify the box tree while packing it")
+    return BuildError(
+        f"cannot read {where}: {exc.strerror}", fix="check permissions, and do not modify the box tree while packing it"
+    )
 
 
 def _symlink_entry(tree: _FdTree, name: str, where: int | str, base: str, target: str) -> Entry:
@@ -304,8 +327,10 @@ def _symlink_entry(tree: _FdTree, name: str, where: int | str, base: str, target
     try:
         paths.check_link_target(target)
     except paths.UnsafePath as exc:
-        raise BuildError(f"cannot pack symlink {tree.shown(name)} -> {target}: {exc.rule}",
-                         fix="make the link relative and pointing inside the box, or remove it") from None
+        raise BuildError(
+            f"cannot pack symlink {tree.shown(name)} -> {target}: {exc.rule}",
+            fix="make the link relative and pointing inside the box, or remove it",
+        ) from None
     return Entry(name, "symlink", where, base, target)
 
 
@@ -343,12 +368,12 @@ class _TarStream:
     def put(self, data: bytes) -> None:
         end = self.pos + len(data)
         if end < CHUNK:  # the common case: a header or padding that fits
-            self.buf[self.pos:end] = data
+            self.buf[self.pos : end] = data
             self.pos = end
             return
         while data:
             n = min(len(data), CHUNK - self.pos)
-            self.buf[self.pos:self.pos + n] = data[:n]
+            self.buf[self.pos : self.pos + n] = data[:n]
             self.pos += n
             data = data[n:]
             if self.pos == CHUNK:
@@ -361,17 +386,18 @@ class _TarStream:
             if self.pos == CHUNK:
                 self.drain()
             want = min(left, CHUNK - self.pos)
-            got = _read_into(fd, self.view[self.pos:self.pos + want])
+            got = _read_into(fd, self.view[self.pos : self.pos + want])
             if got == 0:
-                raise BuildError(f"{path()} shrank while it was being packed",
-                                 fix="do not modify the box tree while packing it")
+                raise BuildError(
+                    f"{path()} shrank while it was being packed", fix="do not modify the box tree while packing it"
+                )
             self.pos += got
             left -= got
         self.put(_ZEROS[: -size % BLOCK])
 
     def drain(self) -> None:
         if self.pos:
-            self.sink.write(self.view[:self.pos])
+            self.sink.write(self.view[: self.pos])
             self.total += self.pos
             if self.on_bytes is not None:
                 self.on_bytes(self.pos)
@@ -385,7 +411,7 @@ def _read_into(fd: int, view: memoryview) -> int:
 def _read_into_copy(fd: int, view: memoryview) -> int:
     """Windows has no readv: read, then copy into the buffer (one extra copy)."""
     data = os.read(fd, len(view))
-    view[:len(data)] = data
+    view[: len(data)] = data
     return len(data)
 
 
@@ -426,8 +452,11 @@ def _write_file(entry: Entry, stream: _TarStream, tree: _FdTree) -> None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BuildError(f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
-                             "file while the tree was being packed", fix="do not modify the box tree while packing it")
+            raise BuildError(
+                f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
+                "file while the tree was being packed",
+                fix="do not modify the box tree while packing it",
+            )
         stream.put(build_header(entry.name, kind="file", mode=normalised_mode("file", st.st_mode), size=st.st_size))
         stream.put_file(fd, st.st_size, lambda: tree.shown(entry.name))
     finally:
@@ -450,12 +479,19 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
     nothing unless it matches (SPEC §4-6), so an XXH64 over the same bytes would only cost CPU on
     both ends (1.5-3% of packing, measured).
     """
-    return zstandard.ZstdCompressionParameters.from_level(level, threads=threads or 1, write_checksum=0,
-                                                           **_TABLES.get(level, {}))
+    return zstandard.ZstdCompressionParameters.from_level(
+        level, threads=threads or 1, write_checksum=0, **_TABLES.get(level, {})
+    )
 
 
-def pack_tree(root: Path, out: Path, *, level: int = DEFAULT_LEVEL, threads: int = -1,
-              on_bytes: Callable[[int], None] | None = None) -> PackResult:
+def pack_tree(
+    root: Path,
+    out: Path,
+    *,
+    level: int = DEFAULT_LEVEL,
+    threads: int = -1,
+    on_bytes: Callable[[int], None] | None = None,
+) -> PackResult:
     """Pack ``root`` into ``out`` (``.tar.zst``), byte-for-byte reproducible.
 
     Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched.

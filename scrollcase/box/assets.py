@@ -47,15 +47,20 @@ def asset_url(base: str, path: str) -> str:
 
 
 def plan_assets(base_url: str, model_cache_subdir: str, assets: Sequence[Asset]) -> list[AssetSource]:
-    return [AssetSource(a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}",
-                        a.sha256, a.size) for a in assets]
+    return [
+        AssetSource(a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}", a.sha256, a.size)
+        for a in assets
+    ]
 
 
-def release_assets(sources: Sequence[AssetSource], assets: Sequence[Asset],
-                   bundled: bool) -> list[ReleaseAsset]:
+def release_assets(sources: Sequence[AssetSource], assets: Sequence[Asset], bundled: bool) -> list[ReleaseAsset]:
     """Manifest entries: bundled assets are inside the archive; on-demand ones carry their URL."""
-    return [ReleaseAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=bundled,
-                         url=None if bundled else s.url) for s, a in zip(sources, assets, strict=True)]
+    return [
+        ReleaseAsset(
+            name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=bundled, url=None if bundled else s.url
+        )
+        for s, a in zip(sources, assets, strict=True)
+    ]
 
 
 def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher]) -> Path:
@@ -82,39 +87,72 @@ def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int)
     try:
         fetcher(source.url, out, offset)
     except (OSError, http.client.HTTPException) as exc:
-        raise BuildError(f"downloading asset {source.name!r} failed or was interrupted", problems=[Problem(
-            message=str(exc) or type(exc).__name__, key=f"assets.{source.name}", value=source.url,
-            fix="rerun the build: the partial download is kept and resumed")]) from None
+        raise BuildError(
+            f"downloading asset {source.name!r} failed or was interrupted",
+            problems=[
+                Problem(
+                    message=str(exc) or type(exc).__name__,
+                    key=f"assets.{source.name}",
+                    value=source.url,
+                    fix="rerun the build: the partial download is kept and resumed",
+                )
+            ],
+        ) from None
 
 
 def _verify(part: Path, source: AssetSource, *, progressed: bool) -> None:
     size = part.stat().st_size
     if size < source.size and progressed:  # the connection ended early: keep the part, resume later
-        raise BuildError(f"downloading asset {source.name!r} was interrupted", problems=[Problem(
-            message=f"got {size} of {source.size} bytes", key=f"assets.{source.name}", value=source.url,
-            fix="rerun the build: the partial download is kept and resumed")])
+        raise BuildError(
+            f"downloading asset {source.name!r} was interrupted",
+            problems=[
+                Problem(
+                    message=f"got {size} of {source.size} bytes",
+                    key=f"assets.{source.name}",
+                    value=source.url,
+                    fix="rerun the build: the partial download is kept and resumed",
+                )
+            ],
+        )
     digest = sha256_file(part)[0] if size == source.size else None
     if digest == source.sha256:
         return
     part.unlink()  # wrong bytes: resuming would only extend them
     got = f"{size} bytes" if digest is None else f"sha256 {digest}"
     want = f"{source.size} bytes" if digest is None else f"sha256 {source.sha256}"
-    raise IntegrityError(f"asset {source.name!r} from {source.url} does not match the recipe",
-                         problems=[Problem(message=f"expected {want}", key=f"assets.{source.name}", value=got,
-                                           fix="fix sha256/size in recipe.json, or the file at the URL")])
+    raise IntegrityError(
+        f"asset {source.name!r} from {source.url} does not match the recipe",
+        problems=[
+            Problem(
+                message=f"expected {want}",
+                key=f"assets.{source.name}",
+                value=got,
+                fix="fix sha256/size in recipe.json, or the file at the URL",
+            )
+        ],
+    )
 
 
 def _fetcher_for(source: AssetSource, fetchers: Mapping[str, Fetcher]) -> Fetcher:
     scheme = urllib.parse.urlsplit(source.url).scheme
     if scheme not in fetchers:
-        raise BuildError(f"no way to fetch {scheme}:// assets here", problems=[Problem(
-            message=f"asset {source.name!r} needs a {scheme} client", key="assetBaseUrl", value=source.url,
-            fix="configure credentials for that store, or host the assets over https or file://")])
+        raise BuildError(
+            f"no way to fetch {scheme}:// assets here",
+            problems=[
+                Problem(
+                    message=f"asset {source.name!r} needs a {scheme} client",
+                    key="assetBaseUrl",
+                    value=source.url,
+                    fix="configure credentials for that store, or host the assets over https or file://",
+                )
+            ],
+        )
     return fetchers[scheme]
 
 
-def place_assets(sources: Sequence[AssetSource], cache: Path, fetchers: Mapping[str, Fetcher],
-                 box_root: Path) -> list[Path]:
+def place_assets(
+    sources: Sequence[AssetSource], cache: Path, fetchers: Mapping[str, Fetcher], box_root: Path
+) -> list[Path]:
     """Fetch every asset and copy it into the box under the model cache."""
     placed = []
     for source in sources:
@@ -126,9 +164,8 @@ def place_assets(sources: Sequence[AssetSource], cache: Path, fetchers: Mapping[
     return placed
 
 
-
-
 # --- transports ------------------------------------------------------------------------------------
+
 
 def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
     path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
@@ -137,8 +174,7 @@ def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
         shutil.copyfileobj(src, out, CHUNK)
 
 
-def http_fetcher(timeout: float = 60.0,
-                 opener: Callable[..., Any] = urllib.request.urlopen) -> Fetcher:
+def http_fetcher(timeout: float = 60.0, opener: Callable[..., Any] = urllib.request.urlopen) -> Fetcher:
     def fetch(url: str, out: BinaryIO, offset: int) -> None:
         # only http(s) URLs reach this fetcher: default_fetchers registers it for those schemes
         request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})  # noqa: S310
@@ -153,11 +189,13 @@ def http_fetcher(timeout: float = 60.0,
                 out.seek(0)  # server ignored Range: start over
                 out.truncate()
             shutil.copyfileobj(response, out, CHUNK)
+
     return fetch
 
 
 def s3_fetcher(client: Any) -> Fetcher:
     """``s3://bucket/key`` through an injected boto3 S3 client."""
+
     def fetch(url: str, out: BinaryIO, offset: int) -> None:
         parts = urllib.parse.urlsplit(url)
         key = urllib.parse.unquote(parts.path.lstrip("/"))
@@ -167,6 +205,7 @@ def s3_fetcher(client: Any) -> Fetcher:
         except Exception as exc:  # botocore's ClientError and friends
             raise OSError(f"S3 get_object failed: {exc}") from None
         shutil.copyfileobj(body, out, CHUNK)
+
     return fetch
 
 

@@ -1,4 +1,3 @@
-
 """``box.json``: the small description every box carries at its archive root.
 
 A host app (and ``scrollcase verify``/``unpack``) reads it to find the interpreter, the model cache,
@@ -67,7 +66,9 @@ def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
     try:
         return BoxJson.model_validate(raw)
     except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]))
-                    for e in exc.errors()]
-        raise IntegrityError(f"{file} does not describe a box this scrollcase understands", problems=problems,
-                             fix="rebuild the box with this scrollcase version") from None
+        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
+        raise IntegrityError(
+            f"{file} does not describe a box this scrollcase understands",
+            problems=problems,
+            fix="rebuild the box with this scrollcase version",
+        ) from None

@@ -125,12 +125,16 @@ def check_locked_accelerator(recipe_dir: RecipeDir) -> None:
         return  # reading the lock for install explains this one
     manifest = load_manifest(recipe_dir.manifest_file)
     recipe = recipe_dir.recipe
-    inp = LockCheckInput(recipe.recipeId, recipe.target.spec, manifest, load_lock(recipe_dir.lock_file),
-                         manifest.channels)
+    inp = LockCheckInput(
+        recipe.recipeId, recipe.target.spec, manifest, load_lock(recipe_dir.lock_file), manifest.channels
+    )
     problems = locked_accelerator_problems(inp)
     if problems:
-        raise BuildError(f"{describe_path(recipe_dir.lock_file)} does not hold what {recipe.target_id} promises, "
-                         "so nothing was downloaded or installed", problems=problems)
+        raise BuildError(
+            f"{describe_path(recipe_dir.lock_file)} does not hold what {recipe.target_id} promises, "
+            "so nothing was downloaded or installed",
+            problems=problems,
+        )
 
 
 def check_host(target_platform: str, target_arch: str, target_id: str, host: tuple[str, str]) -> None:
@@ -138,30 +142,48 @@ def check_host(target_platform: str, target_arch: str, target_id: str, host: tup
     if (target_platform, target_arch) != host:
         raise HostError(
             f"cannot build {target_id} on a {host[0]}-{host[1]} machine: boxes are built natively",
-            problems=[Problem(message="the self-test runs the box's own interpreter, which needs matching "
-                                      "hardware", key="target", value=f"{target_platform}-{target_arch}",
-                              fix=f"run the build on a {target_platform}-{target_arch} machine "
-                                  "(e.g. the CI matrix's runner for this target)")])
+            problems=[
+                Problem(
+                    message="the self-test runs the box's own interpreter, which needs matching hardware",
+                    key="target",
+                    value=f"{target_platform}-{target_arch}",
+                    fix=f"run the build on a {target_platform}-{target_arch} machine "
+                    "(e.g. the CI matrix's runner for this target)",
+                )
+            ],
+        )
 
 
-def plan_build(recipe_dir: RecipeDir, *, weights: Weights = "bundled",
-               out_dir: Path = Path(".scrollcase/dist"), state_dir: Path = Path(".scrollcase"),
-               junit: Path | None = None, host: tuple[str, str] | None = None,
-               cache_dir: Path | None = None) -> BuildPlan:
+def plan_build(
+    recipe_dir: RecipeDir,
+    *,
+    weights: Weights = "bundled",
+    out_dir: Path = Path(".scrollcase/dist"),
+    state_dir: Path = Path(".scrollcase"),
+    junit: Path | None = None,
+    host: tuple[str, str] | None = None,
+    cache_dir: Path | None = None,
+) -> BuildPlan:
     """What the build will do and where, or an error when this host must not build the recipe."""
     recipe = recipe_dir.recipe
     check_host(recipe.target.platform, recipe.target.arch, recipe.target_id, host or host_platform())
-    layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion,
-                        recipe.modelCacheSubdir)
+    layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion, recipe.modelCacheSubdir)
     sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
     cache = cache_dir or state_dir / "cache"
     wheel_cache = cache_dir / "wheels" if cache_dir else user_cache_dir() / "wheels"  # GBs: kept across builds
     return BuildPlan(
-        recipe_dir=recipe_dir, layout=layout, weights=weights, out_dir=out_dir,
-        work_dir=state_dir / "work" / recipe.recipeId, package_cache=cache / "pkgs",
-        asset_cache=cache / "assets", wheel_cache=wheel_cache,
+        recipe_dir=recipe_dir,
+        layout=layout,
+        weights=weights,
+        out_dir=out_dir,
+        work_dir=state_dir / "work" / recipe.recipeId,
+        package_cache=cache / "pkgs",
+        asset_cache=cache / "assets",
+        wheel_cache=wheel_cache,
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
-        assets=tuple(sources), prune=tuple(recipe.prunePaths))
+        assets=tuple(sources),
+        prune=tuple(recipe.prunePaths),
+    )
 
 
 # ------------------------------------------------------------------------------------- stages
@@ -184,8 +206,14 @@ class _Stages:
         self.progress(f"      {name} done in {self.timings[name]:.1f}s")
 
 
-def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher],
-                  progress: Progress = lambda _: None, meter: MeterFactory = silent_meter) -> BuildResult:
+def execute_build(
+    plan: BuildPlan,
+    *,
+    locked: LockedInstall,
+    fetchers: Mapping[str, asset_mod.Fetcher],
+    progress: Progress = lambda _: None,
+    meter: MeterFactory = silent_meter,
+) -> BuildResult:
     """Run every stage; on any failure the output folder is untouched (the work folder is kept)."""
     stages = _Stages(progress)
     _fresh_dir(plan.work_dir)
@@ -196,8 +224,13 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
         for note in prune_box(plan.box_root, plan.layout, plan.prune):
             progress(f"      note: {note}")
     with stages.stage("bytecode", "the box's own interpreter compiles its modules (reproducible .pyc)"):
-        for note in bytecode_mod.add_bytecode(plan.box_root, plan.layout, prune=plan.prune,
-                                              placeholder=BOX_PREFIX_PLACEHOLDER, scratch=plan.work_dir / "bytecode"):
+        for note in bytecode_mod.add_bytecode(
+            plan.box_root,
+            plan.layout,
+            prune=plan.prune,
+            placeholder=BOX_PREFIX_PLACEHOLDER,
+            scratch=plan.work_dir / "bytecode",
+        ):
             progress(f"      {note}")
     with stages.stage("evidence", "the box's own interpreter reports its CUDA runtime, cuDNN and GPU archs"):
         gpu = evidence_mod.gather_evidence(plan.box_root, plan.recipe.pythonEntryPoint, plan.layout.env_dir.as_posix())
@@ -223,21 +256,35 @@ def execute_build(plan: BuildPlan, *, locked: LockedInstall, fetchers: Mapping[s
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
 
 
-def install_locked(plan: BuildPlan, locked: LockedInstall, fetchers: Mapping[str, asset_mod.Fetcher],
-                   meter: MeterFactory = silent_meter) -> None:
+def install_locked(
+    plan: BuildPlan,
+    locked: LockedInstall,
+    fetchers: Mapping[str, asset_mod.Fetcher],
+    meter: MeterFactory = silent_meter,
+) -> None:
     """Conda packages with rattler, then the lock's PyPI wheels (as pixi does), all checked first."""
     install.verify_local_packages(locked.records, str(plan.recipe_dir.lock_file))
     downloading = meter("downloading wheels", None)
-    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading)
-                   for w in locked.wheels]
+    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading) for w in locked.wheels]
     downloading.finish()
     env = plan.box_root / plan.layout.env_dir
-    install.install_records(locked.records, env, subdir=plan.recipe.target.spec.subdir,
-                            cache_dir=plan.package_cache, placeholder=env_placeholder(plan.layout))
+    install.install_records(
+        locked.records,
+        env,
+        subdir=plan.recipe.target.spec.subdir,
+        cache_dir=plan.package_cache,
+        placeholder=env_placeholder(plan.layout),
+    )
     install.scrub_conda_meta(env)
     installing = meter("installing wheels", sum(w.stat().st_size for w in wheel_files))
-    wheels_mod.install_wheels(wheel_files, plan.layout, env, placeholder=env_placeholder(plan.layout),
-                              arch=plan.recipe.target.arch, on_bytes=installing)
+    wheels_mod.install_wheels(
+        wheel_files,
+        plan.layout,
+        env,
+        placeholder=env_placeholder(plan.layout),
+        arch=plan.recipe.target.arch,
+        on_bytes=installing,
+    )
     installing.finish()
 
 
@@ -254,9 +301,17 @@ def prune_box(box_root: Path, layout: BoxLayout, prune: Sequence[str]) -> list[s
     for rel in prune:
         target = box_root / rel
         if not target.parent.resolve().is_relative_to(inside):  # a symlinked folder on the way out
-            raise BuildError(f"prunePaths entry {rel!r} leads outside the box through a symlink",
-                             problems=[Problem(message="refusing to delete outside the box", key="prunePaths",
-                                               value=rel, fix="prune the real path inside the box instead")])
+            raise BuildError(
+                f"prunePaths entry {rel!r} leads outside the box through a symlink",
+                problems=[
+                    Problem(
+                        message="refusing to delete outside the box",
+                        key="prunePaths",
+                        value=rel,
+                        fix="prune the real path inside the box instead",
+                    )
+                ],
+            )
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():
@@ -282,67 +337,100 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any],
-                  gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
+def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any], gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
     r = plan.recipe
     return BoxJson(
-        boxId=r.boxId, modelId=r.modelId, runtimeId=r.runtimeId, version=r.version,
-        sourceRevision=r.sourceRevision, recipeId=r.recipeId, target=r.target, targetId=r.target_id,
-        pythonVersion=r.pythonVersion, pythonEntryPoint=r.pythonEntryPoint,
-        envDir=plan.layout.env_dir.as_posix(), modelCacheSubdir=r.modelCacheSubdir, weights=plan.weights,
-        assets=[BoxAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=plan.bundled)
-                for a in r.assets],
+        boxId=r.boxId,
+        modelId=r.modelId,
+        runtimeId=r.runtimeId,
+        version=r.version,
+        sourceRevision=r.sourceRevision,
+        recipeId=r.recipeId,
+        target=r.target,
+        targetId=r.target_id,
+        pythonVersion=r.pythonVersion,
+        pythonEntryPoint=r.pythonEntryPoint,
+        envDir=plan.layout.env_dir.as_posix(),
+        modelCacheSubdir=r.modelCacheSubdir,
+        weights=plan.weights,
+        assets=[
+            BoxAsset(name=a.name, path=a.path, sha256=a.sha256, size=a.size, bundled=plan.bundled) for a in r.assets
+        ],
         selfTest=r.selfTest,
-        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)), gpu=gpu)
+        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)),
+        gpu=gpu,
+    )
 
 
-def self_test_archive(plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson,
-                      meter: MeterFactory = silent_meter) -> SelfTestReport:
+def self_test_archive(
+    plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson, meter: MeterFactory = silent_meter
+) -> SelfTestReport:
     """Unpack (which relocates) into the work folder and run the recipe's checks; JUnit either way."""
     dest = plan.work_dir / "check"
     unpacking = meter("unpacking", size)
     unpack_archive(archive, dest, expected_size=size, expected_sha256=sha256, on_bytes=unpacking)
     unpacking.finish()
     recipe_file = describe_path(plan.recipe_dir.recipe_file)
-    report, error = run_self_test(dest, box, recipe_file=recipe_file,
-                                  recipe_text=_read_text(plan.recipe_dir.recipe_file), junit=plan.junit_path)
+    report, error = run_self_test(
+        dest, box, recipe_file=recipe_file, recipe_text=_read_text(plan.recipe_dir.recipe_file), junit=plan.junit_path
+    )
     if error is not None:
         raise error
     return report
 
 
-def run_self_test(box_root: Path, box: BoxJson, *, recipe_file: str | None, recipe_text: str | None,
-                  junit: Path | None, timeout: float = selftest.DEFAULT_TIMEOUT,
-                  ) -> tuple[SelfTestReport, SelfTestError | None]:
+def run_self_test(
+    box_root: Path,
+    box: BoxJson,
+    *,
+    recipe_file: str | None,
+    recipe_text: str | None,
+    junit: Path | None,
+    timeout: float = selftest.DEFAULT_TIMEOUT,
+) -> tuple[SelfTestReport, SelfTestError | None]:
     """Run ``box``'s self-test in an unpacked ``box_root``: (report, SelfTestError or None)."""
     box_root = box_root.resolve()  # the checks run with the box root as working directory
     env_dir = box_root / box.envDir
     absent = frozenset(f"{box.modelCacheSubdir}/{a.path}" for a in box.assets if not a.bundled)
     checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text, absent)
     env = selftest.check_env(box.target.accelerator == "cuda", box_root, box_root / box.modelCacheSubdir)
-    results = selftest.run_checks(checks, box_root / box.pythonEntryPoint, env_dir, box_root, env=env,
-                                  timeout=timeout)
+    results = selftest.run_checks(checks, box_root / box.pythonEntryPoint, env_dir, box_root, env=env, timeout=timeout)
     if junit is not None:
-        write_junit(junit, f"selftest.{box.recipeId}", selftest.junit_cases(results, recipe_file, "selftest"),
-                    {"targetId": box.targetId, "boxId": box.boxId, "version": box.version})
+        write_junit(
+            junit,
+            f"selftest.{box.recipeId}",
+            selftest.junit_cases(results, recipe_file, "selftest"),
+            {"targetId": box.targetId, "boxId": box.boxId, "version": box.version},
+        )
     return selftest.outcomes(results), selftest.failure(results, recipe_file, str(box_root))
 
 
-def make_manifest(plan: BuildPlan, size: int, sha256: str, report: SelfTestReport,
-                  gpu: evidence_mod.GpuEvidence | None = None) -> ReleaseManifest:
+def make_manifest(
+    plan: BuildPlan, size: int, sha256: str, report: SelfTestReport, gpu: evidence_mod.GpuEvidence | None = None
+) -> ReleaseManifest:
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
     return ReleaseManifest(
-        boxId=r.boxId, modelId=r.modelId, runtimeId=r.runtimeId, version=r.version,
-        sourceRevision=r.sourceRevision, recipeId=r.recipeId, recipeVersion=r.recipeVersion,
-        target=r.target, targetId=r.target_id, compatibility=r.compatibility,
+        boxId=r.boxId,
+        modelId=r.modelId,
+        runtimeId=r.runtimeId,
+        version=r.version,
+        sourceRevision=r.sourceRevision,
+        recipeId=r.recipeId,
+        recipeVersion=r.recipeVersion,
+        target=r.target,
+        targetId=r.target_id,
+        compatibility=r.compatibility,
         archive=ArchiveInfo(name=r.archive_name, size=size, sha256=sha256),
-        pythonEntryPoint=r.pythonEntryPoint, modelCacheSubdir=r.modelCacheSubdir, weights=plan.weights,
+        pythonEntryPoint=r.pythonEntryPoint,
+        modelCacheSubdir=r.modelCacheSubdir,
+        weights=plan.weights,
         assets=asset_mod.release_assets(plan.assets, r.assets, plan.bundled),
         keys=object_keys(r.boxId, r.version, r.target_id, r.archive_name),
-        builtBy=BuiltBy(scrollcase=__version__, pixi=r.pixiVersion, lockSha256=lock_sha,
-                        pythonVersion=r.pythonVersion),
-        selfTest=report, gpu=gpu)
+        builtBy=BuiltBy(scrollcase=__version__, pixi=r.pixiVersion, lockSha256=lock_sha, pythonVersion=r.pythonVersion),
+        selfTest=report,
+        gpu=gpu,
+    )
 
 
 def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes) -> None:

@@ -50,48 +50,78 @@ def verify_local_packages(records: Sequence[Any], lock_file: str) -> None:
         if problem:
             problems.append(problem)
     if problems:
-        raise IntegrityError(f"{len(problems)} package(s) do not match {lock_file}", problems=problems,
-                             fix="re-lock against the channel you build from (`scrollcase lock`), "
-                                 "or restore the channel the lock was made with")
+        raise IntegrityError(
+            f"{len(problems)} package(s) do not match {lock_file}",
+            problems=problems,
+            fix="re-lock against the channel you build from (`scrollcase lock`), "
+            "or restore the channel the lock was made with",
+        )
 
 
 def _package_problem(record: Any, path: Path, lock_file: str) -> Problem | None:
     want = record_digest(record)
     key = f"packages.{record.name.normalized}" if hasattr(record.name, "normalized") else "packages"
     if not want:
-        return Problem(message=f"{record.file_name}: the lock records no sha256", file=lock_file, key=key,
-                       fix="re-lock with `scrollcase lock` so every package carries its sha256")
+        return Problem(
+            message=f"{record.file_name}: the lock records no sha256",
+            file=lock_file,
+            key=key,
+            fix="re-lock with `scrollcase lock` so every package carries its sha256",
+        )
     if not path.is_file():
-        return Problem(message=f"{record.file_name}: package file is missing", file=lock_file, key=key,
-                       value=str(path), fix="restore the local channel the lock points to")
+        return Problem(
+            message=f"{record.file_name}: package file is missing",
+            file=lock_file,
+            key=key,
+            value=str(path),
+            fix="restore the local channel the lock points to",
+        )
     size = path.stat().st_size
     if record.size is not None and size != record.size:
-        return Problem(message=f"{record.file_name}: size differs from the lock", file=lock_file, key=key,
-                       value=f"{size} bytes, lock says {record.size}")
+        return Problem(
+            message=f"{record.file_name}: size differs from the lock",
+            file=lock_file,
+            key=key,
+            value=f"{size} bytes, lock says {record.size}",
+        )
     got = sha256_file(path)[0]
     if got != want:
-        return Problem(message=f"{record.file_name}: sha256 differs from the lock", file=lock_file, key=key,
-                       value=f"{got}, lock says {want}")
+        return Problem(
+            message=f"{record.file_name}: sha256 differs from the lock",
+            file=lock_file,
+            key=key,
+            value=f"{got}, lock says {want}",
+        )
     return None
 
 
-
-
-def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir: Path,
-                    placeholder: str) -> None:
+def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir: Path, placeholder: str) -> None:
     """Link ``records`` into ``env`` as though it lived at ``placeholder``; no link scripts run."""
     import rattler
 
     env.parent.mkdir(parents=True, exist_ok=True)
     try:
-        asyncio.run(rattler.install(
-            list(records), target_prefix=env, cache_dir=cache_dir, platform=rattler.Subdir(subdir),
-            execute_link_scripts=False, show_progress=False, alternative_target_prefix=placeholder))
+        asyncio.run(
+            rattler.install(
+                list(records),
+                target_prefix=env,
+                cache_dir=cache_dir,
+                platform=rattler.Subdir(subdir),
+                execute_link_scripts=False,
+                show_progress=False,
+                alternative_target_prefix=placeholder,
+            )
+        )
     except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
-        raise BuildError(f"installing the environment into {env} failed", problems=[Problem(
-            message=f"{type(exc).__name__}: {exc}",
-            fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
-        )]) from None
+        raise BuildError(
+            f"installing the environment into {env} failed",
+            problems=[
+                Problem(
+                    message=f"{type(exc).__name__}: {exc}",
+                    fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
+                )
+            ],
+        ) from None
     (env / "CACHEDIR.TAG").unlink(missing_ok=True)
 
 

@@ -52,19 +52,26 @@ def env_dir_for(entry_point: str, windows: bool) -> PurePosixPath:
     path = PurePosixPath(entry_point)
     if windows:
         if path.name.lower() != "python.exe" or len(path.parts) < 2:
-            raise _entry_point_error(entry_point, "venv/python.exe",
-                                     "on Windows the interpreter is python.exe at the environment root")
+            raise _entry_point_error(
+                entry_point, "venv/python.exe", "on Windows the interpreter is python.exe at the environment root"
+            )
         return path.parent
     if path.parent.name != "bin" or len(path.parts) < 3 or not path.name.startswith("python"):
-        raise _entry_point_error(entry_point, "venv/bin/python",
-                                 "on Linux and macOS the interpreter is <env>/bin/python")
+        raise _entry_point_error(
+            entry_point, "venv/bin/python", "on Linux and macOS the interpreter is <env>/bin/python"
+        )
     return path.parent.parent
 
 
 def _entry_point_error(value: str, example: str, why: str) -> RecipeError:
-    return RecipeError("pythonEntryPoint does not name an environment's interpreter", problems=[Problem(
-        message=why, file="recipe.json", key="pythonEntryPoint", value=repr(value),
-        fix=f"use e.g. \"{example}\"")])
+    return RecipeError(
+        "pythonEntryPoint does not name an environment's interpreter",
+        problems=[
+            Problem(
+                message=why, file="recipe.json", key="pythonEntryPoint", value=repr(value), fix=f'use e.g. "{example}"'
+            )
+        ],
+    )
 
 
 def box_layout(entry_point: str, platform: str, python_version: str, model_cache_subdir: str) -> BoxLayout:
@@ -77,8 +84,16 @@ def box_layout(entry_point: str, platform: str, python_version: str, model_cache
     env_dir = env_dir_for(entry_point, windows)
     cache = PurePosixPath(model_cache_subdir)
     if cache.parts[: len(env_dir.parts)] == env_dir.parts:
-        raise RecipeError("modelCacheSubdir is inside the environment folder", problems=[Problem(
-            message="weights must live beside the environment, not inside it",
-            file="recipe.json", key="modelCacheSubdir", value=repr(model_cache_subdir),
-            fix="use e.g. \"model-cache/<boxId>\"")])
+        raise RecipeError(
+            "modelCacheSubdir is inside the environment folder",
+            problems=[
+                Problem(
+                    message="weights must live beside the environment, not inside it",
+                    file="recipe.json",
+                    key="modelCacheSubdir",
+                    value=repr(model_cache_subdir),
+                    fix='use e.g. "model-cache/<boxId>"',
+                )
+            ],
+        )
     return BoxLayout(PurePosixPath(entry_point), env_dir, windows, python_version, cache)

@@ -108,8 +108,9 @@ def escaping_link(links: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-_WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
-                             + [f"{d}{i}" for d in ("COM", "LPT") for i in range(10)])
+_WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"] + [f"{d}{i}" for d in ("COM", "LPT") for i in range(10)]
+)
 _WINDOWS_BAD_CHARS = re.compile(r'[<>:"|?*\x00-\x1f]')
 
 

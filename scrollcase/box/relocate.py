@@ -94,7 +94,7 @@ def _scan_file(path: str, needle: bytes) -> tuple[bool, bool]:
             has_nul = has_nul or b"\x00" in chunk
             if hit and has_nul:
                 break
-            tail = data[-(len(needle) - 1):] if len(needle) > 1 else b""
+            tail = data[-(len(needle) - 1) :] if len(needle) > 1 else b""
     return hit, has_nul
 
 
@@ -133,7 +133,7 @@ def replace_text(data: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
     replaced = data.replace(placeholder, new_prefix)
     if first.startswith(b"#!") and placeholder in first:
         new_first = first.replace(placeholder, new_prefix)
-        rest = replaced[len(new_first):]
+        rest = replaced[len(new_first) :]
         return fix_shebang(first, new_first, placeholder, new_prefix) + rest
     return replaced
 
@@ -189,7 +189,8 @@ def relocate(root: Path, info: RelocationInfo, new_prefix: str) -> int:
         raise BuildError(
             f"cannot relocate the box to {new_prefix}: the path is {len(target)} bytes, longer than the "
             f"{len(placeholder)}-byte build placeholder that binary files have room for",
-            fix=f"unpack into a shorter path (at most {len(placeholder)} bytes)")
+            fix=f"unpack into a shorter path (at most {len(placeholder)} bytes)",
+        )
     changed = 0
     for item in info.files:
         path = _inside(root, item.path)
@@ -206,14 +207,17 @@ def _inside(root: Path, rel: str) -> Path:
     try:
         name = paths.normalise_member(rel)
     except paths.UnsafePath as exc:
-        raise IntegrityError(f"box.json: relocation names an unsafe path: {exc.rule}",
-                             fix="rebuild the box; do not edit box.json by hand") from None
+        raise IntegrityError(
+            f"box.json: relocation names an unsafe path: {exc.rule}",
+            fix="rebuild the box; do not edit box.json by hand",
+        ) from None
     path = root.joinpath(*name.split("/"))
     real_root = os.path.realpath(root)
-    if path.is_symlink() or not path.is_file() or \
-            os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
-        raise IntegrityError(f"box.json: relocation file {rel} is not a regular file inside the box",
-                             fix="rebuild the box; do not edit box.json by hand")
+    if path.is_symlink() or not path.is_file() or os.path.commonpath([real_root, os.path.realpath(path)]) != real_root:
+        raise IntegrityError(
+            f"box.json: relocation file {rel} is not a regular file inside the box",
+            fix="rebuild the box; do not edit box.json by hand",
+        )
     return path
 
 
@@ -236,4 +240,4 @@ def read_relocation(box_json: bytes, file: str = "box.json") -> RelocationInfo |
     try:
         return RelocationInfo.model_validate(raw)
     except ValueError as exc:
-        raise IntegrityError(f"{file}: \"relocation\" is invalid: {exc}", fix="rebuild the box") from None
+        raise IntegrityError(f'{file}: "relocation" is invalid: {exc}', fix="rebuild the box") from None

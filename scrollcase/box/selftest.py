@@ -49,8 +49,9 @@ class CheckResult:
 Runner = Callable[..., RunResult]
 
 
-def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None = None,
-                not_in_box: frozenset[str] = frozenset()) -> list[Check]:
+def plan_checks(
+    self_test: SelfTest, entry_point: str, recipe_text: str | None = None, not_in_box: frozenset[str] = frozenset()
+) -> list[Check]:
     """The checks to run, in order: the interpreter itself, each import, each file, the code.
 
     ``not_in_box`` are files deliberately left out (on-demand assets): their file checks are skipped.
@@ -61,11 +62,20 @@ def plan_checks(self_test: SelfTest, entry_point: str, recipe_text: str | None =
         return found.get((kind, name)) or found.get((kind, "")) or found.get(("root", ""))
 
     checks = [Check(f"entrypoint {entry_point}", "entrypoint", ("-c", _PREFIX_CODE), line("root"))]
-    checks += [Check(f"import {name}", "import", ("-c", f"import {name}"), line("import", name))
-               for name in self_test.imports]
+    checks += [
+        Check(f"import {name}", "import", ("-c", f"import {name}"), line("import", name)) for name in self_test.imports
+    ]
     absent = "on-demand asset, fetched by the host app, not in the box"
-    checks += [Check(f"file {path}", "file", ("-c", _FILE_CODE, path), line("file", path),
-                     skip=absent if path in not_in_box else None) for path in self_test.files]
+    checks += [
+        Check(
+            f"file {path}",
+            "file",
+            ("-c", _FILE_CODE, path),
+            line("file", path),
+            skip=absent if path in not_in_box else None,
+        )
+        for path in self_test.files
+    ]
     if self_test.pythonCode.strip():
         checks.append(Check("pythonCode", "code", ("-c", self_test.pythonCode), line("code")))
     return checks
@@ -92,9 +102,16 @@ def judge(check: Check, run: RunResult, env_dir: Path) -> str | None:
     return None
 
 
-def run_checks(checks: Sequence[Check], python: Path, env_dir: Path, box_root: Path, *,
-               env: Mapping[str, str], timeout: float = DEFAULT_TIMEOUT,
-               runner: Runner = run_python) -> list[CheckResult]:
+def run_checks(
+    checks: Sequence[Check],
+    python: Path,
+    env_dir: Path,
+    box_root: Path,
+    *,
+    env: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    runner: Runner = run_python,
+) -> list[CheckResult]:
     """Run every check (a failure does not stop the others) with the box root as working directory."""
     results = []
     for check in checks:
@@ -107,18 +124,34 @@ def run_checks(checks: Sequence[Check], python: Path, env_dir: Path, box_root: P
 
 
 def outcomes(results: Sequence[CheckResult]) -> SelfTestReport:
-    checks = [CheckOutcome(name=r.check.name, kind=r.check.kind,  # type: ignore[arg-type]
-                           passed=r.passed, durationSeconds=round(r.run.duration, 3),
-                           message=r.problem or (f"skipped: {r.check.skip}" if r.check.skip else ""))
-              for r in results]
+    checks = [
+        CheckOutcome(
+            name=r.check.name,
+            kind=r.check.kind,  # type: ignore[arg-type]
+            passed=r.passed,
+            durationSeconds=round(r.run.duration, 3),
+            message=r.problem or (f"skipped: {r.check.skip}" if r.check.skip else ""),
+        )
+        for r in results
+    ]
     return SelfTestReport(passed=all(c.passed for c in checks), checks=checks)
 
 
 def junit_cases(results: Sequence[CheckResult], recipe_file: str | None, suite: str) -> list[JUnitCase]:
-    return [JUnitCase(name=r.check.name, classname=f"{suite}.{r.check.kind}", passed=r.passed,
-                      message=r.problem or r.check.skip or "", skipped=r.check.skip is not None,
-                      output=_output(r.run), seconds=r.run.duration,
-                      file=recipe_file, line=r.check.line) for r in results]
+    return [
+        JUnitCase(
+            name=r.check.name,
+            classname=f"{suite}.{r.check.kind}",
+            passed=r.passed,
+            message=r.problem or r.check.skip or "",
+            skipped=r.check.skip is not None,
+            output=_output(r.run),
+            seconds=r.run.duration,
+            file=recipe_file,
+            line=r.check.line,
+        )
+        for r in results
+    ]
 
 
 def failure(results: Sequence[CheckResult], recipe_file: str | None, where: str) -> SelfTestError | None:
@@ -126,11 +159,20 @@ def failure(results: Sequence[CheckResult], recipe_file: str | None, where: str)
     failed = [r for r in results if not r.passed]
     if not failed:
         return None
-    problems = [Problem(message=f"{r.check.name}: {r.problem}", file=recipe_file, line=r.check.line,
-                        key="selfTest", value=_details(r),
-                        fix=_fix_for(r.check.kind)) for r in failed]
-    return SelfTestError(f"self-test failed in {where}: {len(failed)} of {len(results)} check(s) failed",
-                         problems=problems)
+    problems = [
+        Problem(
+            message=f"{r.check.name}: {r.problem}",
+            file=recipe_file,
+            line=r.check.line,
+            key="selfTest",
+            value=_details(r),
+            fix=_fix_for(r.check.kind),
+        )
+        for r in failed
+    ]
+    return SelfTestError(
+        f"self-test failed in {where}: {len(failed)} of {len(results)} check(s) failed", problems=problems
+    )
 
 
 def _details(result: CheckResult) -> str | None:

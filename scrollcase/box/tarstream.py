@@ -11,9 +11,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 BLOCK = 512
-_TYPES = {b"0": "file", b"\x00": "file", b"7": "file", b"5": "dir", b"2": "symlink", b"1": "hardlink",
-          b"3": "device", b"4": "device", b"6": "fifo", b"x": "pax", b"g": "paxglobal",
-          b"L": "gnulongname", b"K": "gnulonglink"}
+_TYPES = {
+    b"0": "file",
+    b"\x00": "file",
+    b"7": "file",
+    b"5": "dir",
+    b"2": "symlink",
+    b"1": "hardlink",
+    b"3": "device",
+    b"4": "device",
+    b"6": "fifo",
+    b"x": "pax",
+    b"g": "paxglobal",
+    b"L": "gnulongname",
+    b"K": "gnulonglink",
+}
 
 
 class TarFormatError(ValueError):
@@ -66,8 +78,9 @@ def parse_header(block: bytes) -> Header:
             name = prefix + "/" + name
     typeflag = block[156:157]
     kind = _TYPES.get(typeflag, f"other:{typeflag.decode('latin-1')!r}")
-    return Header(name, kind, parse_number(block[100:108]) & 0o7777, parse_number(block[124:136]),
-                  _text(block[157:257]))
+    return Header(
+        name, kind, parse_number(block[100:108]) & 0o7777, parse_number(block[124:136]), _text(block[157:257])
+    )
 
 
 def parse_pax(data: bytes) -> dict[str, str]:
@@ -82,7 +95,7 @@ def parse_pax(data: bytes) -> dict[str, str]:
             length = int(data[pos:space])
         except ValueError:
             raise TarFormatError("malformed pax record length") from None
-        record = data[space + 1:pos + length]
+        record = data[space + 1 : pos + length]
         if length <= 0 or not record.endswith(b"\n") or b"=" not in record:
             raise TarFormatError("malformed pax record")
         key, _, value = record[:-1].partition(b"=")
@@ -111,7 +124,7 @@ class ChunkReader:
     def read(self, n: int) -> bytes:
         """Exactly ``n`` bytes (copied); TarFormatError when the stream ends first."""
         if len(self._view) - self._pos >= n:
-            out = self._view[self._pos:self._pos + n].tobytes()
+            out = self._view[self._pos : self._pos + n].tobytes()
             self._pos += n
             self.consumed += n
             return out
@@ -129,7 +142,7 @@ class ChunkReader:
             if self._pos == len(self._view) and not self._fill():
                 raise TarFormatError("archive is truncated (the stream ends inside a member)")
             take = min(n, len(self._view) - self._pos)
-            yield self._view[self._pos:self._pos + take]
+            yield self._view[self._pos : self._pos + take]
             self._pos += take
             self.consumed += take
             n -= take

@@ -55,8 +55,7 @@ _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUN
 _END = None
 _MAX_TRAILER = 1 << 20  # after the end-of-archive marker: record padding (GNU tar: < 10 KiB)
 # O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
-_CREATE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-                 | getattr(os, "O_NOFOLLOW", 0))
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,8 @@ class _Feed:
 
     def _decompress(self, source: _Source) -> None:
         reader = zstandard.ZstdDecompressor().stream_reader(
-            cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False)
+            cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False
+        )
         try:
             while not self.stop.is_set() and source.error is None:
                 out = reader.read(OUT_CHUNK)
@@ -218,8 +218,11 @@ class _Extractor:
             raise _Reject(norm, f"more than {self.limits.max_members} members (limit)")
         self.declared += header.size + BLOCK
         if self.declared > self.budget:
-            raise _Reject(norm, f"unpacked size would exceed {self.budget} bytes "
-                                "(total-size or compression-ratio limit: a decompression bomb?)")
+            raise _Reject(
+                norm,
+                f"unpacked size would exceed {self.budget} bytes "
+                "(total-size or compression-ratio limit: a decompression bomb?)",
+            )
         previous = self.kinds.get(norm)
         if previous is not None and not (previous == "implicit" and header.kind == "dir"):
             raise _Reject(norm, "duplicate member (the same name appears twice)")
@@ -256,7 +259,7 @@ class _Extractor:
         try:
             for piece in reader.slices(header.size):
                 while piece:
-                    piece = piece[os.write(fd, piece):]
+                    piece = piece[os.write(fd, piece) :]
         finally:
             os.close(fd)
         self.kinds[name] = "file"
@@ -271,8 +274,10 @@ class _Extractor:
         try:
             os.symlink(target, self.disk(name))  # noqa: PTH211
         except OSError as exc:  # Windows without the symlink privilege
-            raise BuildError(f"cannot create symlink {name}: {exc.strerror}",
-                             fix="on Windows enable Developer Mode (symlink privilege)") from None
+            raise BuildError(
+                f"cannot create symlink {name}: {exc.strerror}",
+                fix="on Windows enable Developer Mode (symlink privilege)",
+            ) from None
         self.kinds[name] = "symlink"
 
     def hardlink(self, name: str, target: str) -> None:
@@ -302,8 +307,10 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
             reader.drain(_MAX_TRAILER)  # the second zero block and the record padding
             return
         if reader.consumed > ex.budget:  # counts extended headers too, not only member data
-            raise _Reject(pending.get("path", "?"), f"unpacked size exceeds {ex.budget} bytes "
-                                                    "(total-size or compression-ratio limit)")
+            raise _Reject(
+                pending.get("path", "?"),
+                f"unpacked size exceeds {ex.budget} bytes (total-size or compression-ratio limit)",
+            )
         header = parse_header(block)
         if header.kind in META_KINDS:
             read_meta(header, reader, pending)
@@ -321,14 +328,16 @@ def _apply(header: Header, pending: dict[str, str]) -> Header:
             size = int(pending["size"])
         except ValueError:
             raise TarFormatError("bad pax size record") from None
-    return Header(pending.get("path", header.name), header.kind, header.mode, size,
-                  pending.get("linkpath", header.link))
+    return Header(
+        pending.get("path", header.name), header.kind, header.mode, size, pending.get("linkpath", header.link)
+    )
 
 
 def _member(header: Header, reader: ChunkReader, ex: _Extractor) -> None:
     if header.kind in ("device", "fifo") or header.kind.startswith("other"):
-        raise _Reject(header.name, f"member type {header.kind} is not allowed (only files, directories, "
-                                   "symlinks and hardlinks)")
+        raise _Reject(
+            header.name, f"member type {header.kind} is not allowed (only files, directories, symlinks and hardlinks)"
+        )
     name = ex.admit(header, header.name)
     if header.kind == "file":
         ex.regular(name, header, reader)
@@ -348,8 +357,15 @@ def _member(header: Header, reader: ChunkReader, ex: _Extractor) -> None:
 # ---------------------------------------------------------------- the public entry point
 
 
-def unpack_archive(archive: Path, dest: Path, *, expected_size: int, expected_sha256: str,
-                   limits: Limits = DEFAULT_LIMITS, on_bytes: Callable[[int], None] | None = None) -> UnpackResult:
+def unpack_archive(
+    archive: Path,
+    dest: Path,
+    *,
+    expected_size: int,
+    expected_sha256: str,
+    limits: Limits = DEFAULT_LIMITS,
+    on_bytes: Callable[[int], None] | None = None,
+) -> UnpackResult:
     """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
     ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter)."""
     label = describe_path(archive) or str(archive)
@@ -387,11 +403,14 @@ def temp_pattern(final: Path) -> re.Pattern[str]:
 
 def _make_temp(final: Path) -> Path:
     try:
-        return Path(tempfile.mkdtemp(prefix=f".{_temp_stem(final)}.{os.getpid()}-", suffix=TEMP_SUFFIX,
-                                     dir=final.parent))
+        return Path(
+            tempfile.mkdtemp(prefix=f".{_temp_stem(final)}.{os.getpid()}-", suffix=TEMP_SUFFIX, dir=final.parent)
+        )
     except OSError as exc:
-        raise BuildError(f"cannot create a temp folder in {describe_path(final.parent)}: {exc.strerror}",
-                         fix="check free disk space and the folder's permissions") from None
+        raise BuildError(
+            f"cannot create a temp folder in {describe_path(final.parent)}: {exc.strerror}",
+            fix="check free disk space and the folder's permissions",
+        ) from None
 
 
 def remove_stale_temps(final: Path) -> list[Path]:
@@ -414,11 +433,14 @@ def _check_size(archive: Path, label: str, expected: int) -> None:
     try:
         size = archive.stat().st_size
     except OSError as exc:
-        raise IntegrityError(f"cannot read archive {label}: {exc.strerror}",
-                             fix="check the path, or download the archive again") from None
+        raise IntegrityError(
+            f"cannot read archive {label}: {exc.strerror}", fix="check the path, or download the archive again"
+        ) from None
     if size != expected:
-        raise IntegrityError(f"archive {label} is {size} bytes, expected {expected}",
-                             fix="the download is incomplete or not this release: download it again")
+        raise IntegrityError(
+            f"archive {label} is {size} bytes, expected {expected}",
+            fix="the download is incomplete or not this release: download it again",
+        )
 
 
 def _prepare_dest(dest: Path) -> Path:
@@ -430,32 +452,47 @@ def _prepare_dest(dest: Path) -> Path:
     if len(os.fsencode(dest.name)) > NAME_MAX:
         raise UsageError(f"cannot unpack into {shown}: the name is longer than {NAME_MAX} bytes", fix=fix)
     if dest.is_symlink():
-        raise UsageError(f"cannot unpack into {shown}: it is a symlink (DEST is created as a real folder)",
-                         fix="pass the folder the link points to, or a new folder path")
+        raise UsageError(
+            f"cannot unpack into {shown}: it is a symlink (DEST is created as a real folder)",
+            fix="pass the folder the link points to, or a new folder path",
+        )
     try:
         final = dest.parent.resolve() / dest.name
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise UsageError(f"cannot unpack into {shown}: its parent folder cannot be resolved ({exc})", fix=fix) from None
     try:
         if final.exists() and (not final.is_dir() or any(final.iterdir())):
-            raise UsageError(f"cannot unpack into {describe_path(final)}: it exists and is not an empty folder",
-                             fix="choose a new folder (it is created), or remove the existing one")
+            raise UsageError(
+                f"cannot unpack into {describe_path(final)}: it exists and is not an empty folder",
+                fix="choose a new folder (it is created), or remove the existing one",
+            )
         final.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
-        raise UsageError(f"cannot unpack into {shown}: {describe_path(exc.filename)} is a file, not a folder",
-                         fix=fix) from None
+        raise UsageError(
+            f"cannot unpack into {shown}: {describe_path(exc.filename)} is a file, not a folder", fix=fix
+        ) from None
     except OSError as exc:
-        raise BuildError(f"cannot create {describe_path(final.parent)}: {exc.strerror}",
-                         fix="check the folder's permissions and free disk space") from None
+        raise BuildError(
+            f"cannot create {describe_path(final.parent)}: {exc.strerror}",
+            fix="check the folder's permissions and free disk space",
+        ) from None
     return final
 
 
-def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expected_sha256: str,
-                      limits: Limits, on_bytes: Callable[[int], None] | None = None) -> tuple[int, str, int, int, int]:
+def _extract_verified(
+    archive: Path,
+    label: str,
+    tmp: Path,
+    final: Path,
+    expected_sha256: str,
+    limits: Limits,
+    on_bytes: Callable[[int], None] | None = None,
+) -> tuple[int, str, int, int, int]:
     feed = _Feed(archive, on_bytes=on_bytes)
     thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=True)
-    budget = min(limits.max_total_bytes,
-                 max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, 1))))
+    budget = min(
+        limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, 1)))
+    )
     ex = _Extractor(str(tmp) + os.sep, limits, budget)
     reader = ChunkReader(feed.next_chunk)
     failure: ScrollcaseError | None = None
@@ -471,8 +508,10 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
         failure = IntegrityError(f"archive {label}: {exc}", fix="download the archive again")
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename is not None else ""
-        failure = BuildError(f"cannot unpack {label} into {describe_path(tmp)}: {exc.strerror or exc}{where}",
-                             fix="check free disk space and permissions")
+        failure = BuildError(
+            f"cannot unpack {label} into {describe_path(tmp)}: {exc.strerror or exc}{where}",
+            fix="check free disk space and permissions",
+        )
     finally:
         feed.stop.set()
         _drain(feed.chunks)
@@ -482,9 +521,11 @@ def _extract_verified(archive: Path, label: str, tmp: Path, final: Path, expecte
 
 def _unsafe(label: str, reject: _Reject) -> IntegrityError:
     fix = "do not use this archive: it was not made by scrollcase, or it was tampered with"
-    return IntegrityError(f"archive {label} is unsafe: member {reject.member!r}: {reject.rule}",
-                          problems=[Problem(message=reject.rule, file=label, key="member",
-                                            value=repr(reject.member))], fix=fix)
+    return IntegrityError(
+        f"archive {label} is unsafe: member {reject.member!r}: {reject.rule}",
+        problems=[Problem(message=reject.rule, file=label, key="member", value=repr(reject.member))],
+        fix=fix,
+    )
 
 
 def _drain(chunks: queue.Queue[bytes | None]) -> None:
@@ -495,12 +536,15 @@ def _drain(chunks: queue.Queue[bytes | None]) -> None:
             return
 
 
-def _verdict(feed: _Feed, label: str, expected_sha256: str, failure: ScrollcaseError | None,
-             ex: _Extractor, consumed: int) -> tuple[int, str, int, int, int]:
+def _verdict(
+    feed: _Feed, label: str, expected_sha256: str, failure: ScrollcaseError | None, ex: _Extractor, consumed: int
+) -> tuple[int, str, int, int, int]:
     """A wrong digest outranks every other finding: the bytes are simply not the promised archive."""
     if feed.sha256 != expected_sha256:
-        raise IntegrityError(f"archive {label}: sha256 is {feed.sha256}, expected {expected_sha256}",
-                             fix="the archive is corrupt or not this release: download it again")
+        raise IntegrityError(
+            f"archive {label}: sha256 is {feed.sha256}, expected {expected_sha256}",
+            fix="the archive is corrupt or not this release: download it again",
+        )
     if feed.error is not None:  # outranks the tar parser's "truncated" that it causes
         raise IntegrityError(f"archive {label}: {feed.error}", fix="download the archive again")
     if failure is not None:
@@ -525,8 +569,12 @@ def _publish(tmp: Path, final: Path) -> None:
         tmp.replace(final)
     except OSError as exc:
         if final.exists() or final.is_symlink():
-            raise UsageError(f"cannot unpack into {describe_path(final)}: it appeared while this unpack ran "
-                             "(another unpack into the same folder?); nothing of this run was kept",
-                             fix="unpack into a new folder, or remove the existing one and rerun") from None
-        raise BuildError(f"cannot rename {describe_path(tmp)} to {describe_path(final)}: {exc.strerror}",
-                         fix="check the folder's permissions") from None
+            raise UsageError(
+                f"cannot unpack into {describe_path(final)}: it appeared while this unpack ran "
+                "(another unpack into the same folder?); nothing of this run was kept",
+                fix="unpack into a new folder, or remove the existing one and rerun",
+            ) from None
+        raise BuildError(
+            f"cannot rename {describe_path(tmp)} to {describe_path(final)}: {exc.strerror}",
+            fix="check the folder's permissions",
+        ) from None

@@ -31,42 +31,73 @@ class VerifyReport:
     self_test: SelfTestReport | None
 
     def to_json(self) -> dict[str, object]:
-        return {"release": str(self.release), "archive": str(self.archive), "passed": True,
-                "archiveSha256": self.manifest.archive.sha256, "layout": list(self.layout_checks),
-                "selfTest": None if self.self_test is None else self.self_test.model_dump(mode="json")}
+        return {
+            "release": str(self.release),
+            "archive": str(self.archive),
+            "passed": True,
+            "archiveSha256": self.manifest.archive.sha256,
+            "layout": list(self.layout_checks),
+            "selfTest": None if self.self_test is None else self.self_test.model_dump(mode="json"),
+        }
 
 
 def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
     """How the unpacked box disagrees with its manifest or cannot run (empty when it is sound)."""
     problems = []
-    pairs = {"boxId": (box.boxId, manifest.boxId), "version": (box.version, manifest.version),
-             "targetId": (box.targetId, manifest.targetId),
-             "pythonEntryPoint": (box.pythonEntryPoint, manifest.pythonEntryPoint),
-             "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir),
-             "gpu": (box.gpu, manifest.gpu)}
+    pairs = {
+        "boxId": (box.boxId, manifest.boxId),
+        "version": (box.version, manifest.version),
+        "targetId": (box.targetId, manifest.targetId),
+        "pythonEntryPoint": (box.pythonEntryPoint, manifest.pythonEntryPoint),
+        "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir),
+        "gpu": (box.gpu, manifest.gpu),
+    }
     for key, (inside, outside) in pairs.items():
         if inside != outside:
-            problems.append(Problem(message="box.json and the release manifest disagree", file=BOX_JSON,
-                                    key=key, value=f"{inside!r} vs {outside!r}"))
+            problems.append(
+                Problem(
+                    message="box.json and the release manifest disagree",
+                    file=BOX_JSON,
+                    key=key,
+                    value=f"{inside!r} vs {outside!r}",
+                )
+            )
     if env_dir_for(box.pythonEntryPoint, windows).as_posix() != box.envDir:
-        problems.append(Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON,
-                                key="envDir", value=box.envDir))
+        problems.append(
+            Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON, key="envDir", value=box.envDir)
+        )
     python = box_root / box.pythonEntryPoint
     if not python.is_file():
-        problems.append(Problem(message="the interpreter is missing from the archive", file=BOX_JSON,
-                                key="pythonEntryPoint", value=box.pythonEntryPoint))
+        problems.append(
+            Problem(
+                message="the interpreter is missing from the archive",
+                file=BOX_JSON,
+                key="pythonEntryPoint",
+                value=box.pythonEntryPoint,
+            )
+        )
     elif not windows and not os.access(python, os.X_OK):
-        problems.append(Problem(message="the interpreter is not executable", file=BOX_JSON,
-                                key="pythonEntryPoint", value=box.pythonEntryPoint))
+        problems.append(
+            Problem(
+                message="the interpreter is not executable",
+                file=BOX_JSON,
+                key="pythonEntryPoint",
+                value=box.pythonEntryPoint,
+            )
+        )
     for asset in box.assets:
         if asset.bundled and not (box_root / box.modelCacheSubdir / asset.path).is_file():
-            problems.append(Problem(message="a bundled asset is missing", file=BOX_JSON,
-                                    key=f"assets.{asset.name}", value=asset.path))
+            problems.append(
+                Problem(
+                    message="a bundled asset is missing", file=BOX_JSON, key=f"assets.{asset.name}", value=asset.path
+                )
+            )
     return problems
 
 
-def verify_release(release: Path, *, self_test: bool, junit: Path | None = None,
-                   temp_parent: Path | None = None) -> VerifyReport:
+def verify_release(
+    release: Path, *, self_test: bool, junit: Path | None = None, temp_parent: Path | None = None
+) -> VerifyReport:
     """Unpack into a fresh temporary folder, check the layout, optionally re-run the self-test."""
     manifest = load_release(release)
     archive = release.parent / manifest.archive.name
@@ -74,15 +105,20 @@ def verify_release(release: Path, *, self_test: bool, junit: Path | None = None,
         check_host(manifest.target.platform, manifest.target.arch, manifest.targetId, host_platform())
     with tempfile.TemporaryDirectory(prefix="scrollcase-verify-", dir=temp_parent) as tmp:
         root = Path(tmp) / "box"
-        unpack_archive(archive, root, expected_size=manifest.archive.size,
-                       expected_sha256=manifest.archive.sha256)
+        unpack_archive(archive, root, expected_size=manifest.archive.size, expected_sha256=manifest.archive.sha256)
         box = _read_box_json(root)
         problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")
         if problems:
-            raise IntegrityError(f"{manifest.archive.name} does not hold the box its manifest describes",
-                                 problems=problems, fix="rebuild the box with `scrollcase build`")
-        checks: tuple[str, ...] = ("archive size and sha256", "box.json valid and matches the manifest",
-                  f"{box.pythonEntryPoint} exists and is executable")
+            raise IntegrityError(
+                f"{manifest.archive.name} does not hold the box its manifest describes",
+                problems=problems,
+                fix="rebuild the box with `scrollcase build`",
+            )
+        checks: tuple[str, ...] = (
+            "archive size and sha256",
+            "box.json valid and matches the manifest",
+            f"{box.pythonEntryPoint} exists and is executable",
+        )
         report = None
         if self_test:
             report, error = run_self_test(root, box, recipe_file=None, recipe_text=None, junit=junit)
@@ -97,16 +133,20 @@ def recheck_evidence(root: Path, box: BoxJson, manifest: ReleaseManifest) -> Non
     """The unpacked box's interpreter must still report what box.json records, and that must fit the target."""
     fresh = evidence.gather_evidence(root, box.pythonEntryPoint, box.envDir)
     if box.gpu is not None and fresh != box.gpu:
-        problem = Problem(message=f"box.json: {box.gpu.describe()}; now: {fresh.describe()}", file=BOX_JSON,
-                          key="gpu", fix="rebuild the box with `scrollcase build`")
-        raise IntegrityError("the box's interpreter reports other GPU evidence than its box.json records",
-                             problems=[problem])
+        problem = Problem(
+            message=f"box.json: {box.gpu.describe()}; now: {fresh.describe()}",
+            file=BOX_JSON,
+            key="gpu",
+            fix="rebuild the box with `scrollcase build`",
+        )
+        raise IntegrityError(
+            "the box's interpreter reports other GPU evidence than its box.json records", problems=[problem]
+        )
     evidence.require_evidence(manifest.target.spec, fresh, where="unpacked box")
 
 
 def _read_box_json(root: Path) -> BoxJson:
     path = root / BOX_JSON
     if not path.is_file():
-        raise IntegrityError("the archive has no box.json at its root",
-                             fix="rebuild the box with `scrollcase build`")
+        raise IntegrityError("the archive has no box.json at its root", fix="rebuild the box with `scrollcase build`")
     return parse_box_json(path.read_bytes(), file=BOX_JSON)

@@ -79,21 +79,35 @@ def plan_wheels(locked: Sequence[LockedWheel], lock_path: Path, subdir: str) -> 
         filename = urllib.parse.unquote(PurePosixPath(urllib.parse.urlsplit(url).path).name)
         key = f"packages.pypi.{package.name}"
         if not filename.endswith(".whl"):
-            problems.append(Problem(
-                message=f"{package.name} {package.version} is locked as a source distribution, git URL or "
-                        "folder, not a wheel", file=str(lock_path), key=key, value=package.location,
-                fix="lock a wheel for it (build one and point pixi at it), or use the conda-forge package"))
+            problems.append(
+                Problem(
+                    message=f"{package.name} {package.version} is locked as a source distribution, git URL or "
+                    "folder, not a wheel",
+                    file=str(lock_path),
+                    key=key,
+                    value=package.location,
+                    fix="lock a wheel for it (build one and point pixi at it), or use the conda-forge package",
+                )
+            )
         elif not package.sha256:
-            problems.append(Problem(
-                message=f"{package.name} {package.version}: the lock records no sha256 (pixi records none "
-                        "for wheels given by path)", file=str(lock_path), key=key, value=package.location,
-                fix="host the wheel at an https URL or an index so the lock pins its sha256, "
-                    "or use the conda-forge package"))
+            problems.append(
+                Problem(
+                    message=f"{package.name} {package.version}: the lock records no sha256 (pixi records none "
+                    "for wheels given by path)",
+                    file=str(lock_path),
+                    key=key,
+                    value=package.location,
+                    fix="host the wheel at an https URL or an index so the lock pins its sha256, "
+                    "or use the conda-forge package",
+                )
+            )
         else:
             sources.append(WheelSource(package.name, package.version, url, filename, package.sha256))
     if problems:
-        raise BuildError(f"{len(problems)} PyPI package(s) in {lock_path} cannot be installed into a "
-                         f"box for {subdir}", problems=problems)
+        raise BuildError(
+            f"{len(problems)} PyPI package(s) in {lock_path} cannot be installed into a box for {subdir}",
+            problems=problems,
+        )
     return sources
 
 
@@ -107,17 +121,26 @@ def _resolve(location: str, lock_dir: Path) -> str:
 # ------------------------------------------------------------------------------------------ executors
 
 
-def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher],
-                on_bytes: Callable[[int], None] | None = None) -> Path:
+def fetch_wheel(
+    source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher], on_bytes: Callable[[int], None] | None = None
+) -> Path:
     """The wheel file, verified against the lock: local files are checked in place, others downloaded
     into ``cache/<sha256>/`` once (``on_bytes`` is told each chunk that arrives)."""
     parts = urllib.parse.urlsplit(source.url)
     if parts.scheme == "file":
         path = Path(urllib.request.url2pathname(parts.path))
         if not path.is_file():
-            raise BuildError(f"wheel {source.filename} is missing", problems=[Problem(
-                message="the lock points to a file that does not exist", key=f"packages.pypi.{source.name}",
-                value=str(path), fix="restore the wheel, or re-lock")])
+            raise BuildError(
+                f"wheel {source.filename} is missing",
+                problems=[
+                    Problem(
+                        message="the lock points to a file that does not exist",
+                        key=f"packages.pypi.{source.name}",
+                        value=str(path),
+                        fix="restore the wheel, or re-lock",
+                    )
+                ],
+            )
         _verify(path, source)
         return path
     done = cache / source.sha256 / source.filename
@@ -127,9 +150,17 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
         done.unlink()  # a damaged cache entry is fetched again, never trusted
     fetcher = fetchers.get(parts.scheme)
     if fetcher is None:
-        raise BuildError(f"no way to fetch {parts.scheme}:// wheels here", problems=[Problem(
-            message=f"{source.filename} needs a {parts.scheme} client", key=f"packages.pypi.{source.name}",
-            value=source.url, fix="build where that index is reachable, or lock wheels from https or file://")])
+        raise BuildError(
+            f"no way to fetch {parts.scheme}:// wheels here",
+            problems=[
+                Problem(
+                    message=f"{source.filename} needs a {parts.scheme} client",
+                    key=f"packages.pypi.{source.name}",
+                    value=source.url,
+                    fix="build where that index is reachable, or lock wheels from https or file://",
+                )
+            ],
+        )
     done.parent.mkdir(parents=True, exist_ok=True)
     part = done.with_name(done.name + ".part")
     try:
@@ -137,9 +168,17 @@ def fetch_wheel(source: WheelSource, cache: Path, fetchers: Mapping[str, Fetcher
             fetcher(source.url, cast("BinaryIO", _Counted(out, on_bytes)) if on_bytes else out, 0)
     except (OSError, http.client.HTTPException) as exc:
         part.unlink(missing_ok=True)
-        raise BuildError(f"downloading wheel {source.filename} failed", problems=[Problem(
-            message=str(exc) or type(exc).__name__, key=f"packages.pypi.{source.name}", value=source.url,
-            fix="check the network (or the index URL in the lock) and rerun the build")]) from None
+        raise BuildError(
+            f"downloading wheel {source.filename} failed",
+            problems=[
+                Problem(
+                    message=str(exc) or type(exc).__name__,
+                    key=f"packages.pypi.{source.name}",
+                    value=source.url,
+                    fix="check the network (or the index URL in the lock) and rerun the build",
+                )
+            ],
+        ) from None
     try:
         _verify(part, source)
     except IntegrityError:
@@ -164,17 +203,30 @@ class _Counted:
 def _verify(path: Path, source: WheelSource) -> None:
     got = sha256_file(path)[0]
     if got != source.sha256:
-        raise IntegrityError(f"wheel {source.filename} does not match the lock", problems=[Problem(
-            message=f"sha256 {got}, the lock says {source.sha256}", key=f"packages.pypi.{source.name}",
-            value=str(path), fix="re-lock against the wheel you build from, or restore the original file")])
+        raise IntegrityError(
+            f"wheel {source.filename} does not match the lock",
+            problems=[
+                Problem(
+                    message=f"sha256 {got}, the lock says {source.sha256}",
+                    key=f"packages.pypi.{source.name}",
+                    value=str(path),
+                    fix="re-lock against the wheel you build from, or restore the original file",
+                )
+            ],
+        )
 
 
 def scheme_for(layout: BoxLayout, env: Path) -> dict[str, str]:
     """The install scheme of the box's environment at ``env`` (installer's keys)."""
     site = env / layout.site_packages.relative_to(layout.env_dir)
     include = "Include" if layout.windows else f"include/python{layout.python_version}"
-    return {"purelib": str(site), "platlib": str(site), "scripts": str(env / layout.scripts_dir.name),
-            "data": str(env), "headers": str(env / include)}
+    return {
+        "purelib": str(site),
+        "platlib": str(site),
+        "scripts": str(env / layout.scripts_dir.name),
+        "data": str(env),
+        "headers": str(env / include),
+    }
 
 
 def script_kind(layout: BoxLayout, arch: str) -> LauncherKind:
@@ -200,15 +252,27 @@ def plain_shebang(script: bytes, interpreter: str) -> bytes:
     return b"#!" + interpreter.encode() + b"\n" + body
 
 
-def install_wheels(wheels: Sequence[Path], layout: BoxLayout, env: Path, *, placeholder: str,
-                   arch: str, workers: int | None = None, on_bytes: Callable[[int], None] | None = None) -> None:
+def install_wheels(
+    wheels: Sequence[Path],
+    layout: BoxLayout,
+    env: Path,
+    *,
+    placeholder: str,
+    arch: str,
+    workers: int | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> None:
     """Install the wheels with pypa/installer, side by side in ``workers`` threads (default: one per
     usable core): every member checked against its wheel's RECORD as it is written, and a file that
     already exists is a clash, never overwritten (:mod:`scrollcase.box.wheelinstall`)."""
     from scrollcase.box import wheelinstall
 
-    interpreter = f"{placeholder}/python.exe" if layout.windows else \
-        f"{placeholder}/bin/python{layout.python_version}"
-    job = wheelinstall.Job(scheme=scheme_for(layout, env), interpreter=interpreter,
-                           kind=script_kind(layout, arch), umask=wheelinstall.current_umask(), on_bytes=on_bytes)
+    interpreter = f"{placeholder}/python.exe" if layout.windows else f"{placeholder}/bin/python{layout.python_version}"
+    job = wheelinstall.Job(
+        scheme=scheme_for(layout, env),
+        interpreter=interpreter,
+        kind=script_kind(layout, arch),
+        umask=wheelinstall.current_umask(),
+        on_bytes=on_bytes,
+    )
     wheelinstall.install_all(wheels, job, workers or usable_cores())

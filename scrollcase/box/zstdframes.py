@@ -73,7 +73,7 @@ class FrameWalker:
         if self._state == "checksum":
             self._end_frame()
             return pos + 4
-        header = int.from_bytes(buf[pos:pos + 3], "little")
+        header = int.from_bytes(buf[pos : pos + 3], "little")
         last, kind, size = header & 1, (header >> 1) & 3, header >> 3
         if kind == 3:
             raise FrameError("reserved zstd block type (corrupt stream)")
@@ -86,9 +86,9 @@ class FrameWalker:
         return pos + 3
 
     def _frame_start(self, buf: bytearray, pos: int) -> int:
-        magic = int.from_bytes(buf[pos:pos + 4], "little")
+        magic = int.from_bytes(buf[pos : pos + 4], "little")
         if magic & _SKIPPABLE_MASK == _SKIPPABLE_MAGIC:
-            self._skip = int.from_bytes(buf[pos + 4:pos + 8], "little")
+            self._skip = int.from_bytes(buf[pos + 4 : pos + 8], "little")
             return pos + 8
         if magic != ZSTD_MAGIC:
             if self.frames:
@@ -108,8 +108,9 @@ class FrameWalker:
     def finish(self) -> None:
         """Raise FrameError unless the stream ended exactly at the end of a frame."""
         if self._state == "magic" and not self._skip and self._buf and not _starts_frame(self._buf):
-            raise FrameError("data after the end of the zstd frame" if self.frames
-                             else "not a zstd stream (bad magic number)")
+            raise FrameError(
+                "data after the end of the zstd frame" if self.frames else "not a zstd stream (bad magic number)"
+            )
         if self._skip or self._buf or self._state != "magic":
             raise FrameError("archive is truncated (the zstd frame does not end)")
         if not self.frames:
@@ -123,8 +124,7 @@ def _starts_frame(buf: bytearray) -> bool:
 
 
 def _is_skippable(buf: bytearray, pos: int) -> bool:
-    return len(buf) - pos >= 4 and int.from_bytes(buf[pos:pos + 4], "little") & _SKIPPABLE_MASK == \
-        _SKIPPABLE_MAGIC
+    return len(buf) - pos >= 4 and int.from_bytes(buf[pos : pos + 4], "little") & _SKIPPABLE_MASK == _SKIPPABLE_MAGIC
 
 
 def _header_size(descriptor: int) -> int:

@@ -13,22 +13,38 @@ NAME = "build"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(NAME, parents=[common], help="build a box archive and its release manifest",
-                       description="Install the recipe's locked environment into a box, prune it, place "
-                                   "assets, pack a reproducible .tar.zst, run the self-test on an unpacked "
-                                   "copy with the box's own interpreter, and write the release manifest. "
-                                   "Boxes are built natively: a target must match this machine.")
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="build a box archive and its release manifest",
+        description="Install the recipe's locked environment into a box, prune it, place "
+        "assets, pack a reproducible .tar.zst, run the self-test on an unpacked "
+        "copy with the box's own interpreter, and write the release manifest. "
+        "Boxes are built natively: a target must match this machine.",
+    )
     p.add_argument("recipe", help="recipe ID (folder under recipes/), recipe folder, or recipe.json path")
-    p.add_argument("--weights", choices=("bundled", "on-demand"), default="bundled",
-                   help="bundle assets into the box (default) or list their URLs in the release manifest")
-    p.add_argument("--out", type=Path, default=Path(".scrollcase/dist"),
-                   help="output folder (default: %(default)s)")
-    p.add_argument("--state-dir", type=Path, default=Path(".scrollcase"),
-                   help="work folder and caches (default: %(default)s)")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"),
-                   help="where recipe IDs are looked up (default: %(default)s)")
-    p.add_argument("--junit", type=Path, default=None,
-                   help="self-test JUnit report (default: .scrollcase/reports/selftest-<recipeId>.xml)")
+    p.add_argument(
+        "--weights",
+        choices=("bundled", "on-demand"),
+        default="bundled",
+        help="bundle assets into the box (default) or list their URLs in the release manifest",
+    )
+    p.add_argument("--out", type=Path, default=Path(".scrollcase/dist"), help="output folder (default: %(default)s)")
+    p.add_argument(
+        "--state-dir", type=Path, default=Path(".scrollcase"), help="work folder and caches (default: %(default)s)"
+    )
+    p.add_argument(
+        "--recipes-root",
+        type=Path,
+        default=Path("recipes"),
+        help="where recipe IDs are looked up (default: %(default)s)",
+    )
+    p.add_argument(
+        "--junit",
+        type=Path,
+        default=None,
+        help="self-test JUnit report (default: .scrollcase/reports/selftest-<recipeId>.xml)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -42,19 +58,30 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.junit is not None:
         require_file_path(args.junit, "--junit")
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
-    plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir,
-                      junit=args.junit)
+    plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir, junit=args.junit)
     locked = locked_install(plan)
-    result = execute_build(plan, locked=locked, fetchers=default_fetchers(_s3_client(plan)),
-                           progress=console.progress, meter=console.meter)
+    result = execute_build(
+        plan, locked=locked, fetchers=default_fetchers(_s3_client(plan)), progress=console.progress, meter=console.meter
+    )
     m = result.manifest
-    data = {"release": str(result.release), "archive": str(result.archive), "sha256": m.archive.sha256,
-            "size": m.archive.size, "targetId": m.targetId, "weights": m.weights, "junit": str(result.junit),
-            "selfTest": m.selfTest.model_dump(mode="json") if m.selfTest else None, "timings": result.timings}
+    data = {
+        "release": str(result.release),
+        "archive": str(result.archive),
+        "sha256": m.archive.sha256,
+        "size": m.archive.size,
+        "targetId": m.targetId,
+        "weights": m.weights,
+        "junit": str(result.junit),
+        "selfTest": m.selfTest.model_dump(mode="json") if m.selfTest else None,
+        "timings": result.timings,
+    }
     checks = len(m.selfTest.checks) if m.selfTest else 0
-    console.result(data, f"built {result.archive} ({m.archive.size / 1e6:.1f} MB)\n"
-                         f"sha256 {m.archive.sha256}\nrelease manifest: {result.release}\n"
-                         f"self-test: {checks} checks passed (JUnit: {result.junit})")
+    console.result(
+        data,
+        f"built {result.archive} ({m.archive.size / 1e6:.1f} MB)\n"
+        f"sha256 {m.archive.sha256}\nrelease manifest: {result.release}\n"
+        f"self-test: {checks} checks passed (JUnit: {result.junit})",
+    )
     return 0
 
 

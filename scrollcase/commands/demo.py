@@ -13,14 +13,22 @@ NAME = "demo"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(NAME, parents=[common], help="run the whole lifecycle offline on an example recipe",
-                       description="Make a local conda channel from this machine's CPython and numpy, "
-                                   "write an example recipe for this host's CPU target, lock it, build "
-                                   "the box, verify it and publish it to a local store.  Needs no network.  "
-                                   "The release is left under WORKDIR/.scrollcase/dist, the store under "
-                                   "WORKDIR/.scrollcase/store.")
-    p.add_argument("--workdir", type=Path, default=Path("scrollcase-demo"),
-                   help="folder for the demo's recipe, channel and outputs (default: %(default)s)")
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="run the whole lifecycle offline on an example recipe",
+        description="Make a local conda channel from this machine's CPython and numpy, "
+        "write an example recipe for this host's CPU target, lock it, build "
+        "the box, verify it and publish it to a local store.  Needs no network.  "
+        "The release is left under WORKDIR/.scrollcase/dist, the store under "
+        "WORKDIR/.scrollcase/store.",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("scrollcase-demo"),
+        help="folder for the demo's recipe, channel and outputs (default: %(default)s)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -31,13 +39,25 @@ def run(args: argparse.Namespace, console: Console) -> int:
     result = run_demo(args.workdir, progress=console.progress)
     total = sum(result.timings.values())
     steps = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in result.timings.items())
-    data = {"release": str(result.release), "archive": str(result.archive), "sha256": result.sha256,
-            "size": result.size, "timings": result.timings, "store": str(result.store),
-            "published": list(result.published)}
-    publish_note = (f"published {len(result.published)} object(s) to {result.store}" if result.published
-                    else f"already published, identical bytes: nothing uploaded to {result.store}")
-    console.result(data, f"demo ok in {total:.1f}s ({steps})\n"
-                         f"release: {result.release}\narchive: {result.archive} "
-                         f"({result.size / 1e6:.1f} MB, sha256 {result.sha256})\n{publish_note}\n"
-                         f"next: scrollcase verify {result.release} --self-test")
+    data = {
+        "release": str(result.release),
+        "archive": str(result.archive),
+        "sha256": result.sha256,
+        "size": result.size,
+        "timings": result.timings,
+        "store": str(result.store),
+        "published": list(result.published),
+    }
+    publish_note = (
+        f"published {len(result.published)} object(s) to {result.store}"
+        if result.published
+        else f"already published, identical bytes: nothing uploaded to {result.store}"
+    )
+    console.result(
+        data,
+        f"demo ok in {total:.1f}s ({steps})\n"
+        f"release: {result.release}\narchive: {result.archive} "
+        f"({result.size / 1e6:.1f} MB, sha256 {result.sha256})\n{publish_note}\n"
+        f"next: scrollcase verify {result.release} --self-test",
+    )
     return 0

@@ -32,8 +32,7 @@ class DoctorReport:
             ok = HostCheck(
                 "pixi.toml",
                 "pass",
-                "platforms, CUDA declarations, pytorch build and python follow "
-                f"the rules for {self.recipe.target_id}",
+                f"platforms, CUDA declarations, pytorch build and python follow the rules for {self.recipe.target_id}",
             )
             return [ok, *self.host]
         failed = [
@@ -102,12 +101,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "version for CUDA targets, free disk space, pixi version).  Each check is pass/warn/fail/skip; exit "
         "3 on a pixi.toml failure, 11 on a host failure.",
     )
-    p.add_argument(
-        "--recipe", required=True, metavar="ID", help="recipe ID (folder under --recipes-root) or path"
-    )
-    p.add_argument(
-        "--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)"
-    )
+    p.add_argument("--recipe", required=True, metavar="ID", help="recipe ID (folder under --recipes-root) or path")
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
     p.add_argument("--workdir", type=Path, default=Path(), help="where the build will write (disk check)")
     p.add_argument(
         "--min-free-gb",

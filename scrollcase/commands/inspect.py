@@ -16,15 +16,17 @@ NAME = "inspect"
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        NAME, parents=[common],
+        NAME,
+        parents=[common],
         help="report the torch build and accelerator of every environment/platform in a pixi.lock",
         description="Read a pixi.lock (format versions 3 to 7, conda and PyPI records) and report, for every "
         "(environment, platform), the torch provider, version, build and the accelerator the build targets "
         "(cudaX.Y or cpu).  Needs no network and no pixi.",
     )
     p.add_argument("lock", type=Path, metavar="PATH", help="a pixi.lock, or a folder holding one")
-    p.add_argument("-e", "--environment", action="append", default=None,
-                   help="only this environment (repeatable; default: all)")
+    p.add_argument(
+        "-e", "--environment", action="append", default=None, help="only this environment (repeatable; default: all)"
+    )
     p.set_defaults(handler=run)
 
 
@@ -33,8 +35,14 @@ def report(lock: LockFile) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for env in lock.environments.values():
         for platform, packages in env.packages.items():
-            rows.append({"environment": env.name, "platform": platform, "subdir": lock.subdir_of(platform),
-                         "torch": classify_torch(packages).to_json()})
+            rows.append(
+                {
+                    "environment": env.name,
+                    "platform": platform,
+                    "subdir": lock.subdir_of(platform),
+                    "torch": classify_torch(packages).to_json(),
+                }
+            )
     return {"lockVersion": lock.version, "environments": rows}
 
 

@@ -18,7 +18,8 @@ NAME = "lock"
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        NAME, parents=[common],
+        NAME,
+        parents=[common],
         help="solve a recipe for its target and write its pixi.lock",
         description="Solve the recipe's pixi.toml for the target's conda subdir with the virtual packages "
         "the target implies (__cuda=<cudaVersion> for CUDA, __glibc/__linux/__unix, __osx or __win) using "
@@ -29,16 +30,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--use-pixi the pixi on PATH (which must match the recipe's pixiVersion) solves instead.",
     )
     p.add_argument("recipe", metavar="RECIPE", help="recipe ID (folder under --recipes-root) or folder")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"),
-                   help="where recipes live (default: recipes)")
-    p.add_argument("--channel-override", action="append", default=[], metavar="NAME=URL",
-                   help="solve from URL instead of channel NAME (repeatable; also "
-                        f"{engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)")
-    p.add_argument("--exclude-newer", metavar="DATE",
-                   help="resolve as if nothing newer than DATE (YYYY-MM-DD or RFC 3339) were published, for "
-                        "a reproducible re-lock (default: [workspace] exclude-newer of pixi.toml)")
-    p.add_argument("--use-pixi", action="store_true",
-                   help="run the pixi binary on PATH (must match pixiVersion) instead of py-rattler")
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+    p.add_argument(
+        "--channel-override",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help=f"solve from URL instead of channel NAME (repeatable; also {engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)",
+    )
+    p.add_argument(
+        "--exclude-newer",
+        metavar="DATE",
+        help="resolve as if nothing newer than DATE (YYYY-MM-DD or RFC 3339) were published, for "
+        "a reproducible re-lock (default: [workspace] exclude-newer of pixi.toml)",
+    )
+    p.add_argument(
+        "--use-pixi",
+        action="store_true",
+        help="run the pixi binary on PATH (must match pixiVersion) instead of py-rattler",
+    )
     p.set_defaults(handler=run)
 
 
@@ -46,25 +56,39 @@ def run(args: argparse.Namespace, console: Console) -> int:
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     overrides = engine.overrides_from_env(args.channel_override)
     target = recipe_dir.recipe.target.spec
-    console.progress(f"solving {recipe_dir.recipe.recipeId} for {target.subdir} "
-                     f"({', '.join(f'{k}={v}' for k, v in target.virtual_packages().items())})")
+    console.progress(
+        f"solving {recipe_dir.recipe.recipeId} for {target.subdir} "
+        f"({', '.join(f'{k}={v}' for k, v in target.virtual_packages().items())})"
+    )
     if args.use_pixi:
         if overrides:
-            raise UsageError("--use-pixi cannot apply channel overrides",
-                             fix="configure mirrors in pixi's own config, or drop --use-pixi")
+            raise UsageError(
+                "--use-pixi cannot apply channel overrides",
+                fix="configure mirrors in pixi's own config, or drop --use-pixi",
+            )
         from scrollcase.pixi import runner
 
         path = runner.lock_with_pixi(recipe_dir)
     else:
-        path = engine.lock_recipe(recipe_dir, channel_overrides=overrides, exclude_newer=args.exclude_newer,
-                                  progress=console.progress)
+        path = engine.lock_recipe(
+            recipe_dir, channel_overrides=overrides, exclude_newer=args.exclude_newer, progress=console.progress
+        )
     lock = load_lock(path)
     packages = lock.environments["default"].packages.get(target.subdir, ())
     torch = classify_torch(packages)
     shown = describe_path(path)
-    data = {"recipeId": recipe_dir.recipe.recipeId, "lock": shown, "lockVersion": lock.version,
-            "subdir": target.subdir, "packages": len(packages), "torch": torch.to_json()}
-    torch_text = f"; torch {torch.version}{' ' + torch.build if torch.build else ''} -> {torch.accelerator}" \
-        if torch.provider else ""
+    data = {
+        "recipeId": recipe_dir.recipe.recipeId,
+        "lock": shown,
+        "lockVersion": lock.version,
+        "subdir": target.subdir,
+        "packages": len(packages),
+        "torch": torch.to_json(),
+    }
+    torch_text = (
+        f"; torch {torch.version}{' ' + torch.build if torch.build else ''} -> {torch.accelerator}"
+        if torch.provider
+        else ""
+    )
     console.result(data, f"wrote {shown} (lock v{lock.version}, {len(packages)} packages{torch_text})")
     return 0

@@ -35,23 +35,31 @@ class Outcome:
         return not any(p.severity == "error" for p in self.problems)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "recipeId": self.recipe_id, "ok": self.ok,
-                "platform": self.result.platform if self.result else None,
-                "torch": self.result.torch.to_json() if self.result else None,
-                "problems": [p.to_json() for p in self.problems]}
+        return {
+            "path": self.path,
+            "recipeId": self.recipe_id,
+            "ok": self.ok,
+            "platform": self.result.platform if self.result else None,
+            "torch": self.result.torch.to_json() if self.result else None,
+            "problems": [p.to_json() for p in self.problems],
+        }
 
     def line(self) -> str:
         status = "OK  " if self.ok else "FAIL"
         torch = self.result.torch if self.result else None
-        what = f"torch {torch.version} {torch.build or ''} -> {torch.accelerator}".replace("  ", " ") \
-            if torch and torch.provider else "no torch"
+        what = (
+            f"torch {torch.version} {torch.build or ''} -> {torch.accelerator}".replace("  ", " ")
+            if torch and torch.provider
+            else "no torch"
+        )
         tail = what if self.ok else f"{len(self.problems)} problem(s)"
         return f"{status}  {self.recipe_id or self.path}: {tail}"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        NAME, parents=[common],
+        NAME,
+        parents=[common],
         help="check committed pixi.lock files against pixi.toml and the recipe's target",
         description="For every recipe: the lock exists and parses, covers the target platform, was solved "
         "with the manifest's channels, satisfies every dependency spec of pixi.toml (not stale), and for a "
@@ -60,12 +68,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "too.  All problems of all recipes are reported in one run, each with file and line.  Exit 4 "
         "when any recipe fails.",
     )
-    p.add_argument("recipes", nargs="*", metavar="RECIPE",
-                   help="recipe IDs or folders (default: every recipe under --recipes-root)")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"),
-                   help="where recipes live (default: recipes)")
-    p.add_argument("--channel-override", action="append", default=[], metavar="NAME=URL",
-                   help=f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})")
+    p.add_argument(
+        "recipes",
+        nargs="*",
+        metavar="RECIPE",
+        help="recipe IDs or folders (default: every recipe under --recipes-root)",
+    )
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+    p.add_argument(
+        "--channel-override",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help=f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})",
+    )
     p.set_defaults(handler=run)
 
 
@@ -74,8 +90,10 @@ def recipe_folders(args: argparse.Namespace) -> list[Path]:
         return [resolve_recipe(r, args.recipes_root).path for r in args.recipes]
     found = discover_recipes(args.recipes_root)
     if not found:
-        raise UsageError(f"no recipes found under {args.recipes_root}/",
-                         fix="pass recipe folders as arguments or create recipes/<recipeId>/recipe.json")
+        raise UsageError(
+            f"no recipes found under {args.recipes_root}/",
+            fix="pass recipe folders as arguments or create recipes/<recipeId>/recipe.json",
+        )
     return found
 
 
@@ -95,9 +113,14 @@ def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
         manifest = load_manifest(Path(shown) / MANIFEST_FILE)
         lock_file = str(Path(shown) / LOCK_FILE)
         lock = parse_lock(read_lock_text(folder / LOCK_FILE), lock_file, environments={ENVIRONMENT})
-        inp = LockCheckInput(recipe.recipeId, recipe.target.spec, manifest, lock,
-                             engine.apply_overrides(manifest.channels, overrides),
-                             pixi_version=recipe.pixiVersion)
+        inp = LockCheckInput(
+            recipe.recipeId,
+            recipe.target.spec,
+            manifest,
+            lock,
+            engine.apply_overrides(manifest.channels, overrides),
+            pixi_version=recipe.pixiVersion,
+        )
         result = check_lock(inp)
     except ScrollcaseError as error:
         return Outcome(shown, recipe_id, None, problems_of(error, shown))
@@ -112,9 +135,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         for outcome in outcomes:
             console.progress(outcome.line())
         problems = collect(p for o in failed for p in o.problems)
-        raise LockError(f"lock-check: {len(failed)} of {len(outcomes)} recipe(s) failed "
-                        f"({len(problems)} problem(s))", problems=problems,
-                        fix="fix pixi.toml if needed, then `scrollcase lock <recipeId>` and commit pixi.lock")
-    console.result({"ok": True, "recipes": [o.to_json() for o in outcomes]},
-                   "\n".join(o.line() for o in outcomes) + f"\n{len(outcomes)} lock(s) OK")
+        raise LockError(
+            f"lock-check: {len(failed)} of {len(outcomes)} recipe(s) failed ({len(problems)} problem(s))",
+            problems=problems,
+            fix="fix pixi.toml if needed, then `scrollcase lock <recipeId>` and commit pixi.lock",
+        )
+    console.result(
+        {"ok": True, "recipes": [o.to_json() for o in outcomes]},
+        "\n".join(o.line() for o in outcomes) + f"\n{len(outcomes)} lock(s) OK",
+    )
     return 0

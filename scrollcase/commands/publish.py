@@ -31,15 +31,31 @@ S3 credentials come from the standard AWS chain (environment, profile, OIDC web 
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(NAME, parents=[common], help="publish a release to a directory or S3 bucket",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="publish a release to a directory or S3 bucket",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("release", type=Path, metavar="RELEASE.json", help="the release manifest written by build")
-    p.add_argument("--to", metavar="STORE", default=None,
-                   help=f"s3://bucket/prefix or a directory (default: ${STORE_ENV} or {DEFAULT_STORE})")
-    p.add_argument("--archive", type=Path, default=None,
-                   help="the archive (default: the manifest's archive name beside RELEASE.json)")
-    p.add_argument("--endpoint-url", default=None,
-                   help="S3-compatible endpoint such as MinIO or R2 (default: AWS, or $AWS_ENDPOINT_URL_S3)")
+    p.add_argument(
+        "--to",
+        metavar="STORE",
+        default=None,
+        help=f"s3://bucket/prefix or a directory (default: ${STORE_ENV} or {DEFAULT_STORE})",
+    )
+    p.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="the archive (default: the manifest's archive name beside RELEASE.json)",
+    )
+    p.add_argument(
+        "--endpoint-url",
+        default=None,
+        help="S3-compatible endpoint such as MinIO or R2 (default: AWS, or $AWS_ENDPOINT_URL_S3)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     p.set_defaults(handler=run)
 
@@ -53,20 +69,22 @@ def make_s3_client(endpoint_url: str | None) -> Any:
 
 def make_store(destination: str | None, endpoint_url: str | None) -> Store:
     if destination is not None and not destination.strip():
-        raise UsageError("--to is empty: it names no store (an unset CI variable?)",
-                         fix=f"pass --to s3://bucket/prefix or a directory; omit --to for ${STORE_ENV} or "
-                             f"{DEFAULT_STORE}")
+        raise UsageError(
+            "--to is empty: it names no store (an unset CI variable?)",
+            fix=f"pass --to s3://bucket/prefix or a directory; omit --to for ${STORE_ENV} or {DEFAULT_STORE}",
+        )
     target = destination or os.environ.get(STORE_ENV) or DEFAULT_STORE
     if target.startswith("s3://"):
         bucket, prefix = parse_s3_url(target)
         check_endpoint_url(endpoint_url, os.environ)
         return S3Store(make_s3_client(endpoint_url), bucket, prefix, endpoint_url=endpoint_url)
     if "://" in target:
-        raise UsageError(f"--to {target}: unsupported store URL",
-                         fix="use s3://bucket/prefix or a directory path")
+        raise UsageError(f"--to {target}: unsupported store URL", fix="use s3://bucket/prefix or a directory path")
     if endpoint_url is not None:
-        raise UsageError("--endpoint-url only applies to s3:// stores",
-                         fix=f"drop it, or publish to --to s3://... instead of {target}")
+        raise UsageError(
+            "--endpoint-url only applies to s3:// stores",
+            fix=f"drop it, or publish to --to s3://... instead of {target}",
+        )
     return LocalStore(Path(target))
 
 
@@ -75,11 +93,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     manifest = load_release(args.release)
     archive = args.archive or args.release.with_name(manifest.archive.name)
     if args.archive is None and not archive.is_file():
-        raise IntegrityError(f"{archive} (named by {manifest_file}) does not exist",
-                             fix="keep the archive beside its release manifest, or pass --archive PATH")
+        raise IntegrityError(
+            f"{archive} (named by {manifest_file}) does not exist",
+            fix="keep the archive beside its release manifest, or pass --archive PATH",
+        )
     store = make_store(args.to, args.endpoint_url)
-    result = publish(store, manifest, archive, dry_run=args.dry_run, manifest_file=manifest_file,
-                     progress=_progress_before_index(console), meter=console.meter)
+    result = publish(
+        store,
+        manifest,
+        archive,
+        dry_run=args.dry_run,
+        manifest_file=manifest_file,
+        progress=_progress_before_index(console),
+        meter=console.meter,
+    )
     if not result.dry_run:
         index = store.url_for(result.plan.index_key)
         console.progress(f"updated {index}" if result.index_written else f"{index} already lists this release")
@@ -93,6 +120,7 @@ def _progress_before_index(console: Console) -> Callable[[str], None]:
     Whether the index was written is only known afterwards (``index_written``), so that line is
     printed then, saying which it was.
     """
+
     def emit(message: str) -> None:
         if not (message.startswith("updating ") and message.endswith("index.json")):
             console.progress(message)
@@ -110,8 +138,11 @@ def render(result: PublishResult) -> str:
         else:
             reason = step.reason if step.action == "skip" else "written by a concurrent publisher"
             lines.append(f"  {'skip':12} {step.key} ({reason})")
-    index_verb = ("would update" if plan.index_action == "update" else "skip") if result.dry_run else (
-        "updated" if result.index_written else "skip")
+    index_verb = (
+        ("would update" if plan.index_action == "update" else "skip")
+        if result.dry_run
+        else ("updated" if result.index_written else "skip")
+    )
     lines.append(f"  {index_verb:12} {plan.index_key}")
     lines.extend(f"  warning: {warning}" for warning in plan.warnings)
     if not result.dry_run and not result.uploaded and not result.index_written:

@@ -27,8 +27,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
         'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.',
     )
-    p.add_argument("which", choices=sorted(SCHEMAS),
-                   help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)")
+    p.add_argument(
+        "which",
+        choices=sorted(SCHEMAS),
+        help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)",
+    )
     p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
     p.set_defaults(handler=run)
 
@@ -58,9 +61,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         write_atomically(args.out, text)
     except OSError as exc:
-        raise UsageError(
-            f"cannot write {args.out}: {exc.strerror}", fix="choose a writable --out path"
-        ) from None
+        raise UsageError(f"cannot write {args.out}: {exc.strerror}", fix="choose a writable --out path") from None
     console.progress(f"wrote {args.which} schema to {args.out}")
     console.result({"schema": args.which, "path": str(args.out)}, None)
     return 0

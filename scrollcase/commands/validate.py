@@ -54,9 +54,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="recipe folders or recipe.json files (default: every recipe under --recipes-root)",
     )
-    p.add_argument(
-        "--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)"
-    )
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
     p.set_defaults(handler=run)
 
 

@@ -78,17 +78,30 @@ def parse_runner_map(text: str, file: str) -> RunnerMap:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise UsageError(f"{file} is not valid YAML/JSON", problems=[Problem(
-            message=str(getattr(exc, "problem", exc)), file=file,
-            line=mark.line + 1 if mark is not None else None,
-            fix="fix the syntax; see docs/github.md for the format")]) from None
+        raise UsageError(
+            f"{file} is not valid YAML/JSON",
+            problems=[
+                Problem(
+                    message=str(getattr(exc, "problem", exc)),
+                    file=file,
+                    line=mark.line + 1 if mark is not None else None,
+                    fix="fix the syntax; see docs/github.md for the format",
+                )
+            ],
+        ) from None
     try:
         return RunnerMap.model_validate(raw)
     except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]) or None,
-                            value=None if e["type"] == "missing" else repr(e.get("input"))[:200],
-                            fix="write `version: 1` and `runners: {\"<targetId glob>\": [label, ...]}`")
-                    for e in exc.errors()]
+        problems = [
+            Problem(
+                message=e["msg"],
+                file=file,
+                key=".".join(str(p) for p in e["loc"]) or None,
+                value=None if e["type"] == "missing" else repr(e.get("input"))[:200],
+                fix='write `version: 1` and `runners: {"<targetId glob>": [label, ...]}`',
+            )
+            for e in exc.errors()
+        ]
         raise UsageError(f"{file} is not a valid runner map", problems=problems) from None
 
 
@@ -97,13 +110,19 @@ def runner_labels(recipe: Recipe, runner_map: RunnerMap | None = None) -> list[s
     target = recipe.target
     rules: list[tuple[str, list[str]]] = list((runner_map.runners if runner_map else {}).items())
     rules += list(DEFAULT_RUNNERS.items())
-    values = {"cudaVersion": target.cudaVersion or "", "platform": target.platform,
-              "arch": target.arch, "accelerator": target.accelerator}
+    values = {
+        "cudaVersion": target.cudaVersion or "",
+        "platform": target.platform,
+        "arch": target.arch,
+        "accelerator": target.accelerator,
+    }
     for pattern, labels in rules:
         if fnmatch.fnmatchcase(recipe.target_id, pattern):
             return [_fill(label, values) for label in labels]
-    raise UsageError(f"no runner labels for target {recipe.target_id}",
-                     fix=f"add \"{recipe.target_id}\": [labels...] to the runners of --runner-map")
+    raise UsageError(
+        f"no runner labels for target {recipe.target_id}",
+        fix=f'add "{recipe.target_id}": [labels...] to the runners of --runner-map',
+    )
 
 
 def _fill(label: str, values: Mapping[str, str]) -> str:
@@ -131,8 +150,11 @@ def matrix_entry(entry: RecipeEntry, runner_map: RunnerMap | None = None) -> dic
     }
 
 
-def select(entries: Sequence[RecipeEntry], changed: Sequence[str] | None,
-           global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS) -> tuple[list[RecipeEntry], str]:
+def select(
+    entries: Sequence[RecipeEntry],
+    changed: Sequence[str] | None,
+    global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS,
+) -> tuple[list[RecipeEntry], str]:
     """The recipes to build and why.  ``changed`` None means no filter (every recipe)."""
     if changed is None:
         return list(entries), "all recipes"
@@ -144,10 +166,14 @@ def select(entries: Sequence[RecipeEntry], changed: Sequence[str] | None,
     return selected, f"{len(selected)} recipe(s) with changed files"
 
 
-def plan_matrix(entries: Sequence[RecipeEntry], changed: Sequence[str] | None = None,
-                runner_map: RunnerMap | None = None,
-                global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS,
-                max_jobs: int = MAX_JOBS, hosted_only: bool = False) -> MatrixPlan:
+def plan_matrix(
+    entries: Sequence[RecipeEntry],
+    changed: Sequence[str] | None = None,
+    runner_map: RunnerMap | None = None,
+    global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS,
+    max_jobs: int = MAX_JOBS,
+    hosted_only: bool = False,
+) -> MatrixPlan:
     """The matrix for ``entries``, filtered by ``changed``; fails above GitHub's job limit.
 
     ``hosted_only`` drops jobs for self-hosted runners: pull requests from forks must never run
@@ -165,5 +191,6 @@ def plan_matrix(entries: Sequence[RecipeEntry], changed: Sequence[str] | None = 
         raise GitHubError(
             f"the matrix has {len(include)} jobs; GitHub allows at most {max_jobs} per matrix",
             fix="narrow it with --changed-since, or split recipes/ across several workflows "
-                "(e.g. one matrix per accelerator with --recipes)")
+            "(e.g. one matrix per accelerator with --recipes)",
+        )
     return MatrixPlan(include=include, reason=reason)

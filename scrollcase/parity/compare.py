@@ -64,7 +64,7 @@ class MemoryOutputs:
     def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
         flat = np.ascontiguousarray(self.arrays[name]).reshape(-1)
         for start in range(0, flat.size, size):
-            yield flat[start:start + size]
+            yield flat[start : start + size]
 
 
 # Four float64 buffers of one chunk each: reference, candidate, |difference|, scratch.
@@ -100,8 +100,9 @@ def _first_nonfinite(values: NDArray[np.float64]) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def _check_finite(run: _Running, ref: NDArray[np.float64], cand: NDArray[np.float64],
-                  ref_sq: float, cand_sq: float) -> bool:
+def _check_finite(
+    run: _Running, ref: NDArray[np.float64], cand: NDArray[np.float64], ref_sq: float, cand_sq: float
+) -> bool:
     """Cheap test via the sums of squares (NaN/Inf propagate); locate the culprit only when needed."""
     if math.isfinite(ref_sq) and math.isfinite(cand_sq):
         return True
@@ -115,8 +116,9 @@ def _check_finite(run: _Running, ref: NDArray[np.float64], cand: NDArray[np.floa
     return False
 
 
-def _feed(run: _Running, ref_raw: NDArray[np.generic], cand_raw: NDArray[np.generic],
-          tol: Tolerances, work: _Work) -> bool:
+def _feed(
+    run: _Running, ref_raw: NDArray[np.generic], cand_raw: NDArray[np.generic], tol: Tolerances, work: _Work
+) -> bool:
     """Fold one chunk into ``run``; False once a non-finite value stops the comparison."""
     n = ref_raw.size
     ref, cand, diff, scratch = (buffer[:n] for buffer in work)
@@ -149,8 +151,9 @@ def _feed(run: _Running, ref_raw: NDArray[np.generic], cand_raw: NDArray[np.gene
     return True
 
 
-def _fold_relative(run: _Running, diff: NDArray[np.float64], abs_ref: NDArray[np.float64],
-                   scratch: NDArray[np.float64]) -> None:
+def _fold_relative(
+    run: _Running, diff: NDArray[np.float64], abs_ref: NDArray[np.float64], scratch: NDArray[np.float64]
+) -> None:
     """max |a-b|/|ref| over elements whose reference is not exactly zero (those have no scale)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(diff, abs_ref, out=scratch)  # a masked divide (where=) is ~20x slower
@@ -163,15 +166,16 @@ def _mismatch(ref: ArrayInfo, cand: ArrayInfo) -> str | None:
     """Why two outputs cannot be compared element by element, or None."""
     for side, info in (("reference", ref), ("candidate", cand)):
         if info.dtype.kind not in NUMERIC_KINDS:
-            return (f"{side} dtype {info.dtype} is not a real numeric type "
-                    "(save bool/int/float arrays; split complex values into real and imaginary outputs)")
+            return (
+                f"{side} dtype {info.dtype} is not a real numeric type "
+                "(save bool/int/float arrays; split complex values into real and imaginary outputs)"
+            )
     if (ref.dtype.kind, ref.dtype.itemsize) != (cand.dtype.kind, cand.dtype.itemsize):
         return f"dtype mismatch: reference {ref.dtype.name}, candidate {cand.dtype.name}"
     if ref.shape != cand.shape:
         return f"shape mismatch: reference {list(ref.shape)}, candidate {list(cand.shape)}"
     if ref.fortran_order != cand.fortran_order:
-        return ("memory order mismatch: one side was saved Fortran-ordered "
-                "(save both with np.ascontiguousarray)")
+        return "memory order mismatch: one side was saved Fortran-ordered (save both with np.ascontiguousarray)"
     if ref.size == 0:
         return "output is empty (0 elements): nothing to compare"
     return None
@@ -183,8 +187,9 @@ def _index(flat: int, info: ArrayInfo) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, info.shape, order="F" if info.fortran_order else "C")]
 
 
-def compare_output(name: str, accelerator: str, ref: OutputSet, cand: OutputSet,
-                   tol: Tolerances, chunk: int = CHUNK_ELEMENTS) -> ParityOutcome:
+def compare_output(
+    name: str, accelerator: str, ref: OutputSet, cand: OutputSet, tol: Tolerances, chunk: int = CHUNK_ELEMENTS
+) -> ParityOutcome:
     """Compare one named output of ``cand`` with the same output of ``ref``."""
     ref_info, cand_info = ref.infos()[name], cand.infos()[name]
     problem = _mismatch(ref_info, cand_info)
@@ -205,8 +210,14 @@ def compare_output(name: str, accelerator: str, ref: OutputSet, cand: OutputSet,
 def _outcome(name: str, accelerator: str, run: _Running, info: ArrayInfo, tol: Tolerances) -> ParityOutcome:
     if run.nonfinite:
         index = _index(run.worst_flat, info)
-        return ParityOutcome(accelerator=accelerator, output=name, passed=False, elements=info.size,
-                             worstIndex=index, message=f"non-finite value: {run.nonfinite} (index {index})")
+        return ParityOutcome(
+            accelerator=accelerator,
+            output=name,
+            passed=False,
+            elements=info.size,
+            worstIndex=index,
+            message=f"non-finite value: {run.nonfinite} (index {index})",
+        )
     cosine = _cosine(run)
     worst_index = _index(run.worst_flat, info)
     failures = []
@@ -214,19 +225,28 @@ def _outcome(name: str, accelerator: str, run: _Running, info: ArrayInfo, tol: T
         failures.append(
             f"{run.violations} of {run.elements} element(s) exceed |a-b| <= {tol.absolute:g} + "
             f"{tol.relative:g}*|ref|; worst at {worst_index}: reference {run.worst_ref:.9g}, "
-            f"candidate {run.worst_cand:.9g}, |a-b| {abs(run.worst_cand - run.worst_ref):.6g}")
+            f"candidate {run.worst_cand:.9g}, |a-b| {abs(run.worst_cand - run.worst_ref):.6g}"
+        )
     if cosine is None:
         side = "reference" if run.ref_sq == 0 else "candidate"
         failures.append(f"{side} is an all-zero vector: cosine similarity is undefined")
     elif cosine < tol.minimumCosine:
         failures.append(f"cosine similarity {cosine:.10f} < minimumCosine {tol.minimumCosine}")
-    message = "; ".join(failures) or (
-        f"max abs {run.max_abs:.3g}, max rel {run.max_rel:.3g}, cosine {cosine:.10f}")
+    message = "; ".join(failures) or (f"max abs {run.max_abs:.3g}, max rel {run.max_rel:.3g}, cosine {cosine:.10f}")
     return ParityOutcome(
-        accelerator=accelerator, output=name, passed=not failures, message=message,
-        maxAbsoluteError=run.max_abs, maxRelativeError=run.max_rel, cosine=cosine, worstIndex=worst_index,
-        referenceValue=run.worst_ref, candidateValue=run.worst_cand, elements=run.elements,
-        violations=run.violations)
+        accelerator=accelerator,
+        output=name,
+        passed=not failures,
+        message=message,
+        maxAbsoluteError=run.max_abs,
+        maxRelativeError=run.max_rel,
+        cosine=cosine,
+        worstIndex=worst_index,
+        referenceValue=run.worst_ref,
+        candidateValue=run.worst_cand,
+        elements=run.elements,
+        violations=run.violations,
+    )
 
 
 def _cosine(run: _Running) -> float | None:
@@ -236,23 +256,41 @@ def _cosine(run: _Running) -> float | None:
     return min(1.0, max(-1.0, value))  # rounding can step just past +-1
 
 
-def compare_sets(ref: OutputSet, cand: OutputSet, accelerator: str, tol: Tolerances,
-                 chunk: int = CHUNK_ELEMENTS) -> list[ParityOutcome]:
+def compare_sets(
+    ref: OutputSet, cand: OutputSet, accelerator: str, tol: Tolerances, chunk: int = CHUNK_ELEMENTS
+) -> list[ParityOutcome]:
     """Every reference output compared; missing and extra outputs each fail on their own."""
     ref_names, cand_names = list(ref.infos()), list(cand.infos())
     if not ref_names:
-        return [ParityOutcome(accelerator=accelerator, output="<outputs>", passed=False,
-                              message=f"the reference ({ref.label}) saved no outputs")]
+        return [
+            ParityOutcome(
+                accelerator=accelerator,
+                output="<outputs>",
+                passed=False,
+                message=f"the reference ({ref.label}) saved no outputs",
+            )
+        ]
     results = []
     for name in ref_names:
         if name not in cand_names:
-            results.append(ParityOutcome(accelerator=accelerator, output=name, passed=False,
-                                         message=f"missing output: {cand.label} has no {name!r}"))
+            results.append(
+                ParityOutcome(
+                    accelerator=accelerator,
+                    output=name,
+                    passed=False,
+                    message=f"missing output: {cand.label} has no {name!r}",
+                )
+            )
         else:
             results.append(compare_output(name, accelerator, ref, cand, tol, chunk))
     for name in cand_names:
         if name not in ref_names:
-            results.append(ParityOutcome(accelerator=accelerator, output=name, passed=False,
-                                         message=f"extra output: {name!r} is not in the reference "
-                                                 f"({ref.label})"))
+            results.append(
+                ParityOutcome(
+                    accelerator=accelerator,
+                    output=name,
+                    passed=False,
+                    message=f"extra output: {name!r} is not in the reference ({ref.label})",
+                )
+            )
     return results

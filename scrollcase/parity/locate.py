@@ -35,13 +35,17 @@ def built_release(recipe: Recipe, dist: Path = DIST_DIR) -> Path | None:
     return path if path.is_file() else None
 
 
-def recipe_for_release(manifest: ReleaseManifest, recipe_dir: Path | None,
-                       recipes_root: Path = Path("recipes")) -> RecipeDir:
+def recipe_for_release(
+    manifest: ReleaseManifest, recipe_dir: Path | None, recipes_root: Path = Path("recipes")
+) -> RecipeDir:
     """``--recipe-dir`` when given, else ``recipes/<recipeId>/``; it must be the manifest's recipe."""
     found = resolve_recipe(str(recipe_dir) if recipe_dir else manifest.recipeId, recipes_root)
     if found.recipe.recipeId != manifest.recipeId:
-        raise UsageError(f"{found.recipe_file} is recipe {found.recipe.recipeId!r} but the release was "
-                         f"built from {manifest.recipeId!r}", fix="pass the matching --recipe-dir")
+        raise UsageError(
+            f"{found.recipe_file} is recipe {found.recipe.recipeId!r} but the release was "
+            f"built from {manifest.recipeId!r}",
+            fix="pass the matching --recipe-dir",
+        )
     return found
 
 
@@ -49,12 +53,18 @@ def parity_block(recipe_dir: RecipeDir) -> Parity:
     """The recipe's parity settings, and a check that its script exists."""
     parity = recipe_dir.recipe.parity
     if parity is None:
-        raise RecipeError(f"{recipe_dir.recipe_file} has no parity block", fix=(
-            'add "parity": {"script": "checks/parity.py", "accelerators": ["cpu", "cuda"], '
-            '"tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999}}'))
+        raise RecipeError(
+            f"{recipe_dir.recipe_file} has no parity block",
+            fix=(
+                'add "parity": {"script": "checks/parity.py", "accelerators": ["cpu", "cuda"], '
+                '"tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999}}'
+            ),
+        )
     if not (recipe_dir.path / parity.script).is_file():
-        raise RecipeError(f"parity.script {parity.script!r} does not exist in {recipe_dir.path}",
-                          fix=f"create {recipe_dir.path / parity.script} or fix parity.script")
+        raise RecipeError(
+            f"parity.script {parity.script!r} does not exist in {recipe_dir.path}",
+            fix=f"create {recipe_dir.path / parity.script} or fix parity.script",
+        )
     return parity
 
 
@@ -65,8 +75,10 @@ def parse_accelerators(text: str | None, default: list[str]) -> list[str]:
     chosen = [a.strip() for a in text.split(",") if a.strip()]
     unknown = [a for a in chosen if a not in ("cpu", "cuda", "metal")]
     if not chosen or unknown or len(set(chosen)) != len(chosen):
-        raise UsageError(f"--accelerators {text!r} is not a list of distinct accelerators",
-                         fix="e.g. --accelerators cpu,cuda (cpu, cuda, metal; the first is the reference)")
+        raise UsageError(
+            f"--accelerators {text!r} is not a list of distinct accelerators",
+            fix="e.g. --accelerators cpu,cuda (cpu, cuda, metal; the first is the reference)",
+        )
     return chosen
 
 
@@ -74,8 +86,10 @@ def box_python(box_dir: Path, entry_point: str) -> Path:
     """The box's own interpreter (``pythonEntryPoint`` is relative to the box root on every OS)."""
     python = box_dir / entry_point
     if not python.is_file():
-        raise BuildError(f"the box at {box_dir} has no interpreter at {entry_point}",
-                         fix="rebuild the box, or pass --box/--python pointing at a complete one")
+        raise BuildError(
+            f"the box at {box_dir} has no interpreter at {entry_point}",
+            fix="rebuild the box, or pass --box/--python pointing at a complete one",
+        )
     return python
 
 
@@ -84,8 +98,9 @@ def unpack_release(release: ReleaseFile, dest: Path) -> Path:
     from scrollcase.box.unpack import unpack_archive  # heavy (zstd, threads): only when needed
 
     archive = release.path.parent / release.manifest.archive.name
-    unpack_archive(archive, dest, expected_size=release.manifest.archive.size,
-                   expected_sha256=release.manifest.archive.sha256)
+    unpack_archive(
+        archive, dest, expected_size=release.manifest.archive.size, expected_sha256=release.manifest.archive.sha256
+    )
     return dest
 
 

@@ -40,8 +40,9 @@ class ParityRun:
         return (str(self.script), "--accelerator", self.accelerator, "--output-dir", str(self.output_dir))
 
 
-def plan_runs(script: Path, accelerators: Sequence[str], output_root: Path,
-              box_dir: Path | None = None) -> list[ParityRun]:
+def plan_runs(
+    script: Path, accelerators: Sequence[str], output_root: Path, box_dir: Path | None = None
+) -> list[ParityRun]:
     """One run per accelerator, each with its own fresh output folder under ``output_root``."""
     runs = []
     for accelerator in accelerators:
@@ -68,30 +69,41 @@ def parse_meta(text: str | None, where: str) -> tuple[dict[str, Any], str | None
     if not isinstance(data, dict):
         return {}, f"{where} must hold a JSON object, got {type(data).__name__}"
     if "accelerator" in data and not isinstance(data["accelerator"], str):
-        return data, f"{where}: \"accelerator\" must be a string, got {data['accelerator']!r}"
+        return data, f'{where}: "accelerator" must be a string, got {data["accelerator"]!r}'
     return data, None
 
 
-def judge_run(run: ParityRun, result: RunResult, meta_text: str | None, has_outputs: bool,
-              timeout: float) -> tuple[ParityOutcome, dict[str, Any]]:
+def judge_run(
+    run: ParityRun, result: RunResult, meta_text: str | None, has_outputs: bool, timeout: float
+) -> tuple[ParityOutcome, dict[str, Any]]:
     """Did the script run, save outputs, and run where it was asked to?  -> (outcome, metadata)."""
     meta, meta_problem = parse_meta(meta_text, f"{run.output_dir.name}/meta.json")
-    problem = _run_problem(run, result, timeout, has_outputs) or meta_problem or \
-        _device_problem(run.accelerator, meta, meta_text is not None)
+    problem = (
+        _run_problem(run, result, timeout, has_outputs)
+        or meta_problem
+        or _device_problem(run.accelerator, meta, meta_text is not None)
+    )
     message = problem or f"ran on {_ran_on(meta) or run.accelerator} in {result.duration:.1f} s"
-    return ParityOutcome(accelerator=run.accelerator, output=RUN_OUTPUT, kind="run", passed=problem is None,
-                         message=message, durationSeconds=round(result.duration, 3)), meta
+    return ParityOutcome(
+        accelerator=run.accelerator,
+        output=RUN_OUTPUT,
+        kind="run",
+        passed=problem is None,
+        message=message,
+        durationSeconds=round(result.duration, 3),
+    ), meta
 
 
 def _run_problem(run: ParityRun, result: RunResult, timeout: float, has_outputs: bool) -> str | None:
     if result.timed_out:
         return f"the parity script timed out after {timeout:g} s on {run.accelerator}" + _tail(result.stderr)
     if not result.ok:
-        return f"the parity script crashed on {run.accelerator} (exit code {result.returncode})" + \
-            _tail(result.stderr)
+        return f"the parity script crashed on {run.accelerator} (exit code {result.returncode})" + _tail(result.stderr)
     if not has_outputs:
-        return (f"the parity script saved no outputs on {run.accelerator}: expected "
-                f"{run.output_dir}/outputs.npz (or .npy files there)")
+        return (
+            f"the parity script saved no outputs on {run.accelerator}: expected "
+            f"{run.output_dir}/outputs.npz (or .npy files there)"
+        )
     return None
 
 
@@ -105,13 +117,16 @@ def _device_problem(asked: str, meta: Mapping[str, Any], have_meta: bool) -> str
     if ran_on is None:
         if asked == "cpu":
             return None
-        what = "meta.json has no \"accelerator\"" if have_meta else "no meta.json was saved"
-        return (f"{what}: a {asked} run must report the device it really ran on, otherwise a silent "
-                "CPU fallback cannot be detected")
+        what = 'meta.json has no "accelerator"' if have_meta else "no meta.json was saved"
+        return (
+            f"{what}: a {asked} run must report the device it really ran on, otherwise a silent "
+            "CPU fallback cannot be detected"
+        )
     if ran_on != asked:
         device = f" ({meta['device']})" if meta.get("device") else ""
-        return (f"asked to run on {asked} but the script reports it ran on {meta['accelerator']}{device}: "
-                "a silent fallback")
+        return (
+            f"asked to run on {asked} but the script reports it ran on {meta['accelerator']}{device}: a silent fallback"
+        )
     return None
 
 

@@ -15,9 +15,15 @@ def _num(value: float | None, spec: str = ".3g") -> str:
 
 
 def _row(o: ParityOutcome) -> tuple[str, ...]:
-    return (o.accelerator, o.output, "pass" if o.passed else "FAIL", _num(o.maxAbsoluteError),
-            _num(o.maxRelativeError), _num(o.cosine, ".8f"),
-            "-" if o.worstIndex is None else str(o.worstIndex))
+    return (
+        o.accelerator,
+        o.output,
+        "pass" if o.passed else "FAIL",
+        _num(o.maxAbsoluteError),
+        _num(o.maxRelativeError),
+        _num(o.cosine, ".8f"),
+        "-" if o.worstIndex is None else str(o.worstIndex),
+    )
 
 
 def render_table(report: ParityReport) -> str:
@@ -34,19 +40,36 @@ def render_table(report: ParityReport) -> str:
 
 
 def _properties(o: ParityOutcome) -> dict[str, str]:
-    keys = ("maxAbsoluteError", "maxRelativeError", "cosine", "worstIndex", "referenceValue",
-            "candidateValue", "elements", "violations", "durationSeconds")
+    keys = (
+        "maxAbsoluteError",
+        "maxRelativeError",
+        "cosine",
+        "worstIndex",
+        "referenceValue",
+        "candidateValue",
+        "elements",
+        "violations",
+        "durationSeconds",
+    )
     data = o.model_dump()
     return {k: str(data[k]) for k in keys if data.get(k) is not None}
 
 
 def junit_cases(report: ParityReport, script_file: str, recipe_id: str) -> list[JUnitCase]:
     """One case per script run and one per output per compared accelerator; file = the script."""
-    return [JUnitCase(name=o.output if o.kind == "compare" else f"run on {o.accelerator}",
-                      classname=f"parity.{recipe_id}.{o.accelerator}", passed=o.passed, message=o.message,
-                      output=o.message, seconds=o.durationSeconds or 0.0, file=script_file,
-                      properties=_properties(o))
-            for o in report.results]
+    return [
+        JUnitCase(
+            name=o.output if o.kind == "compare" else f"run on {o.accelerator}",
+            classname=f"parity.{recipe_id}.{o.accelerator}",
+            passed=o.passed,
+            message=o.message,
+            output=o.message,
+            seconds=o.durationSeconds or 0.0,
+            file=script_file,
+            properties=_properties(o),
+        )
+        for o in report.results
+    ]
 
 
 def failure_lines(results: Sequence[ParityOutcome]) -> list[str]:

@@ -48,17 +48,27 @@ def evaluate(records: Sequence[RunRecord], tol: Tolerances) -> ParityReport:
     for record in records[1:]:
         results.extend(_compare(reference, record, tol))
     return ParityReport(
-        passed=all(r.passed for r in results), reference=reference.run.accelerator,
-        accelerators=[r.run.accelerator for r in records], tolerances=tol.model_dump(),
-        results=results, devices={r.run.accelerator: r.meta for r in records})
+        passed=all(r.passed for r in results),
+        reference=reference.run.accelerator,
+        accelerators=[r.run.accelerator for r in records],
+        tolerances=tol.model_dump(),
+        results=results,
+        devices={r.run.accelerator: r.meta for r in records},
+    )
 
 
 def _compare(reference: RunRecord, record: RunRecord, tol: Tolerances) -> list[ParityOutcome]:
     acc = record.run.accelerator
     if reference.outputs is None:
         failed = reference.run.accelerator
-        return [ParityOutcome(accelerator=acc, output="<outputs>", passed=False,
-                              message=f"not compared: the reference run on {failed} failed")]
+        return [
+            ParityOutcome(
+                accelerator=acc,
+                output="<outputs>",
+                passed=False,
+                message=f"not compared: the reference run on {failed} failed",
+            )
+        ]
     if record.outputs is None:
         return []  # the failed run is already reported
     try:
@@ -67,9 +77,17 @@ def _compare(reference: RunRecord, record: RunRecord, tol: Tolerances) -> list[P
         return [ParityOutcome(accelerator=acc, output="<outputs>", passed=False, message=exc.render())]
 
 
-def run_parity(script: Path, python: Path, accelerators: Sequence[str], tol: Tolerances,
-               output_root: Path, *, timeout: float = 600.0, box_dir: Path | None = None,
-               on_run: Callable[[RunRecord], None] | None = None) -> ParityReport:
+def run_parity(
+    script: Path,
+    python: Path,
+    accelerators: Sequence[str],
+    tol: Tolerances,
+    output_root: Path,
+    *,
+    timeout: float = 600.0,
+    box_dir: Path | None = None,
+    on_run: Callable[[RunRecord], None] | None = None,
+) -> ParityReport:
     """The whole gate: plan, execute each run, compare.  ``on_run(record)`` reports progress."""
     # Absolute paths because each run's working directory is its output folder.  absolute(), not
     # resolve(): a venv's python is a symlink, and following it would leave the venv.

@@ -124,14 +124,26 @@ def read_version(text: str, file: str) -> int:
     match = re.search(r"^version:\s*['\"]?(\d+)['\"]?\s*$", text[:4096], re.MULTILINE)
     if match is None:
         load_yaml(text, file)  # an invalid document is reported as such, with its line
-        raise LockError(f"{file} is not a pixi lock file", problems=[Problem(
-            message="no top-level `version:` key", file=file, line=1, key="version", fix=_FIX)])
+        raise LockError(
+            f"{file} is not a pixi lock file",
+            problems=[Problem(message="no top-level `version:` key", file=file, line=1, key="version", fix=_FIX)],
+        )
     version = int(match.group(1))
     if version not in SUPPORTED_VERSIONS:
         line = text.count("\n", 0, match.start()) + 1
-        raise LockError(f"{file} has lock format version {version}", problems=[Problem(
-            message=f"scrollcase reads lock versions {SUPPORTED_VERSIONS[0]} to {SUPPORTED_VERSIONS[-1]}",
-            file=file, line=line, key="version", value=str(version), fix=_FIX)])
+        raise LockError(
+            f"{file} has lock format version {version}",
+            problems=[
+                Problem(
+                    message=f"scrollcase reads lock versions {SUPPORTED_VERSIONS[0]} to {SUPPORTED_VERSIONS[-1]}",
+                    file=file,
+                    line=line,
+                    key="version",
+                    value=str(version),
+                    fix=_FIX,
+                )
+            ],
+        )
     return version
 
 
@@ -142,9 +154,18 @@ def load_yaml(text: str, file: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LockError(f"{file} is not valid YAML (truncated or hand-edited?)", problems=[Problem(
-            message=str(problem), file=file, line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None, fix=_FIX)]) from None
+        raise LockError(
+            f"{file} is not valid YAML (truncated or hand-edited?)",
+            problems=[
+                Problem(
+                    message=str(problem),
+                    file=file,
+                    line=mark.line + 1 if mark else None,
+                    column=mark.column + 1 if mark else None,
+                    fix=_FIX,
+                )
+            ],
+        ) from None
 
 
 def _scalar(raw: str) -> str:
@@ -166,24 +187,40 @@ class _Record:
     body: str = ""  # the record's unparsed fields (fast reader), read on demand
 
 
-def _resolve(record: _Record | None, kind: Kind, location: str, entry_line: int | None,
-             file: str) -> LockedPackage:
+def _resolve(record: _Record | None, kind: Kind, location: str, entry_line: int | None, file: str) -> LockedPackage:
     """Name/version/build of one environment entry: the record's fields, else its file name."""
     if record is None:
-        raise LockError(f"{file} lists a package with no record (truncated or hand-edited?)",
-                        problems=[Problem(message=f"no record under `packages:` for {kind} {location}",
-                                          file=file, line=entry_line, value=location, fix=_FIX)])
+        raise LockError(
+            f"{file} lists a package with no record (truncated or hand-edited?)",
+            problems=[
+                Problem(
+                    message=f"no record under `packages:` for {kind} {location}",
+                    file=file,
+                    line=entry_line,
+                    value=location,
+                    fix=_FIX,
+                )
+            ],
+        )
     parsed = name_from_location(kind, location)
     name = record.name or (parsed[0] if parsed else None)
     if name is None:
-        raise LockError(f"{file} has a {kind} record without a name", problems=[Problem(
-            message=f"cannot tell the package name of {location}", file=file, line=record.line,
-            value=location, fix=_FIX)])
+        raise LockError(
+            f"{file} has a {kind} record without a name",
+            problems=[
+                Problem(
+                    message=f"cannot tell the package name of {location}",
+                    file=file,
+                    line=record.line,
+                    value=location,
+                    fix=_FIX,
+                )
+            ],
+        )
     version = record.version or (parsed[1] if parsed else "")
     build = record.build or (parsed[2] if parsed else None)
     name = normalize_name(name) if kind == "pypi" else name.lower()
-    return LockedPackage(kind, location, name, str(version), None if kind == "pypi" else build,
-                         record.line, entry_line)
+    return LockedPackage(kind, location, name, str(version), None if kind == "pypi" else build, record.line, entry_line)
 
 
 # --- the fast scanner (v4+) -----------------------------------------------------------------------
@@ -244,7 +281,7 @@ def _fill_record(record: _Record) -> None:
         if pos < 0:
             continue
         stop = rest.find("\n", pos + 1)
-        value = _scalar(rest[pos + len(key) + 5: stop if stop >= 0 else len(rest)])
+        value = _scalar(rest[pos + len(key) + 5 : stop if stop >= 0 else len(rest)])
         if key == "kind":
             record.kind = "pypi" if value == "pypi" else "conda"
         elif key in ("url", "path"):
@@ -299,7 +336,7 @@ def _scan_environments(text: str, start: int, end: int, only: Collection[str] | 
         stop = headers[i + 1].start() if i + 1 < len(headers) else end
         line = text.count("\n", 0, header.start()) + 2
         draft = _EnvDraft(name, line, [], [], {})
-        _scan_environment(draft, text[header.end() + 1: stop], line)
+        _scan_environment(draft, text[header.end() + 1 : stop], line)
         envs.append(draft)
     return envs
 
@@ -347,19 +384,22 @@ def _scan(text: str, file: str, version: int, only: Collection[str] | None = Non
     environments: dict[str, LockEnvironment] = {}
     for draft in _scan_environments(text, *env_span, only):
         packages = {
-            platform: tuple(_resolve(_named(records, kind, loc), kind, loc, line, file)  # type: ignore[arg-type]
-                            for kind, loc, line in entries)
+            platform: tuple(
+                _resolve(_named(records, kind, loc), kind, loc, line, file)  # type: ignore[arg-type]
+                for kind, loc, line in entries
+            )
             for platform, entries in draft.packages.items()
         }
-        environments[draft.name] = LockEnvironment(draft.name, tuple(draft.channels),
-                                                   tuple(draft.indexes), packages, draft.line)
+        environments[draft.name] = LockEnvironment(
+            draft.name, tuple(draft.channels), tuple(draft.indexes), packages, draft.line
+        )
     return LockFile(file, version, _header_platforms(text, file, environments), environments)
 
 
 def _header_platforms(text: str, file: str, envs: Mapping[str, LockEnvironment]) -> dict[str, LockPlatform]:
     """v7's ``platforms:`` table (small: read with YAML); before v7 a platform key is its subdir."""
     span = _section(text, "platforms")
-    raw = load_yaml(text[span[0]:span[1]], file) if span else None
+    raw = load_yaml(text[span[0] : span[1]], file) if span else None
     return _platforms_from(raw, envs)
 
 
@@ -368,8 +408,9 @@ def _platforms_from(raw: Any, envs: Mapping[str, LockEnvironment]) -> dict[str, 
     for item in raw or []:
         if isinstance(item, Mapping) and isinstance(item.get("name"), str):
             name = item["name"]
-            platforms[name] = LockPlatform(name, str(item.get("subdir") or name),
-                                           tuple(str(v) for v in item.get("virtual-packages") or ()))
+            platforms[name] = LockPlatform(
+                name, str(item.get("subdir") or name), tuple(str(v) for v in item.get("virtual-packages") or ())
+            )
     for env in envs.values():
         for name in env.packages:
             platforms.setdefault(name, LockPlatform(name, name))
@@ -409,9 +450,17 @@ def _records_from_yaml(items: Any, text: str, file: str) -> dict[tuple[str, str]
     lines = _record_lines(text, max(text.find("\npackages:\n"), 0))
     for item in items or []:
         if not isinstance(item, Mapping):
-            raise LockError(f"{file}: a package record is not a mapping", problems=[Problem(
-                message="expected `- conda: URL` or `- pypi: URL` records", file=file, value=str(item)[:80],
-                fix=_FIX)])
+            raise LockError(
+                f"{file}: a package record is not a mapping",
+                problems=[
+                    Problem(
+                        message="expected `- conda: URL` or `- pypi: URL` records",
+                        file=file,
+                        value=str(item)[:80],
+                        fix=_FIX,
+                    )
+                ],
+            )
         record = _record_from_mapping(item)
         record.line = lines.get(record.location, 0)
         records[(record.kind, record.location)] = record
@@ -436,8 +485,10 @@ def _record_from_mapping(item: Mapping[str, Any]) -> _Record:
 
 def _from_yaml(data: Any, text: str, file: str, version: int) -> LockFile:
     if not isinstance(data, Mapping):
-        raise LockError(f"{file} is not a pixi lock file", problems=[Problem(
-            message="the document is not a mapping", file=file, line=1, fix=_FIX)])
+        raise LockError(
+            f"{file} is not a pixi lock file",
+            problems=[Problem(message="the document is not a mapping", file=file, line=1, fix=_FIX)],
+        )
     if version == 3:
         return _from_yaml_v3(data, text, file)
     records = _records_from_yaml(data.get("packages"), text, file)
@@ -455,9 +506,9 @@ def _from_yaml(data: Any, text: str, file: str, version: int) -> LockFile:
                 line = None if record else _line_of(text, location)  # only to point at a broken entry
                 resolved.append(_resolve(record, kind, location, line, file))
             packages[str(platform)] = tuple(resolved)
-        environments[str(name)] = LockEnvironment(str(name), channels,
-                                                  tuple(str(i) for i in env.get("indexes") or ()), packages,
-                                                  _env_line(text, str(name)))
+        environments[str(name)] = LockEnvironment(
+            str(name), channels, tuple(str(i) for i in env.get("indexes") or ()), packages, _env_line(text, str(name))
+        )
     return LockFile(file, version, _platforms_from(data.get("platforms"), environments), environments)
 
 
@@ -495,8 +546,9 @@ def _from_yaml_v3(data: Mapping[str, Any], text: str, file: str) -> LockFile:
 # --- entry points ---------------------------------------------------------------------------------
 
 
-def parse_lock(text: str, file: str = "pixi.lock", *, fast: bool = True,
-               environments: Collection[str] | None = None) -> LockFile:
+def parse_lock(
+    text: str, file: str = "pixi.lock", *, fast: bool = True, environments: Collection[str] | None = None
+) -> LockFile:
     """Parse lock text; raises :class:`LockError` (with file and line) for anything unreadable.
 
     ``environments`` limits which environments are resolved (lock-check needs one); the others are
@@ -519,12 +571,21 @@ def read_lock_text(path: Any) -> str:
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise LockError(f"{p} does not exist", problems=[Problem(
-            message="the recipe has no committed lock", file=str(p),
-            fix="run `scrollcase lock <recipeId>` and commit pixi.lock")]) from None
+        raise LockError(
+            f"{p} does not exist",
+            problems=[
+                Problem(
+                    message="the recipe has no committed lock",
+                    file=str(p),
+                    fix="run `scrollcase lock <recipeId>` and commit pixi.lock",
+                )
+            ],
+        ) from None
     except UnicodeDecodeError as exc:
-        raise LockError(f"{p} is not UTF-8 text", problems=[Problem(
-            message=f"byte {exc.start} is not valid UTF-8", file=str(p), fix=_FIX)]) from None
+        raise LockError(
+            f"{p} is not UTF-8 text",
+            problems=[Problem(message=f"byte {exc.start} is not valid UTF-8", file=str(p), fix=_FIX)],
+        ) from None
     except OSError as exc:
         raise LockError(f"cannot read {p}: {exc.strerror}") from None
 

@@ -15,8 +15,7 @@ from scrollcase.recipe_loader import RecipeDir
 def pixi_version(executable: str) -> str | None:
     """``0.73.0`` from ``pixi --version`` (prints ``pixi 0.73.0``), None when it does not run."""
     try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60,
-                             check=False)
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60, check=False)
     except OSError:
         return None
     match = re.search(r"(\d+\.\d+\.\d+)", out.stdout)
@@ -26,14 +25,16 @@ def pixi_version(executable: str) -> str | None:
 def find_pixi(expected: str) -> str:
     executable = shutil.which("pixi")
     if executable is None:
-        raise HostError("--use-pixi: no pixi on PATH",
-                        fix=f"install pixi {expected} (https://pixi.sh), or drop --use-pixi to solve "
-                            "with py-rattler")
+        raise HostError(
+            "--use-pixi: no pixi on PATH",
+            fix=f"install pixi {expected} (https://pixi.sh), or drop --use-pixi to solve with py-rattler",
+        )
     found = pixi_version(executable)
     if found != expected:
-        raise HostError(f"--use-pixi: {executable} is pixi {found or 'unknown'}, "
-                        f"the recipe pins pixi {expected}",
-                        fix=f"install pixi {expected}, or update pixiVersion in recipe.json")
+        raise HostError(
+            f"--use-pixi: {executable} is pixi {found or 'unknown'}, the recipe pins pixi {expected}",
+            fix=f"install pixi {expected}, or update pixiVersion in recipe.json",
+        )
     return executable
 
 
@@ -45,14 +46,24 @@ def lock_with_pixi(recipe_dir: RecipeDir) -> Path:
         shutil.copy2(recipe_dir.manifest_file, work / "pixi.toml")
         if recipe_dir.lock_file.exists():
             shutil.copy2(recipe_dir.lock_file, work / "pixi.lock")
-        done = subprocess.run([executable, "lock", "--manifest-path", str(work / "pixi.toml")],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [executable, "lock", "--manifest-path", str(work / "pixi.toml")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0 or not (work / "pixi.lock").is_file():
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
-            raise SolveError(f"pixi lock failed for {recipe_dir.recipe.recipeId} "
-                             f"(target {recipe_dir.recipe.target.target_id})",
-                             problems=[Problem(message=tail or f"exit code {done.returncode}",
-                                               file=str(recipe_dir.manifest_file), key="dependencies",
-                                               fix="fix the specs or channels pixi names above")])
+            raise SolveError(
+                f"pixi lock failed for {recipe_dir.recipe.recipeId} (target {recipe_dir.recipe.target.target_id})",
+                problems=[
+                    Problem(
+                        message=tail or f"exit code {done.returncode}",
+                        file=str(recipe_dir.manifest_file),
+                        key="dependencies",
+                        fix="fix the specs or channels pixi names above",
+                    )
+                ],
+            )
         (work / "pixi.lock").replace(recipe_dir.lock_file)
     return recipe_dir.lock_file

@@ -66,8 +66,15 @@ class Store(Protocol):
         """The bytes of a small object with its ETag; None when it does not exist."""
         ...
 
-    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
-                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        if_none_match: bool = False,
+        if_match: str | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> str:
         """Write a small object (conditionally); return its new ETag.
 
         ConflictError when the condition fails.
@@ -79,8 +86,16 @@ class Store(Protocol):
         bytes, or None when it sends the file whole."""
         ...
 
-    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
+    def put_file(
+        self,
+        key: str,
+        path: Path,
+        *,
+        size: int,
+        sha256: str,
+        part_sha256: Sequence[str] = (),
+        progress: ProgressCallback | None = None,
+    ) -> None:
         """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists.
 
         ``part_sha256``: hex sha256 of each ``checksum_part_size`` piece, computed when the file was

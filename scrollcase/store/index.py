@@ -6,7 +6,6 @@ bucket.  Writers update it with optimistic concurrency: read it with its ETag, m
 and, when another writer got there first, read again and retry with backoff.
 """
 
-
 from __future__ import annotations
 
 import json
@@ -59,8 +58,12 @@ def index_key(box_id: str) -> str:
 
 def entry_for(manifest: ReleaseManifest) -> IndexEntry:
     return IndexEntry(
-        targetId=manifest.targetId, target=manifest.target, archive=manifest.keys.archive,
-        release=manifest.keys.release, sha256Key=manifest.keys.sha256, sha256=manifest.archive.sha256,
+        targetId=manifest.targetId,
+        target=manifest.target,
+        archive=manifest.keys.archive,
+        release=manifest.keys.release,
+        sha256Key=manifest.keys.sha256,
+        sha256=manifest.archive.sha256,
         size=manifest.archive.size,
         minNvidiaDriverVersion=manifest.compatibility.minNvidiaDriverVersion,
         minHostAppVersion=manifest.compatibility.minHostAppVersion,
@@ -74,10 +77,12 @@ def check_index_box(index: BoxIndex, box_id: str, file: str) -> None:
     if index.boxId != box_id:
         raise StoreError(
             f"{file} is the index of box {index.boxId!r}, but it lies where the index of {box_id!r} belongs",
-            problems=[Problem(message="boxId does not match the folder it lies in", file=file, key="boxId",
-                              value=index.boxId)],
+            problems=[
+                Problem(message="boxId does not match the folder it lies in", file=file, key="boxId", value=index.boxId)
+            ],
             fix=f"restore {file} (boxId {box_id!r}) from the release manifests beside it, or remove it so "
-                "that publish writes a new one")
+            "that publish writes a new one",
+        )
 
 
 def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexEntry) -> BoxIndex | None:
@@ -94,7 +99,8 @@ def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexE
         raise ConflictError(
             f"index {index_key(box_id)} already lists {box_id} {version} {entry.targetId} with sha256 "
             f"{existing.sha256} ({existing.size} bytes), not {entry.sha256} ({entry.size} bytes)",
-            fix="releases are immutable: bump the version in recipe.json and rebuild")
+            fix="releases are immutable: bump the version in recipe.json and rebuild",
+        )
     versions = {v: dict(targets) for v, targets in current.versions.items()}
     versions.setdefault(version, {})[entry.targetId] = entry
     return current.model_copy(update={"versions": versions})
@@ -109,17 +115,27 @@ def parse_index(data: bytes, file: str) -> BoxIndex:
     try:
         return BoxIndex.model_validate(json.loads(data))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StoreError(f"{file} is not valid JSON: {exc}",
-                         fix="restore the index from the release manifests beside it") from None
+        raise StoreError(
+            f"{file} is not valid JSON: {exc}", fix="restore the index from the release manifests beside it"
+        ) from None
     except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"]))
-                    for e in exc.errors()]
-        raise StoreError(f"{file} is not a valid scrollcase box index", problems=problems,
-                         fix="restore the index from the release manifests beside it") from None
+        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
+        raise StoreError(
+            f"{file} is not a valid scrollcase box index",
+            problems=problems,
+            fix="restore the index from the release manifests beside it",
+        ) from None
 
 
-def update_index(store: Store, box_id: str, version: str, entry: IndexEntry, *,
-                 sleep: Callable[[float], None] = time.sleep, attempts: int = MAX_ATTEMPTS) -> bool:
+def update_index(
+    store: Store,
+    box_id: str,
+    version: str,
+    entry: IndexEntry,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    attempts: int = MAX_ATTEMPTS,
+) -> bool:
     """Add ``entry`` to the box's index with compare-and-swap; True when the index was written."""
     key = index_key(box_id)
     for attempt in range(attempts):
@@ -139,8 +155,10 @@ def update_index(store: Store, box_id: str, version: str, entry: IndexEntry, *,
         except ConflictError:
             # Another publisher updated the index between our read and write: read again.
             sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
-    raise StoreError(f"{store.url_for(key)} kept changing: gave up after {attempts} attempts",
-                     fix="rerun publish: the release itself is published; the rerun only updates the index")
+    raise StoreError(
+        f"{store.url_for(key)} kept changing: gave up after {attempts} attempts",
+        fix="rerun publish: the release itself is published; the rerun only updates the index",
+    )
 
 
 def index_json_schema() -> dict[str, Any]:

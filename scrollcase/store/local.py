@@ -46,14 +46,17 @@ class LocalStore:
     def path_for(self, key: str) -> Path:
         parts = key.split("/")
         if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts):
-            raise StoreError(f"object key {key!r} is not a safe relative key",
-                             fix="keys come from scrollcase.release.object_keys; do not edit them by hand")
+            raise StoreError(
+                f"object key {key!r} is not a safe relative key",
+                fix="keys come from scrollcase.release.object_keys; do not edit them by hand",
+            )
         return self.root.joinpath(*parts)
 
     def check(self) -> None:
         if self.root.exists() and not self.root.is_dir():
-            raise StoreError(f"store {self.root} exists but is not a directory",
-                             fix="pass --to a directory (or s3://bucket/prefix)")
+            raise StoreError(
+                f"store {self.root} exists but is not a directory", fix="pass --to a directory (or s3://bucket/prefix)"
+            )
 
     def head(self, key: str) -> ObjectInfo | None:
         path = self.path_for(key)
@@ -72,12 +75,18 @@ class LocalStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc}",
-                             fix="check the store directory's permissions") from None
+            raise StoreError(f"cannot read {path}: {exc}", fix="check the store directory's permissions") from None
         return Blob(data=data, etag=sha256_bytes(data))
 
-    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
-                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        if_none_match: bool = False,
+        if_match: str | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> str:
         target = self._prepare(key)
         with self._temp_beside(target) as temp:
             _write_synced(temp, data)
@@ -87,8 +96,9 @@ class LocalStore:
                 with _key_lock(target):
                     current = target.read_bytes() if target.exists() else None
                     if current is None or sha256_bytes(current) != if_match:
-                        raise ConflictError(f"{target} changed since it was read (ETag mismatch)",
-                                            fix="read it again and retry")
+                        raise ConflictError(
+                            f"{target} changed since it was read (ETag mismatch)", fix="read it again and retry"
+                        )
                     temp.replace(target)
             else:
                 temp.replace(target)
@@ -97,8 +107,16 @@ class LocalStore:
     def checksum_part_size(self, size: int) -> int | None:
         return None  # the copy is hashed whole as it is written
 
-    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
+    def put_file(
+        self,
+        key: str,
+        path: Path,
+        *,
+        size: int,
+        sha256: str,
+        part_sha256: Sequence[str] = (),
+        progress: ProgressCallback | None = None,
+    ) -> None:
         target = self._prepare(key)
         with self._temp_beside(target) as temp:
             copied_sha, copied_size = _copy_synced(path, temp, progress)
@@ -106,7 +124,8 @@ class LocalStore:
                 raise IntegrityError(
                     f"{path} changed while it was being published (sha256 {copied_sha}, {copied_size} bytes; "
                     f"expected {sha256}, {size} bytes)",
-                    fix="do not modify the archive during publish; rerun")
+                    fix="do not modify the archive during publish; rerun",
+                )
             _create_exclusive(temp, target, key)
 
     def _prepare(self, key: str) -> Path:
@@ -114,8 +133,9 @@ class LocalStore:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create {target.parent}: {exc}",
-                             fix="pass --to a writable directory (or set SCROLLCASE_STORE)") from None
+            raise StoreError(
+                f"cannot create {target.parent}: {exc}", fix="pass --to a writable directory (or set SCROLLCASE_STORE)"
+            ) from None
         return target
 
     @contextlib.contextmanager
@@ -128,8 +148,7 @@ class LocalStore:
         try:
             yield temp
         except OSError as exc:
-            raise StoreError(f"writing {target} failed: {exc}",
-                             fix="check free disk space and permissions") from None
+            raise StoreError(f"writing {target} failed: {exc}", fix="check free disk space and permissions") from None
         finally:
             temp.unlink(missing_ok=True)
 
@@ -214,8 +233,10 @@ def _key_lock(target: Path) -> Iterator[None]:
         except FileExistsError:
             _break_stale(lock)
             if time.monotonic() > deadline:
-                raise StoreError(f"{lock} has been held for over {LOCK_WAIT_SECONDS:.0f}s",
-                                 fix=f"if no publish is running, delete {lock}") from None
+                raise StoreError(
+                    f"{lock} has been held for over {LOCK_WAIT_SECONDS:.0f}s",
+                    fix=f"if no publish is running, delete {lock}",
+                ) from None
             time.sleep(0.02)
     try:
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -229,5 +250,3 @@ def _break_stale(lock: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
             lock.unlink(missing_ok=True)
-
-

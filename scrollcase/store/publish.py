@@ -60,8 +60,14 @@ class Upload:
     data: bytes | None = None  # the bytes of small objects; None for the archive (streamed from disk)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "size": self.size, "sha256": self.sha256,
-                "action": self.action, "reason": self.reason}
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "size": self.size,
+            "sha256": self.sha256,
+            "action": self.action,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,13 @@ class PublishPlan:
         return sum(u.size for u in self.uploads if u.action == "upload")
 
     def to_json(self) -> dict[str, Any]:
-        return {"release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
-                "uploads": [u.to_json() for u in self.uploads], "bytesToUpload": self.bytes_to_upload,
-                "index": {"key": self.index_key, "action": self.index_action},
-                "warnings": list(self.warnings)}
+        return {
+            "release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
+            "uploads": [u.to_json() for u in self.uploads],
+            "bytesToUpload": self.bytes_to_upload,
+            "index": {"key": self.index_key, "action": self.index_action},
+            "warnings": list(self.warnings),
+        }
 
 
 def release_label(manifest: ReleaseManifest) -> str:
@@ -117,16 +126,19 @@ def check_archive(manifest: ReleaseManifest, archive: LocalArchive, manifest_fil
             f"{archive.path} does not match {manifest_file}: it is {archive.size} bytes with sha256 "
             f"{archive.sha256}, the manifest says {expected.size} bytes with sha256 {expected.sha256}",
             fix="publish the archive that was built with this release manifest (rebuild the box if it was "
-                "modified or truncated)")
+            "modified or truncated)",
+        )
     keys = object_keys(manifest.boxId, manifest.version, manifest.targetId, expected.name)
     if manifest.keys != keys:
         raise IntegrityError(
-            f"{manifest_file}: keys are {manifest.keys.model_dump()}, but this release's keys are "
-            f"{keys.model_dump()}", fix="rebuild the box; the release manifest was edited by hand")
+            f"{manifest_file}: keys are {manifest.keys.model_dump()}, but this release's keys are {keys.model_dump()}",
+            fix="rebuild the box; the release manifest was edited by hand",
+        )
 
 
-def box_problems(manifest: ReleaseManifest, box: BoxJson | None, archive_name: str,
-                 manifest_file: str = "release.json") -> list[Problem]:
+def box_problems(
+    manifest: ReleaseManifest, box: BoxJson | None, archive_name: str, manifest_file: str = "release.json"
+) -> list[Problem]:
     """Why the archive's box.json and the manifest do not describe one sound release (empty: they do).
 
     The manifest is what the index and every host app trust, so it must say what the box itself
@@ -134,35 +146,61 @@ def box_problems(manifest: ReleaseManifest, box: BoxJson | None, archive_name: s
     """
     inner = f"{archive_name}!box.json"
     if box is None:
-        return [Problem(message="the archive has no box.json", file=inner,
-                        fix="publish the archive `scrollcase build` wrote with this manifest")]
+        return [
+            Problem(
+                message="the archive has no box.json",
+                file=inner,
+                fix="publish the archive `scrollcase build` wrote with this manifest",
+            )
+        ]
     problems = []
     pairs: dict[str, tuple[object, object]] = {
-        "boxId": (box.boxId, manifest.boxId), "version": (box.version, manifest.version),
-        "target": (box.target, manifest.target), "targetId": (box.targetId, manifest.targetId),
-        "gpu": (box.gpu, manifest.gpu)}
+        "boxId": (box.boxId, manifest.boxId),
+        "version": (box.version, manifest.version),
+        "target": (box.target, manifest.target),
+        "targetId": (box.targetId, manifest.targetId),
+        "gpu": (box.gpu, manifest.gpu),
+    }
     for key, (inside, outside) in pairs.items():
         if inside != outside:
             shown_in = inside.model_dump(mode="json", exclude_none=True) if hasattr(inside, "model_dump") else inside
-            shown_out = outside.model_dump(mode="json", exclude_none=True) if hasattr(outside, "model_dump") \
-                else outside
-            problems.append(Problem(message=f"the archive's box.json says {shown_in!r}, {manifest_file} says "
-                                            f"{shown_out!r}", file=inner, key=key,
-                                    fix="publish the manifest that was built with this archive (rebuild)"))
+            shown_out = (
+                outside.model_dump(mode="json", exclude_none=True) if hasattr(outside, "model_dump") else outside
+            )
+            problems.append(
+                Problem(
+                    message=f"the archive's box.json says {shown_in!r}, {manifest_file} says {shown_out!r}",
+                    file=inner,
+                    key=key,
+                    fix="publish the manifest that was built with this archive (rebuild)",
+                )
+            )
     if manifest.selfTest is None or not manifest.selfTest.passed:
         state = "has no self-test report" if manifest.selfTest is None else "records a failed self-test"
-        problems.append(Problem(message=f"the manifest {state}", file=manifest_file, key="selfTest.passed",
-                                fix="rebuild with `scrollcase build`: only a box whose self-test passed is published"))
+        problems.append(
+            Problem(
+                message=f"the manifest {state}",
+                file=manifest_file,
+                key="selfTest.passed",
+                fix="rebuild with `scrollcase build`: only a box whose self-test passed is published",
+            )
+        )
     spec = manifest.target.spec
     if manifest.gpu is None:
         if spec.is_cuda:
-            problems.append(Problem(message=f"{manifest.targetId} is a CUDA target, but the manifest carries no "
-                                            "GPU evidence", file=manifest_file, key="gpu",
-                                    fix="rebuild with this scrollcase version: the build records the evidence"))
+            problems.append(
+                Problem(
+                    message=f"{manifest.targetId} is a CUDA target, but the manifest carries no GPU evidence",
+                    file=manifest_file,
+                    key="gpu",
+                    fix="rebuild with this scrollcase version: the build records the evidence",
+                )
+            )
     else:
         for problem in evidence_problems(spec, manifest.gpu, where="box"):
-            problems.append(Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value,
-                                    fix=problem.fix))
+            problems.append(
+                Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value, fix=problem.fix)
+            )
     return problems
 
 
@@ -171,12 +209,15 @@ def check_box(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: s
     if problems:
         raise IntegrityError(
             f"refusing to publish {release_label(manifest)}: {archive.path} and {manifest_file} do not describe "
-            f"one sound release ({problems[0].key or 'box.json'}: {problems[0].message})", problems=problems,
-            fix="publish the archive and release manifest `scrollcase build` wrote together; rebuild if in doubt")
+            f"one sound release ({problems[0].key or 'box.json'}: {problems[0].message})",
+            problems=problems,
+            fix="publish the archive and release manifest `scrollcase build` wrote together; rebuild if in doubt",
+        )
 
 
-def plan_publish(manifest: ReleaseManifest, archive: LocalArchive, remote: RemoteState,
-                 manifest_file: str = "release.json") -> PublishPlan:
+def plan_publish(
+    manifest: ReleaseManifest, archive: LocalArchive, remote: RemoteState, manifest_file: str = "release.json"
+) -> PublishPlan:
     """Decide what to upload and what to skip; raise before anything is written when that is unsafe.
 
     Every refusal is found here, before the first write: the archive against the manifest, the
@@ -194,21 +235,36 @@ def plan_publish(manifest: ReleaseManifest, archive: LocalArchive, remote: Remot
         ("sha256", manifest.keys.sha256, len(sidecar), sha256_bytes(sidecar), sidecar),
         ("release", manifest.keys.release, len(release_bytes), sha256_bytes(release_bytes), release_bytes),
     ]
-    uploads = tuple(_decide(manifest, kind, key, size, sha, data, remote.objects.get(key))
-                    for kind, key, size, sha, data in wanted)
+    uploads = tuple(
+        _decide(manifest, kind, key, size, sha, data, remote.objects.get(key)) for kind, key, size, sha, data in wanted
+    )
     entry = entry_for(manifest)
     # A disagreeing entry for this (version, target) is a ConflictError now, not after the uploads.
     listed = merge_entry(remote.index, manifest.boxId, manifest.version, entry) is None if remote.index else False
-    warnings = tuple(f"{remote.index_file} lists {d}, but its files are missing from the store"
-                     for d in remote.dangling)
-    return PublishPlan(box_id=manifest.boxId, version=manifest.version, target_id=manifest.targetId,
-                       uploads=uploads, index_key=index_key(manifest.boxId), index_entry=entry,
-                       index_action="skip" if (listed or remote.index_lists_release) else "update",
-                       warnings=warnings)
+    warnings = tuple(
+        f"{remote.index_file} lists {d}, but its files are missing from the store" for d in remote.dangling
+    )
+    return PublishPlan(
+        box_id=manifest.boxId,
+        version=manifest.version,
+        target_id=manifest.targetId,
+        uploads=uploads,
+        index_key=index_key(manifest.boxId),
+        index_entry=entry,
+        index_action="skip" if (listed or remote.index_lists_release) else "update",
+        warnings=warnings,
+    )
 
 
-def _decide(manifest: ReleaseManifest, kind: ObjectKind, key: str, size: int, sha: str,
-            data: bytes | None, existing: ObjectInfo | None) -> Upload:
+def _decide(
+    manifest: ReleaseManifest,
+    kind: ObjectKind,
+    key: str,
+    size: int,
+    sha: str,
+    data: bytes | None,
+    existing: ObjectInfo | None,
+) -> Upload:
     if existing is None:
         return Upload(kind, key, size, sha, "upload", "not in the store yet", data)
     if existing.size == size and existing.sha256 == sha:
@@ -222,7 +278,8 @@ def conflict(manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: in
         f"release {release_label(manifest)} is already published with different bytes: {key} holds "
         f"{existing.size} bytes with {theirs}, this publish has {size} bytes with sha256 {sha}",
         fix="published releases are immutable: bump `version` in recipe.json, rebuild and publish the new "
-            "version (or publish to a different store/prefix)")
+        "version (or publish to a different store/prefix)",
+    )
 
 
 # ----------------------------------------------------------------------------------------- executors
@@ -231,8 +288,9 @@ def conflict(manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: in
 def measure_archive(path: Path, store: Store) -> LocalArchive:
     """Hash the archive once: the whole file (for the manifest check) and the pieces the store sends."""
     if not path.is_file():
-        raise IntegrityError(f"archive {path} does not exist",
-                             fix="build the box first, or pass --archive with the archive's path")
+        raise IntegrityError(
+            f"archive {path} does not exist", fix="build the box first, or pass --archive with the archive's path"
+        )
     part_size = store.checksum_part_size(path.stat().st_size)
     if part_size is None:
         sha, size = sha256_file(path)
@@ -259,11 +317,13 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     key = index_key(manifest.boxId)
     blob = store.get_bytes(key)
     current = parse_index(blob.data, store.url_for(key)) if blob else None
-    listed = current is not None and current.versions.get(manifest.version, {}).get(
-        manifest.targetId) == entry_for(manifest)
+    listed = current is not None and current.versions.get(manifest.version, {}).get(manifest.targetId) == entry_for(
+        manifest
+    )
     dangling = dangling_entries(store, current) if current is not None and current.boxId == manifest.boxId else ()
-    return RemoteState(objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key),
-                       dangling=dangling)
+    return RemoteState(
+        objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key), dangling=dangling
+    )
 
 
 def dangling_entries(store: Store, index: BoxIndex) -> tuple[str, ...]:
@@ -289,14 +349,27 @@ class PublishResult:
 
     def to_json(self) -> dict[str, Any]:
         out = self.plan.to_json()
-        out.update({"store": self.store, "dryRun": self.dry_run, "uploaded": list(self.uploaded),
-                    "indexWritten": self.index_written})
+        out.update(
+            {
+                "store": self.store,
+                "dryRun": self.dry_run,
+                "uploaded": list(self.uploaded),
+                "indexWritten": self.index_written,
+            }
+        )
         return out
 
 
-def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_run: bool = False,
-            manifest_file: str = "release.json", progress: Progress = lambda _: None,
-            meter: MeterFactory | None = None) -> PublishResult:
+def publish(
+    store: Store,
+    manifest: ReleaseManifest,
+    archive_path: Path,
+    *,
+    dry_run: bool = False,
+    manifest_file: str = "release.json",
+    progress: Progress = lambda _: None,
+    meter: MeterFactory | None = None,
+) -> PublishResult:
     """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
@@ -318,15 +391,27 @@ def publish(store: Store, manifest: ReleaseManifest, archive_path: Path, *, dry_
     return PublishResult(plan, store.url, False, tuple(uploaded), written)
 
 
-def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archive: LocalArchive,
-                    progress: Progress, meter: MeterFactory | None = None) -> bool:
+def _execute_upload(
+    store: Store,
+    manifest: ReleaseManifest,
+    step: Upload,
+    archive: LocalArchive,
+    progress: Progress,
+    meter: MeterFactory | None = None,
+) -> bool:
     """Create one object; True if this run wrote it, False if a concurrent publisher wrote the same bytes."""
     progress(f"uploading {store.url_for(step.key)} ({step.size} bytes)")
     try:
         if step.data is None:
             sent = meter("uploading", step.size) if meter else None
-            store.put_file(step.key, archive.path, size=step.size, sha256=step.sha256,
-                           part_sha256=archive.part_sha256, progress=sent or byte_progress(step.size, progress))
+            store.put_file(
+                step.key,
+                archive.path,
+                size=step.size,
+                sha256=step.sha256,
+                part_sha256=archive.part_sha256,
+                progress=sent or byte_progress(step.size, progress),
+            )
             if sent:
                 sent.finish()
         else:
@@ -336,8 +421,9 @@ def _execute_upload(store: Store, manifest: ReleaseManifest, step: Upload, archi
         # Lost a race with another publisher: fine if it wrote exactly our bytes.
         existing = store.head(step.key)
         if existing is None:
-            raise StoreError(f"{store.url_for(step.key)} was refused as existing but is absent",
-                             fix="rerun publish") from None
+            raise StoreError(
+                f"{store.url_for(step.key)} was refused as existing but is absent", fix="rerun publish"
+            ) from None
         if existing.sha256 is None and step.data is not None:
             blob = store.get_bytes(step.key)
             existing = ObjectInfo(step.key, len(blob.data), sha256_bytes(blob.data)) if blob else existing
@@ -364,5 +450,4 @@ def byte_progress(total: int, progress: Progress, steps: int = 10) -> Callable[[
 
 
 def _content_type(kind: ObjectKind) -> str:
-    return {"archive": "application/zstd", "sha256": "text/plain; charset=utf-8",
-            "release": "application/json"}[kind]
+    return {"archive": "application/zstd", "sha256": "text/plain; charset=utf-8", "release": "application/json"}[kind]

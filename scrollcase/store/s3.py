@@ -44,8 +44,16 @@ T = TypeVar("T")
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _UNSUPPORTED_CODES = {"NotImplemented", "501"}
 _DIGEST_CODES = {"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch"}
-_AUTH_CODES = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-               "ExpiredToken", "InvalidToken", "InvalidClientTokenId"}
+_AUTH_CODES = {
+    "AccessDenied",
+    "403",
+    "Forbidden",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "InvalidClientTokenId",
+}
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
 
 
@@ -58,21 +66,26 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
 
 
-def client_config(*, attempts: int = ATTEMPTS, connect_timeout: float = CONNECT_TIMEOUT,
-                  read_timeout: float = READ_TIMEOUT) -> Any:
+def client_config(
+    *, attempts: int = ATTEMPTS, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT
+) -> Any:
     """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too).
     ``attempts`` counts every try of a request, the first included."""
     from botocore.config import Config
 
-    return Config(retries={"total_max_attempts": attempts, "mode": "standard"}, connect_timeout=connect_timeout,
-                  read_timeout=read_timeout, max_pool_connections=32,
-                  # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
-                  request_checksum_calculation="when_required",
-                  response_checksum_validation="when_required",
-                  # Every body we send carries a SHA-256 checksum in a signed header that the server
-                  # verifies.  Over plain http botocore would also sign the payload, hashing every
-                  # byte a second time on both ends for no extra integrity.
-                  s3={"payload_signing_enabled": False})
+    return Config(
+        retries={"total_max_attempts": attempts, "mode": "standard"},
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        max_pool_connections=32,
+        # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+        # Every body we send carries a SHA-256 checksum in a signed header that the server
+        # verifies.  Over plain http botocore would also sign the payload, hashing every
+        # byte a second time on both ends for no extra integrity.
+        s3={"payload_signing_enabled": False},
+    )
 
 
 ENDPOINT_ENVS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
@@ -92,10 +105,11 @@ def check_endpoint_url(endpoint_url: str | None, env: Mapping[str, str]) -> None
         except ValueError:
             parts, port_ok = urlsplit(""), False
         if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-            raise UsageError(f"{source} {value!r} is not an endpoint URL",
-                             problems=[Problem(message="expected http(s)://host[:port]", key=source,
-                                               value=repr(value))],
-                             fix="pass e.g. --endpoint-url https://minio.internal:9000, or omit it for AWS")
+            raise UsageError(
+                f"{source} {value!r} is not an endpoint URL",
+                problems=[Problem(message="expected http(s)://host[:port]", key=source, value=repr(value))],
+                fix="pass e.g. --endpoint-url https://minio.internal:9000, or omit it for AWS",
+            )
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -115,8 +129,7 @@ def effective_part_size(size: int, part_size: int) -> int:
 def plan_parts(size: int, part_size: int) -> list[tuple[int, int, int]]:
     """(part number, offset, length) for a multipart upload of ``size`` bytes."""
     part_size = effective_part_size(size, part_size)
-    return [(n + 1, offset, min(part_size, size - offset))
-            for n, offset in enumerate(range(0, size, part_size))]
+    return [(n + 1, offset, min(part_size, size - offset)) for n, offset in enumerate(range(0, size, part_size))]
 
 
 def _b64_sha256_to_hex(value: str | None) -> str | None:
@@ -136,8 +149,16 @@ def _b64(hex_digest: str) -> str:
 class S3Store:
     """Objects live at ``s3://bucket/prefix/<key>``; ``client`` is a boto3 S3 client."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
-                 part_size: int = DEFAULT_PART_SIZE, workers: int = DEFAULT_WORKERS) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        part_size: int = DEFAULT_PART_SIZE,
+        workers: int = DEFAULT_WORKERS,
+    ) -> None:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -165,8 +186,7 @@ class S3Store:
     def head(self, key: str) -> ObjectInfo | None:
         try:
             with self._errors("HEAD", key):
-                response = self.client.head_object(Bucket=self.bucket, Key=self._full(key),
-                                                   ChecksumMode="ENABLED")
+                response = self.client.head_object(Bucket=self.bucket, Key=self._full(key), ChecksumMode="ENABLED")
         except _NotFoundError:
             return None
         metadata: dict[str, str] = response.get("Metadata", {})
@@ -187,37 +207,67 @@ class S3Store:
 
     # ----------------------------------------------------------------------------------- writes
 
-    def put_bytes(self, key: str, data: bytes, *, if_none_match: bool = False,
-                  if_match: str | None = None, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        *,
+        if_none_match: bool = False,
+        if_match: str | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> str:
         import hashlib
 
         sha = hashlib.sha256(data).hexdigest()
-        args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key), "Body": data,
-                                "ChecksumSHA256": _b64(sha), "ContentType": content_type,
-                                "Metadata": {SHA256_METADATA: sha}}
-        response = self._conditional(key, args, if_none_match, if_match,
-                                     lambda a: self.client.put_object(**a))
+        args: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Key": self._full(key),
+            "Body": data,
+            "ChecksumSHA256": _b64(sha),
+            "ContentType": content_type,
+            "Metadata": {SHA256_METADATA: sha},
+        }
+        response = self._conditional(key, args, if_none_match, if_match, lambda a: self.client.put_object(**a))
         return str(response["ETag"])
 
     def checksum_part_size(self, size: int) -> int | None:
         return None if size <= self.part_size else effective_part_size(size, self.part_size)
 
-    def put_file(self, key: str, path: Path, *, size: int, sha256: str,
-                 part_sha256: Sequence[str] = (), progress: ProgressCallback | None = None) -> None:
+    def put_file(
+        self,
+        key: str,
+        path: Path,
+        *,
+        size: int,
+        sha256: str,
+        part_sha256: Sequence[str] = (),
+        progress: ProgressCallback | None = None,
+    ) -> None:
         if self.checksum_part_size(size) is None:  # one request, one checksum for the whole file
             with path.open("rb") as stream:
                 data = stream.read()
-            args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key), "Body": data,
-                                    "ChecksumSHA256": _b64(sha256), "ContentType": "application/zstd",
-                                    "Metadata": {SHA256_METADATA: sha256}}
+            args: dict[str, Any] = {
+                "Bucket": self.bucket,
+                "Key": self._full(key),
+                "Body": data,
+                "ChecksumSHA256": _b64(sha256),
+                "ContentType": "application/zstd",
+                "Metadata": {SHA256_METADATA: sha256},
+            }
             self._conditional(key, args, True, None, lambda a: self.client.put_object(**a))
             if progress:
                 progress(size)
             return
         self._put_multipart(key, path, size, sha256, part_sha256, progress)
 
-    def _conditional(self, key: str, args: dict[str, Any], if_none_match: bool, if_match: str | None,
-                     call: Callable[[dict[str, Any]], Any]) -> Any:
+    def _conditional(
+        self,
+        key: str,
+        args: dict[str, Any],
+        if_none_match: bool,
+        if_match: str | None,
+        call: Callable[[dict[str, Any]], Any],
+    ) -> Any:
         """Run a write with If-None-Match / If-Match, falling back to HEAD-compare where unsupported."""
         if if_none_match and self.conditional_writes:
             args = {**args, "IfNoneMatch": "*"}
@@ -242,27 +292,44 @@ class S3Store:
         if if_none_match and current is not None:
             raise ConflictError(f"{self.url_for(key)} already exists", fix="releases are immutable")
         if if_match is not None and (current is None or current.etag != if_match):
-            raise ConflictError(f"{self.url_for(key)} changed since it was read",
-                                fix="read it again and retry")
+            raise ConflictError(f"{self.url_for(key)} changed since it was read", fix="read it again and retry")
 
-    def _put_multipart(self, key: str, path: Path, size: int, sha256: str, part_sha256: Sequence[str],
-                       progress: ProgressCallback | None) -> None:
+    def _put_multipart(
+        self,
+        key: str,
+        path: Path,
+        size: int,
+        sha256: str,
+        part_sha256: Sequence[str],
+        progress: ProgressCallback | None,
+    ) -> None:
         full = self._full(key)
         if not self.conditional_writes:
             self._check_without_conditions(key, True, None)
         with self._errors("CreateMultipartUpload", key):
-            upload_id = str(self.client.create_multipart_upload(
-                Bucket=self.bucket, Key=full, ChecksumAlgorithm="SHA256", ContentType="application/zstd",
-                Metadata={SHA256_METADATA: sha256})["UploadId"])
+            upload_id = str(
+                self.client.create_multipart_upload(
+                    Bucket=self.bucket,
+                    Key=full,
+                    ChecksumAlgorithm="SHA256",
+                    ContentType="application/zstd",
+                    Metadata={SHA256_METADATA: sha256},
+                )["UploadId"]
+            )
         try:
             before = _fingerprint(path)
             parts = self._upload_parts(key, upload_id, path, size, part_sha256, progress)
             if _fingerprint(path) != before or before[0] != size:
                 # The parts' checksums match what was read, not what the manifest promised.
-                raise IntegrityError(f"{path} changed while it was being uploaded",
-                                     fix="do not modify the archive during publish; rerun")
-            args: dict[str, Any] = {"Bucket": self.bucket, "Key": full, "UploadId": upload_id,
-                                    "MultipartUpload": {"Parts": parts}}
+                raise IntegrityError(
+                    f"{path} changed while it was being uploaded", fix="do not modify the archive during publish; rerun"
+                )
+            args: dict[str, Any] = {
+                "Bucket": self.bucket,
+                "Key": full,
+                "UploadId": upload_id,
+                "MultipartUpload": {"Parts": parts},
+            }
             self._conditional(key, args, True, None, lambda a: self.client.complete_multipart_upload(**a))
         except BaseException:
             # Never leave the parts behind (they cost storage and are invisible to readers).
@@ -270,14 +337,23 @@ class S3Store:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
             raise
 
-    def _upload_parts(self, key: str, upload_id: str, path: Path, size: int, part_sha256: Sequence[str],
-                      progress: ProgressCallback | None) -> list[dict[str, Any]]:
+    def _upload_parts(
+        self,
+        key: str,
+        upload_id: str,
+        path: Path,
+        size: int,
+        part_sha256: Sequence[str],
+        progress: ProgressCallback | None,
+    ) -> list[dict[str, Any]]:
         """Upload parts in parallel; memory stays near ``workers * part_size``."""
         plan = plan_parts(size, self.part_size)
         known = list(part_sha256) if len(part_sha256) == len(plan) else [None] * len(plan)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="scrollcase-part") as pool:
-            futures = [pool.submit(self._upload_part, key, upload_id, path, number, offset, length, sha, progress)
-                       for (number, offset, length), sha in zip(plan, known, strict=True)]
+            futures = [
+                pool.submit(self._upload_part, key, upload_id, path, number, offset, length, sha, progress)
+                for (number, offset, length), sha in zip(plan, known, strict=True)
+            ]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in done if f.exception() is not None]
             if failed:
@@ -286,8 +362,17 @@ class S3Store:
                 _raise_first(failed)
         return [f.result() for f in futures]
 
-    def _upload_part(self, key: str, upload_id: str, path: Path, number: int, offset: int, length: int,
-                     known_sha256: str | None, progress: ProgressCallback | None) -> dict[str, Any]:
+    def _upload_part(
+        self,
+        key: str,
+        upload_id: str,
+        path: Path,
+        number: int,
+        offset: int,
+        length: int,
+        known_sha256: str | None,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
         import hashlib
 
         with path.open("rb") as stream:
@@ -295,8 +380,14 @@ class S3Store:
             data = stream.read(length)
         checksum = _b64(known_sha256 or hashlib.sha256(data).hexdigest())
         with self._errors("UploadPart", key):
-            response = self.client.upload_part(Bucket=self.bucket, Key=self._full(key), UploadId=upload_id,
-                                               PartNumber=number, Body=data, ChecksumSHA256=checksum)
+            response = self.client.upload_part(
+                Bucket=self.bucket,
+                Key=self._full(key),
+                UploadId=upload_id,
+                PartNumber=number,
+                Body=data,
+                ChecksumSHA256=checksum,
+            )
         if progress:
             progress(length)
         return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
@@ -313,12 +404,15 @@ class S3Store:
         except (NoCredentialsError, PartialCredentialsError):
             raise StoreError(f"no AWS credentials found for {where}", fix=_CREDENTIALS_FIX) from None
         except (EndpointConnectionError, ConnectTimeoutError, ConnectionClosedError, ReadTimeoutError) as exc:
-            raise StoreError(f"cannot reach the S3 endpoint {self._endpoint()} ({action} {where}): {exc}",
-                             fix="check --endpoint-url (or AWS_ENDPOINT_URL_S3) and that the server is "
-                                 "running and reachable from this machine") from None
+            raise StoreError(
+                f"cannot reach the S3 endpoint {self._endpoint()} ({action} {where}): {exc}",
+                fix="check --endpoint-url (or AWS_ENDPOINT_URL_S3) and that the server is "
+                "running and reachable from this machine",
+            ) from None
         except BotoCoreError as exc:
-            raise StoreError(f"{action} {where} failed: {exc}",
-                             fix="check the endpoint, credentials and network, then rerun") from None
+            raise StoreError(
+                f"{action} {where} failed: {exc}", fix="check the endpoint, credentials and network, then rerun"
+            ) from None
 
     def _endpoint(self) -> str:
         return self.endpoint_url or str(getattr(getattr(self.client, "meta", None), "endpoint_url", "AWS S3"))
@@ -329,29 +423,38 @@ class S3Store:
         status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
         message = str(error.get("Message", "")) or code
         if code in _CONFLICT_CODES or status in ("412", "409"):
-            return ConflictError(f"{where}: the write condition failed ({code or status})",
-                                 fix="another publisher wrote this key first; rerun to compare")
+            return ConflictError(
+                f"{where}: the write condition failed ({code or status})",
+                fix="another publisher wrote this key first; rerun to compare",
+            )
         if code in _DIGEST_CODES:
             return IntegrityError(
                 f"{action} {where}: the server received bytes whose checksum does not match ({code})",
                 fix="the archive changed after it was checked against the release manifest; "
-                    "rebuild it (or restore the built file) and rerun publish")
+                "rebuild it (or restore the built file) and rerun publish",
+            )
         if code in _UNSUPPORTED_CODES or status == "501":
             return _UnsupportedError(code)
         if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES or status == "404")):
-            return StoreError(f"bucket {self.bucket!r} does not exist at {self._endpoint()}",
-                              fix=f"create it (aws s3 mb s3://{self.bucket}) or fix the bucket name in --to")
+            return StoreError(
+                f"bucket {self.bucket!r} does not exist at {self._endpoint()}",
+                fix=f"create it (aws s3 mb s3://{self.bucket}) or fix the bucket name in --to",
+            )
         if key is not None and (code in _NOT_FOUND_CODES or status == "404"):
             return _NotFoundError(code)
         if code in _AUTH_CODES or status == "403":
             return StoreError(f"access denied: {action} {where} ({message})", fix=_CREDENTIALS_FIX)
-        return StoreError(f"{action} {where} failed: {code} {message}".strip(),
-                          fix="check the endpoint, bucket and credentials, then rerun")
+        return StoreError(
+            f"{action} {where} failed: {code} {message}".strip(),
+            fix="check the endpoint, bucket and credentials, then rerun",
+        )
 
 
-_CREDENTIALS_FIX = ("give valid credentials for the bucket: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
-                    "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
-                    "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket")
+_CREDENTIALS_FIX = (
+    "give valid credentials for the bucket: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+    "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
+    "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket"
+)
 
 
 def _fingerprint(path: Path) -> tuple[int, int]:

@@ -33,6 +33,8 @@ pytestmark = pytest.mark.slow
 def stage_line(name: str) -> str:
     """How the build announces stage ``name`` (``[7/9] pack``)."""
     return f"[{STAGES.index(name) + 1}/{len(STAGES)}] {name}"
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -154,9 +156,7 @@ def test_verify_rejects_tampered_archive(built: BuildResult, tmp_path: Path, cha
         verify_release(release, self_test=True, temp_parent=scratch)
     assert built.archive.name in str(caught.value) or "sha256" in str(caught.value)
     assert list(scratch.iterdir()) == []
-    assert sorted(p.name for p in release.parent.iterdir()) == sorted(
-        [built.archive.name, built.release.name]
-    )
+    assert sorted(p.name for p in release.parent.iterdir()) == sorted([built.archive.name, built.release.name])
 
 
 def test_cli_verify_reports_tampering_without_traceback(built: BuildResult, tmp_path: Path) -> None:
@@ -196,8 +196,9 @@ def test_bytecode_ships_reproducibly_and_is_what_the_box_imports(
     second = build(make_recipe(tmp_path / "second", demo_channel), tmp_path / "second", cache_dir=shared_cache)
     assert second.manifest.archive.sha256 == built.manifest.archive.sha256
     box = tmp_path / "box"
-    unpack_archive(second.archive, box, expected_size=second.manifest.archive.size,
-                   expected_sha256=second.manifest.archive.sha256)
+    unpack_archive(
+        second.archive, box, expected_size=second.manifest.archive.size, expected_sha256=second.manifest.archive.sha256
+    )
     pycs = sorted(box.rglob("*.pyc"))
     tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"  # the demo box packages this CPython
     names = {p.relative_to(box).as_posix() for p in pycs}
@@ -259,14 +260,10 @@ def test_interrupted_build_reruns_cleanly(demo_channel: Path, shared_cache: Path
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
     assert plan.work_dir.exists()  # leftovers live in the work folder, which the rerun discards
     result = execute_build(plan, locked=LockedInstall(tuple(records)), fetchers={"file": fetch_file})
-    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted(
-        [result.archive.name, result.release.name]
-    )
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted([result.archive.name, result.release.name])
 
 
-def test_on_demand_weights_stay_out_of_the_box(
-    demo_channel: Path, shared_cache: Path, tmp_path: Path
-) -> None:
+def test_on_demand_weights_stay_out_of_the_box(demo_channel: Path, shared_cache: Path, tmp_path: Path) -> None:
     recipe_dir = make_recipe(
         tmp_path,
         demo_channel,
@@ -321,45 +318,65 @@ def add_pypi_wheel(lock: Path, wheel: Path) -> None:
     data = yaml.safe_load(lock.read_text())
     url = wheel.as_uri()
     data["environments"]["default"]["packages"][demo_target().subdir].append({"pypi": url})
-    data["packages"].append({"pypi": url, "name": "tinywheel", "version": "1.0",
-                             "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
-                             "requires_python": ">=3.8"})
+    data["packages"].append(
+        {
+            "pypi": url,
+            "name": "tinywheel",
+            "version": "1.0",
+            "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+            "requires_python": ">=3.8",
+        }
+    )
     lock.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def test_a_locked_pypi_wheel_is_installed_and_relocated(demo_channel: Path, shared_cache: Path,
-                                                        tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path / "wheels", "tinywheel", "1.0",
-                       {"tinywheel/__init__.py": b"ANSWER = 42\n\ndef main():\n    print(ANSWER)\n"},
-                       {"tinywheel-answer": "tinywheel:main"})
-    recipe_dir = make_recipe(tmp_path, demo_channel, selfTest={
-        "imports": ["numpy", "tinywheel"], "files": [],
-        "pythonCode": "import tinywheel; assert tinywheel.ANSWER == 42"})
+def test_a_locked_pypi_wheel_is_installed_and_relocated(demo_channel: Path, shared_cache: Path, tmp_path: Path) -> None:
+    wheel = make_wheel(
+        tmp_path / "wheels",
+        "tinywheel",
+        "1.0",
+        {"tinywheel/__init__.py": b"ANSWER = 42\n\ndef main():\n    print(ANSWER)\n"},
+        {"tinywheel-answer": "tinywheel:main"},
+    )
+    recipe_dir = make_recipe(
+        tmp_path,
+        demo_channel,
+        selfTest={
+            "imports": ["numpy", "tinywheel"],
+            "files": [],
+            "pythonCode": "import tinywheel; assert tinywheel.ANSWER == 42",
+        },
+    )
     add_pypi_wheel(recipe_dir.lock_file, wheel)
-    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state",
-                      cache_dir=shared_cache)
+    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state", cache_dir=shared_cache)
     locked = locked_install(plan)
     assert [(w.name, w.version) for w in locked.wheels] == [("tinywheel", "1.0")]
     result = execute_build(plan, locked=locked, fetchers=default_fetchers())
     assert result.manifest.selfTest is not None and result.manifest.selfTest.passed
     box = tmp_path / "somewhere else" / "box"
-    unpack_archive(result.archive, box, expected_size=result.manifest.archive.size,
-                   expected_sha256=result.manifest.archive.sha256)
-    tool = subprocess.run([str(box / "venv/bin/tinywheel-answer")], capture_output=True, text=True,
-                          check=False, env={"PATH": "/usr/bin:/bin"})
+    unpack_archive(
+        result.archive, box, expected_size=result.manifest.archive.size, expected_sha256=result.manifest.archive.sha256
+    )
+    tool = subprocess.run(
+        [str(box / "venv/bin/tinywheel-answer")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert (tool.returncode, tool.stdout) == (0, "42\n"), tool.stderr
     record = box / "venv/lib/python3.11/site-packages/tinywheel-1.0.dist-info/INSTALLER"
     assert record.read_text() == "scrollcase\n"
 
 
-def test_a_wheel_changed_after_locking_fails_the_build_before_output(demo_channel: Path, shared_cache: Path,
-                                                                     tmp_path: Path) -> None:
+def test_a_wheel_changed_after_locking_fails_the_build_before_output(
+    demo_channel: Path, shared_cache: Path, tmp_path: Path
+) -> None:
     wheel = make_wheel(tmp_path / "wheels", "tinywheel", "1.0", {"tinywheel/__init__.py": b"ANSWER = 42\n"})
     recipe_dir = make_recipe(tmp_path, demo_channel)
     add_pypi_wheel(recipe_dir.lock_file, wheel)
     make_wheel(tmp_path / "wheels", "tinywheel", "1.0", {"tinywheel/__init__.py": b"ANSWER = 666\n"})
-    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state",
-                      cache_dir=shared_cache)
+    plan = plan_build(recipe_dir, out_dir=tmp_path / "dist", state_dir=tmp_path / "state", cache_dir=shared_cache)
     with pytest.raises(IntegrityError, match="does not match the lock"):
         execute_build(plan, locked=locked_install(plan), fetchers=default_fetchers())
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []

@@ -11,16 +11,25 @@ from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, ind
 
 
 def _virtual(name: str, version: str) -> rattler.GenericVirtualPackage:
-    return rattler.GenericVirtualPackage(rattler.PackageName(name), rattler.Version(version),
-                                         rattler.BuildString("0"))
+    return rattler.GenericVirtualPackage(rattler.PackageName(name), rattler.Version(version), rattler.BuildString("0"))
 
 
 def _channel(root: Path) -> Path:
     ch = root / "channel"
-    torch_file = PackageFile("lib/torch-build.txt", b"built for " + PREFIX_PLACEHOLDER.encode() + b"\n",
-                             prefix_mode="text")
-    write_package(ch, PackageSpec("pytorch", "2.5.1", "cuda124_py311_0", build_number=1,
-                                  depends=["cuda-version >=12.4,<12.5", "__cuda"], files=[torch_file]))
+    torch_file = PackageFile(
+        "lib/torch-build.txt", b"built for " + PREFIX_PLACEHOLDER.encode() + b"\n", prefix_mode="text"
+    )
+    write_package(
+        ch,
+        PackageSpec(
+            "pytorch",
+            "2.5.1",
+            "cuda124_py311_0",
+            build_number=1,
+            depends=["cuda-version >=12.4,<12.5", "__cuda"],
+            files=[torch_file],
+        ),
+    )
     write_package(ch, PackageSpec("pytorch", "2.5.1", "cpu_py311_0", files=[PackageFile("lib/cpu.txt", b"cpu\n")]))
     write_package(ch, PackageSpec("cuda-version", "12.4", "h0", noarch="generic", constrains=["__cuda >=12.4"]))
     index_channel(ch, ["linux-64"])
@@ -28,8 +37,7 @@ def _channel(root: Path) -> Path:
 
 
 def _solve(ch: Path, specs: list[str], virtual: list[rattler.GenericVirtualPackage]) -> list[rattler.RepoDataRecord]:
-    return asyncio.run(rattler.solve([ch.as_uri()], specs, platforms=["linux-64", "noarch"],
-                                     virtual_packages=virtual))
+    return asyncio.run(rattler.solve([ch.as_uri()], specs, platforms=["linux-64", "noarch"], virtual_packages=virtual))
 
 
 def test_solver_picks_the_cuda_build_only_when_cuda_is_present(tmp_path: Path):

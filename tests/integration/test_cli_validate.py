@@ -21,9 +21,7 @@ POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="fake tools are 
 LINUX_X86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
 
 
-def cli(
-    *args: str, cwd: Path, path: str | None = None, github: bool = False
-) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, path: str | None = None, github: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTHONPATH")}
     env["PYTHONPATH"] = str(REPO)
     if path is not None:
@@ -95,9 +93,7 @@ def test_validate_reports_every_problem_with_lines(tmp_path: Path) -> None:
     assert "FAIL  recipes/my-model-linux-x86_64-cuda12.4/recipe.json: 3 problem(s)" in done.stdout
     text = to_text(bad)
     line_of_box = next(i for i, line in enumerate(text.splitlines(), 1) if '"boxId"' in line)
-    assert (
-        f"recipes/my-model-linux-x86_64-cuda12.4/recipe.json:{line_of_box}:12: error: boxId:" in done.stderr
-    )
+    assert f"recipes/my-model-linux-x86_64-cuda12.4/recipe.json:{line_of_box}:12: error: boxId:" in done.stderr
     assert "did you mean 'cudaVersion'" in done.stderr
     assert "fix: " in done.stderr
     annotations = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
@@ -113,10 +109,7 @@ def test_validate_json_output(tmp_path: Path) -> None:
     assert done.returncode == 3
     payload = json.loads(done.stdout)
     by_id = {r["recipeId"]: r for r in payload["recipes"]}
-    assert (
-        by_id["my-model-linux-x86_64-cpu"]["ok"] is True
-        and by_id["my-model-linux-x86_64-cpu"]["problems"] == []
-    )
+    assert by_id["my-model-linux-x86_64-cpu"]["ok"] is True and by_id["my-model-linux-x86_64-cpu"]["problems"] == []
     failed = by_id["my-model-linux-x86_64-cuda12.4"]
     assert failed["ok"] is False
     assert [p.get("key") for p in failed["problems"]] == [None, "parity.script"]
@@ -221,15 +214,10 @@ def test_doctor_broken_driver_and_pixi_mismatch_json(tmp_path: Path) -> None:
     bin_dir = cuda_doctor_setup(tmp_path)
     fake_tool(bin_dir, "nvidia-smi", 'echo "NVIDIA-SMI has failed" >&2; exit 9')
     fake_tool(bin_dir, "pixi", 'echo "pixi 0.70.0"')
-    done = cli(
-        "doctor", "--recipe", "tiny-mlp-linux-x86_64-cuda12.4", "--json", cwd=tmp_path, path=str(bin_dir)
-    )
+    done = cli("doctor", "--recipe", "tiny-mlp-linux-x86_64-cuda12.4", "--json", cwd=tmp_path, path=str(bin_dir))
     assert done.returncode == 11
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
-    assert (
-        checks["nvidia-driver"]["status"] == "fail"
-        and "NVIDIA-SMI has failed" in checks["nvidia-driver"]["message"]
-    )
+    assert checks["nvidia-driver"]["status"] == "fail" and "NVIDIA-SMI has failed" in checks["nvidia-driver"]["message"]
     assert checks["pixi"]["status"] == "warn" and "0.73.0" in checks["pixi"]["fix"]
     assert checks["pixi.toml"]["status"] == "pass"
 
@@ -240,10 +228,7 @@ def test_doctor_manifest_problems_exit_3_with_lines(tmp_path: Path) -> None:
     done = cli("doctor", "--recipe", "my-model-linux-x86_64-cuda12.4", cwd=tmp_path, path=str(tmp_path))
     assert done.returncode == 3
     line = next(i for i, text in enumerate(manifest.splitlines(), 1) if text.startswith("pytorch"))
-    assert (
-        f"recipes/my-model-linux-x86_64-cuda12.4/pixi.toml:{line}: error: dependencies.pytorch:"
-        in done.stderr
-    )
+    assert f"recipes/my-model-linux-x86_64-cuda12.4/pixi.toml:{line}: error: dependencies.pytorch:" in done.stderr
     assert "fail  pixi.toml dependencies.pytorch" in done.stdout
 
 

@@ -43,8 +43,14 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     assert len(data["published"]) == 3
 
     # A rerun rebuilds the same bytes, so publishing again uploads nothing.
-    again = subprocess.run([sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    again = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)
     assert rerun["sha256"] == data["sha256"] and rerun["published"] == []

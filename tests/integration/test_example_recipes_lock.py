@@ -45,13 +45,19 @@ def conda_forge(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_there_are_examples_for_every_kind_of_target() -> None:
     ids = {p.name for p in EXAMPLES}
-    assert {"tiny-mlp-linux-x86_64-cpu", "tiny-mlp-linux-x86_64-cuda12.4", "tiny-mlp-linux-x86_64-cuda12.8",
-            "tiny-mlp-windows-x86_64-cuda12.4", "tiny-mlp-osx-arm64-metal"} <= ids
+    assert {
+        "tiny-mlp-linux-x86_64-cpu",
+        "tiny-mlp-linux-x86_64-cuda12.4",
+        "tiny-mlp-linux-x86_64-cuda12.8",
+        "tiny-mlp-windows-x86_64-cuda12.4",
+        "tiny-mlp-osx-arm64-metal",
+    } <= ids
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_lock_then_lock_check_round_trip(example: Path, conda_forge: str, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lock_then_lock_check_round_trip(
+    example: Path, conda_forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(engine.OVERRIDES_ENV, f"conda-forge={conda_forge}")
     shutil.copytree(example, tmp_path / "recipes" / example.name)

@@ -20,14 +20,23 @@ def test_120_failures_are_sent_in_three_batched_requests() -> None:
         result = checks.publish_check_run(checks.repository(client, "octo/boxes"), plan)
     sent = api.check_run_requests()
     assert [r.method for r in sent] == ["POST", "PATCH", "PATCH"]
-    assert [r.path for r in sent] == ["/repos/octo/boxes/check-runs", "/repos/octo/boxes/check-runs/7",
-                                      "/repos/octo/boxes/check-runs/7"]
+    assert [r.path for r in sent] == [
+        "/repos/octo/boxes/check-runs",
+        "/repos/octo/boxes/check-runs/7",
+        "/repos/octo/boxes/check-runs/7",
+    ]
     assert [len(r.body["output"]["annotations"]) for r in sent] == [50, 50, 20]
     assert sent[0].body["head_sha"] == "f" * 40 and sent[0].body["status"] == "in_progress"
     assert sent[-1].body["status"] == "completed" and sent[-1].body["conclusion"] == "failure"
     first = sent[0].body["output"]["annotations"][0]
-    assert first == {"path": "recipes/a/recipe.json", "start_line": 1, "end_line": 1,
-                     "annotation_level": "failure", "message": "case 0 failed", "title": "error"}
+    assert first == {
+        "path": "recipes/a/recipe.json",
+        "start_line": 1,
+        "end_line": 1,
+        "annotation_level": "failure",
+        "message": "case 0 failed",
+        "title": "error",
+    }
     lines = [a["start_line"] for r in sent for a in r.body["output"]["annotations"]]
     assert lines == list(range(1, 121))
     assert all("tok3n" in r.authorization for r in sent)

@@ -27,8 +27,10 @@ CPU_ID = "demo-linux-x86_64-cpu"
 @pytest.fixture(scope="module")
 def channels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("channels")
-    return {"full": make_channel(root / "full", cuda=("12.4", "12.8")).as_uri(),
-            "cpu-only": make_channel(root / "cpu-only", cuda=()).as_uri()}
+    return {
+        "full": make_channel(root / "full", cuda=("12.4", "12.8")).as_uri(),
+        "cpu-only": make_channel(root / "cpu-only", cuda=()).as_uri(),
+    }
 
 
 @pytest.fixture
@@ -94,8 +96,9 @@ def test_cpu_only_channel_fails_in_terms_of_the_recipe(workspace: Path, channels
     assert run_cli("lock", CUDA_ID)[0] == 4
 
 
-def test_channel_override_from_the_environment(workspace: Path, channels: dict[str, str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_channel_override_from_the_environment(
+    workspace: Path, channels: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_recipe(workspace / "recipes", "conda-forge")  # the manifest names conda-forge; no network here
     monkeypatch.setenv(engine.OVERRIDES_ENV, f"conda-forge={channels['full']}")
     code, out = run_cli("lock", CUDA_ID, "--json")
@@ -155,8 +158,11 @@ def test_stale_lock_after_manifest_edit(two_locked: Path) -> None:
 
 def test_missing_platform(two_locked: Path) -> None:
     lock = two_locked / CUDA_ID / "pixi.lock"
-    lock.write_text(lock.read_text().replace("- name: linux-64", "- name: linux-aarch64")
-                    .replace("      linux-64:", "      linux-aarch64:"))
+    lock.write_text(
+        lock.read_text()
+        .replace("- name: linux-64", "- name: linux-aarch64")
+        .replace("      linux-64:", "      linux-aarch64:")
+    )
     (problem,) = lock_check_problems(CUDA_ID)
     assert "does not cover the target platform linux-64" in str(problem["message"])
 
@@ -184,18 +190,41 @@ def test_cli_in_a_subprocess_annotates_and_inspects(two_locked: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "GITHUB_ACTIONS": ""}
     lock = two_locked / CUDA_ID / "pixi.lock"
     lock.write_text(lock.read_text().replace("cuda124_py311_h1_300", "cpu_mkl_py311_h2_100"))
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "lock-check"], cwd=two_locked.parent,
-                          capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "lock-check"],
+        cwd=two_locked.parent,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 4
     assert f"recipes/{CUDA_ID}/pixi.lock:" in done.stderr and "CPU build" in done.stderr
     assert "Traceback" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "inspect", "--json", str(lock)],
-                          capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "inspect", "--json", str(lock)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     doc = json.loads(done.stdout)
-    assert doc == {"lockVersion": 7, "environments": [{
-        "environment": "default", "platform": "linux-64", "subdir": "linux-64",
-        "torch": {"provider": "conda", "version": "2.5.1", "build": "cpu_mkl_py311_h2_100",
-                  "accelerator": "cpu"}}]}
+    assert doc == {
+        "lockVersion": 7,
+        "environments": [
+            {
+                "environment": "default",
+                "platform": "linux-64",
+                "subdir": "linux-64",
+                "torch": {
+                    "provider": "conda",
+                    "version": "2.5.1",
+                    "build": "cpu_mkl_py311_h2_100",
+                    "accelerator": "cpu",
+                },
+            }
+        ],
+    }
 
 
 def test_lock_refuses_a_pixi_too_old_for_the_format(workspace: Path, channels: dict[str, str]) -> None:
@@ -208,8 +237,9 @@ def test_lock_refuses_a_pixi_too_old_for_the_format(workspace: Path, channels: d
     assert not (folder / "pixi.lock").exists()
 
 
-def test_use_pixi_needs_the_pinned_pixi(workspace: Path, channels: dict[str, str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_use_pixi_needs_the_pinned_pixi(
+    workspace: Path, channels: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_recipe(workspace / "recipes", channels["full"])
     bin_dir = workspace / "bin"
     bin_dir.mkdir()

@@ -28,15 +28,28 @@ SCRIPT = f"recipes/{RECIPE_ID}/checks/parity.py"
 
 def recipe_json() -> dict[str, Any]:
     return {
-        "schemaVersion": 1, "recipeId": RECIPE_ID, "recipeVersion": "1.0.0", "boxId": "tiny",
-        "modelId": "tiny-mlp", "runtimeId": "tiny-runtime", "version": "1.0.0", "sourceRevision": "v1",
+        "schemaVersion": 1,
+        "recipeId": RECIPE_ID,
+        "recipeVersion": "1.0.0",
+        "boxId": "tiny",
+        "modelId": "tiny-mlp",
+        "runtimeId": "tiny-runtime",
+        "version": "1.0.0",
+        "sourceRevision": "v1",
         "target": {"platform": "linux", "arch": "x86_64", "accelerator": "cuda", "cudaVersion": "12.4"},
         "compatibility": {"minHostAppVersion": "1.0.0", "minNvidiaDriverVersion": "550.54.14", "minRamGb": 1},
-        "pythonVersion": "3.11", "pixiVersion": "0.73.0", "pythonEntryPoint": "venv/bin/python",
-        "modelCacheSubdir": "model-cache/tiny", "assetBaseUrl": "https://assets.example.org/boxes",
-        "assets": [], "selfTest": {"imports": ["numpy"], "files": [], "pythonCode": ""},
-        "parity": {"script": "checks/parity.py", "accelerators": ["cpu", "cuda"],
-                   "tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999}},
+        "pythonVersion": "3.11",
+        "pixiVersion": "0.73.0",
+        "pythonEntryPoint": "venv/bin/python",
+        "modelCacheSubdir": "model-cache/tiny",
+        "assetBaseUrl": "https://assets.example.org/boxes",
+        "assets": [],
+        "selfTest": {"imports": ["numpy"], "files": [], "pythonCode": ""},
+        "parity": {
+            "script": "checks/parity.py",
+            "accelerators": ["cpu", "cuda"],
+            "tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999},
+        },
     }
 
 
@@ -56,8 +69,15 @@ def scenario(project: Path, data: dict[str, Any]) -> None:
 def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("GITHUB_ACTIONS", None)
-    return subprocess.run([sys.executable, "-m", "scrollcase", "parity", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "scrollcase", "parity", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_gate_passes_and_writes_junit(project: Path) -> None:
@@ -115,34 +135,58 @@ def test_accelerators_option_overrides_and_is_validated(project: Path) -> None:
 
 def test_compare_saved_outputs(project: Path) -> None:
     assert cli(project, RECIPE_ID, "--python", sys.executable, "--keep-outputs", "kept").returncode == 0
-    ok = cli(project, "compare", "kept/cpu", "kept/cuda/outputs.npz", "--absolute", "1e-4",
-             "--relative", "1e-3", "--minimum-cosine", "0.9999")
+    ok = cli(
+        project,
+        "compare",
+        "kept/cpu",
+        "kept/cuda/outputs.npz",
+        "--absolute",
+        "1e-4",
+        "--relative",
+        "1e-3",
+        "--minimum-cosine",
+        "0.9999",
+    )
     assert ok.returncode == 0, ok.stderr
     assert "parity passed" in ok.stdout
-    tight = cli(project, "compare", "kept/cpu", "kept/cuda", "--absolute", "1e-12", "--relative", "1e-12",
-                "--minimum-cosine", "0.9999", "--json")
+    tight = cli(
+        project,
+        "compare",
+        "kept/cpu",
+        "kept/cuda",
+        "--absolute",
+        "1e-12",
+        "--relative",
+        "1e-12",
+        "--minimum-cosine",
+        "0.9999",
+        "--json",
+    )
     assert tight.returncode == 7
     results = json.loads(tight.stdout)["report"]["results"]
     assert {r["output"] for r in results if not r["passed"]} == {"hidden", "logits"}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["compare", "a.npz", "b.npz", "--absolute", "1"], "needs --relative, --minimum-cosine"),
-    (["compare", "a.npz"], "takes two output sets, got 1"),
-    (["compare", "a", "b", "--absolute", "0", "--relative", "1", "--minimum-cosine", "1"],
-     "invalid tolerances"),
-    ([RECIPE_ID, "extra"], "unexpected arguments 'extra'"),
-    (["compare", "a", "b", "--junit", "x.xml"], "--junit cannot be used with `parity compare`"),
-    ([RECIPE_ID, "--absolute", "1"], "--absolute cannot be used with a parity run"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "a.npz", "b.npz", "--absolute", "1"], "needs --relative, --minimum-cosine"),
+        (["compare", "a.npz"], "takes two output sets, got 1"),
+        (["compare", "a", "b", "--absolute", "0", "--relative", "1", "--minimum-cosine", "1"], "invalid tolerances"),
+        ([RECIPE_ID, "extra"], "unexpected arguments 'extra'"),
+        (["compare", "a", "b", "--junit", "x.xml"], "--junit cannot be used with `parity compare`"),
+        ([RECIPE_ID, "--absolute", "1"], "--absolute cannot be used with a parity run"),
+    ],
+)
 def test_usage_errors(project: Path, args: list[str], message: str) -> None:
     done = cli(project, *args)
     assert done.returncode == 2 and message in done.stderr, done.stderr
 
 
 def test_compare_of_missing_files_is_a_parity_error(project: Path) -> None:
-    done = cli(project, "compare", "nope.npz", "nope2.npz", "--absolute", "1", "--relative", "1",
-               "--minimum-cosine", "0.5")
+    done = cli(
+        project, "compare", "nope.npz", "nope2.npz", "--absolute", "1", "--relative", "1", "--minimum-cosine", "0.5"
+    )
     assert done.returncode == 7 and "nope.npz does not exist" in done.stderr
 
 
@@ -157,15 +201,32 @@ def build_release(project: Path) -> Path:
     archive_name = f"tiny-1.0.0-{'linux-x86_64-cuda12.4'}.tar.zst"
     packed = pack_tree(box, dist / archive_name)
     recipe = recipe_json()
-    manifest = ReleaseManifest.model_validate({
-        **{k: recipe[k] for k in ("boxId", "modelId", "runtimeId", "version", "sourceRevision", "recipeId",
-                                  "recipeVersion", "target", "compatibility", "pythonEntryPoint",
-                                  "modelCacheSubdir")},
-        "targetId": "linux-x86_64-cuda12.4", "weights": "bundled", "assets": [],
-        "archive": {"name": archive_name, "size": packed.size, "sha256": packed.sha256},
-        "keys": object_keys("tiny", "1.0.0", "linux-x86_64-cuda12.4", archive_name).model_dump(),
-        "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": "0" * 64, "pythonVersion": "3.11"},
-    })
+    manifest = ReleaseManifest.model_validate(
+        {
+            **{
+                k: recipe[k]
+                for k in (
+                    "boxId",
+                    "modelId",
+                    "runtimeId",
+                    "version",
+                    "sourceRevision",
+                    "recipeId",
+                    "recipeVersion",
+                    "target",
+                    "compatibility",
+                    "pythonEntryPoint",
+                    "modelCacheSubdir",
+                )
+            },
+            "targetId": "linux-x86_64-cuda12.4",
+            "weights": "bundled",
+            "assets": [],
+            "archive": {"name": archive_name, "size": packed.size, "sha256": packed.sha256},
+            "keys": object_keys("tiny", "1.0.0", "linux-x86_64-cuda12.4", archive_name).model_dump(),
+            "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": "0" * 64, "pythonVersion": "3.11"},
+        }
+    )
     release = dist / archive_name.replace(".tar.zst", ".release.json")
     release.write_bytes(dump_release(manifest))
     return release

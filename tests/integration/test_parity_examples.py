@@ -24,8 +24,13 @@ from scrollcase.parity.runner import execute
 from scrollcase.proc import run_python
 
 REPO = Path(__file__).resolve().parents[2]
-TARGETS = ("linux-x86_64-cpu", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8", "windows-x86_64-cuda12.4",
-           "osx-arm64-metal")
+TARGETS = (
+    "linux-x86_64-cpu",
+    "linux-x86_64-cuda12.4",
+    "linux-x86_64-cuda12.8",
+    "windows-x86_64-cuda12.4",
+    "osx-arm64-metal",
+)
 SCRIPTS = [REPO / "recipes" / f"tiny-mlp-{t}" / "checks" / "parity.py" for t in TARGETS]
 TORCH_PYTHON = os.environ.get("SCROLLCASE_TEST_TORCH_PYTHON")
 
@@ -76,7 +81,10 @@ def test_with_torch_the_script_runs_on_cpu_and_refuses_a_missing_gpu(tmp_path: P
     assert cpu.meta["accelerator"] == "cpu" and cpu.outputs is not None
     infos = cpu.outputs.infos()
     assert {k: (v.shape, v.dtype.str) for k, v in infos.items()} == {
-        "hidden": ((64, 128), "<f4"), "logits": ((64, 10), "<f4"), "probabilities": ((64, 10), "<f4")}
+        "hidden": ((64, 128), "<f4"),
+        "logits": ((64, 10), "<f4"),
+        "probabilities": ((64, 10), "<f4"),
+    }
     again = execute(plan_runs(SCRIPTS[0], ["cpu"], tmp_path / "again")[0], python, timeout=120)
     assert again.outputs is not None
     first, second = (np.load(tmp_path / d / "cpu" / "outputs.npz")["logits"] for d in (".", "again"))
@@ -87,8 +95,13 @@ def test_with_torch_the_script_runs_on_cpu_and_refuses_a_missing_gpu(tmp_path: P
 
 
 def device_check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "device-check"), *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "device-check"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.skipif(has_torch(sys.executable), reason="torch is installed here")

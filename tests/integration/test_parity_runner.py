@@ -23,17 +23,20 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "numpy_m
 TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
 
 
-def gate(tmp_path: Path, scenario: dict[str, Any] | None = None,
-         accelerators: tuple[str, ...] = ("cpu", "cuda"), timeout: float = 60.0,
-         tol: Tolerances = TOL) -> ParityReport:
+def gate(
+    tmp_path: Path,
+    scenario: dict[str, Any] | None = None,
+    accelerators: tuple[str, ...] = ("cpu", "cuda"),
+    timeout: float = 60.0,
+    tol: Tolerances = TOL,
+) -> ParityReport:
     checks = tmp_path / "recipe" / "checks"
     checks.mkdir(parents=True, exist_ok=True)
     script = checks / "parity.py"
     shutil.copyfile(FIXTURE, script)
     if scenario is not None:
         (checks / "scenario.json").write_text(json.dumps(scenario))
-    return run_parity(script, Path(sys.executable), list(accelerators), tol, tmp_path / "out",
-                      timeout=timeout)
+    return run_parity(script, Path(sys.executable), list(accelerators), tol, tmp_path / "out", timeout=timeout)
 
 
 def by_key(report: ParityReport) -> dict[tuple[str, str], ParityOutcome]:
@@ -46,14 +49,22 @@ def failures(report: ParityReport) -> dict[tuple[str, str], str]:
 
 def test_agreement_within_tolerance(tmp_path: Path) -> None:
     seen: list[RunRecord] = []
-    report = run_parity(FIXTURE, Path(sys.executable), ["cpu", "cuda", "metal"], TOL, tmp_path / "out",
-                        on_run=seen.append)
+    report = run_parity(
+        FIXTURE, Path(sys.executable), ["cpu", "cuda", "metal"], TOL, tmp_path / "out", on_run=seen.append
+    )
     assert report.passed, failures(report)
     assert [r.run.accelerator for r in seen] == ["cpu", "cuda", "metal"]
     assert report.reference == "cpu" and report.accelerators == ["cpu", "cuda", "metal"]
     results = by_key(report)
-    assert set(results) == {("cpu", "<run>"), ("cuda", "<run>"), ("metal", "<run>"), ("cuda", "hidden"),
-                            ("cuda", "logits"), ("metal", "hidden"), ("metal", "logits")}
+    assert set(results) == {
+        ("cpu", "<run>"),
+        ("cuda", "<run>"),
+        ("metal", "<run>"),
+        ("cuda", "hidden"),
+        ("cuda", "logits"),
+        ("metal", "hidden"),
+        ("metal", "logits"),
+    }
     logits = results[("cuda", "logits")]
     # float32 vs float64-then-rounded kernels really differ, by far less than the tolerance.
     assert 0 < (logits.maxAbsoluteError or 0) < 1e-5 and (logits.cosine or 0) > 0.99999
@@ -105,24 +116,29 @@ def test_non_finite_outputs_fail(tmp_path: Path, value: str, word: str) -> None:
 
 
 def test_shape_dtype_missing_extra_and_zero_outputs_each_fail(tmp_path: Path) -> None:
-    report = gate(tmp_path, {
-        "cuda": {"reshape": ["hidden"], "dtype": {"logits": "float64"}, "extra": ["bonus"]},
-        "metal": {"drop": ["logits"], "zero": ["hidden"]},
-    }, accelerators=("cpu", "cuda", "metal"))
+    report = gate(
+        tmp_path,
+        {
+            "cuda": {"reshape": ["hidden"], "dtype": {"logits": "float64"}, "extra": ["bonus"]},
+            "metal": {"drop": ["logits"], "zero": ["hidden"]},
+        },
+        accelerators=("cpu", "cuda", "metal"),
+    )
     found = failures(report)
     assert found[("cuda", "hidden")] == "shape mismatch: reference [16, 64], candidate [1024]"
     assert found[("cuda", "logits")] == "dtype mismatch: reference float32, candidate float64"
     assert found[("cuda", "bonus")].startswith("extra output: 'bonus' is not in the reference")
     assert found[("metal", "logits")].startswith("missing output:")
-    assert found[("metal", "hidden")].endswith(
-        "candidate is an all-zero vector: cosine similarity is undefined")
+    assert found[("metal", "hidden")].endswith("candidate is an all-zero vector: cosine similarity is undefined")
     assert not report.passed
 
 
 def test_a_script_that_lies_about_its_device_fails(tmp_path: Path) -> None:
     report = gate(tmp_path, {"cuda": {"lie": "cpu"}})
-    assert failures(report) == {("cuda", "<run>"): "asked to run on cuda but the script reports it ran on "
-                                                   f"cpu (numpy {np.__version__}): a silent fallback"}
+    assert failures(report) == {
+        ("cuda", "<run>"): "asked to run on cuda but the script reports it ran on "
+        f"cpu (numpy {np.__version__}): a silent fallback"
+    }
 
 
 def test_a_gpu_run_without_meta_fails(tmp_path: Path) -> None:
@@ -157,7 +173,6 @@ def test_npy_folder_outputs_compare_with_npz(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "cuda" / "logits.npy").is_file()
 
 
-def test_the_script_runs_isolated_from_host_python_variables(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_script_runs_isolated_from_host_python_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the fixture asserts PYTHONPATH is absent
     assert gate(tmp_path).passed

@@ -20,11 +20,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 def scrollcase(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SCROLLCASE_"))}
-    full_env.update({"PYTHONPATH": str(REPO), "AWS_CONFIG_FILE": os.devnull,
-                     "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_EC2_METADATA_DISABLED": "true"})
+    full_env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "scrollcase", "publish", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "scrollcase", "publish", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_default_store_is_a_local_directory(tmp_path: Path) -> None:
@@ -47,8 +59,9 @@ def test_sidecar_verifies_with_sha256sum(tmp_path: Path) -> None:
     folder = (tmp_path / "s" / release.manifest.keys.archive).parent
     if not any((Path(p) / "sha256sum").exists() for p in os.environ.get("PATH", "").split(os.pathsep)):
         pytest.skip("sha256sum is not installed")
-    check = subprocess.run(["sha256sum", "-c", Path(release.manifest.keys.sha256).name], cwd=folder,
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        ["sha256sum", "-c", Path(release.manifest.keys.sha256).name], cwd=folder, capture_output=True, text=True
+    )
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -116,10 +129,12 @@ def test_help_documents_the_options(tmp_path: Path) -> None:
 def test_publish_to_s3_with_standard_credentials(weed: S3Server, tmp_path: Path) -> None:
     bucket = new_bucket(weed)
     release = write_release(tmp_path / "dist", size=10_000)
-    env = {"AWS_ACCESS_KEY_ID": weed.access_key, "AWS_SECRET_ACCESS_KEY": weed.secret_key,
-           "AWS_DEFAULT_REGION": "us-east-1"}
-    args = (str(release.manifest_path), "--to", f"s3://{bucket}/team", "--endpoint-url", weed.endpoint,
-            "--json")
+    env = {
+        "AWS_ACCESS_KEY_ID": weed.access_key,
+        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    args = (str(release.manifest_path), "--to", f"s3://{bucket}/team", "--endpoint-url", weed.endpoint, "--json")
     done = scrollcase(*args, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["store"] == f"s3://{bucket}/team"
@@ -147,10 +162,14 @@ def test_defect1_cpu_box_relabelled_as_cuda_is_refused_with_nothing_written(tmp_
     cpu = write_release(tmp_path / "dist", cuda=None)
     tid = "linux-x86_64-cuda12.4"
     m = cpu.manifest
-    forged = m.model_copy(update={
-        "target": Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4"), "targetId": tid,
-        "compatibility": m.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
-        "keys": object_keys(m.boxId, m.version, tid, m.archive.name)})
+    forged = m.model_copy(
+        update={
+            "target": Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4"),
+            "targetId": tid,
+            "compatibility": m.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
+            "keys": object_keys(m.boxId, m.version, tid, m.archive.name),
+        }
+    )
     cpu.manifest_path.write_bytes(dump_release(forged))
     store = tmp_path / "store"
     for extra in ((), ("--dry-run",)):
@@ -235,8 +254,16 @@ def test_defect7_silent_endpoint_fails_within_a_minute_naming_it(tmp_path: Path)
     env = {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1"}
     start = time.monotonic()
     try:
-        done = scrollcase(str(release.manifest_path), "--to", "s3://bucket/p", "--endpoint-url", endpoint, "--json",
-                          cwd=tmp_path, env=env)
+        done = scrollcase(
+            str(release.manifest_path),
+            "--to",
+            "s3://bucket/p",
+            "--endpoint-url",
+            endpoint,
+            "--json",
+            cwd=tmp_path,
+            env=env,
+        )
     finally:
         stop.set()
         thread.join()

@@ -46,8 +46,12 @@ def test_interrupted_publish_is_completed_by_a_rerun(tmp_path: Path) -> None:
     root = tmp_path / "store"
     release = write_release(tmp_path / "dist")
     store = LocalStore(root)
-    store.put_file(release.manifest.keys.archive, release.archive_path, size=release.manifest.archive.size,
-                   sha256=release.manifest.archive.sha256)
+    store.put_file(
+        release.manifest.keys.archive,
+        release.archive_path,
+        size=release.manifest.archive.size,
+        sha256=release.manifest.archive.sha256,
+    )
     result = publish(store, release.manifest, release.archive_path)
     assert list(result.uploaded) == [release.manifest.keys.sha256, release.manifest.keys.release]
     assert [u.action for u in result.plan.uploads] == ["skip", "upload", "upload"]
@@ -55,9 +59,12 @@ def test_interrupted_publish_is_completed_by_a_rerun(tmp_path: Path) -> None:
 
 def test_threads_publishing_different_targets_and_the_same_release(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    releases = [write_release(tmp_path / "cpu", cuda=None), write_release(tmp_path / "cu124", cuda="12.4"),
-                write_release(tmp_path / "cu128", cuda="12.8"),
-                write_release(tmp_path / "v2", version="2.0.0")]
+    releases = [
+        write_release(tmp_path / "cpu", cuda=None),
+        write_release(tmp_path / "cu124", cuda="12.4"),
+        write_release(tmp_path / "cu128", cuda="12.8"),
+        write_release(tmp_path / "v2", version="2.0.0"),
+    ]
     work: list[SyntheticRelease] = releases + releases  # every release twice, at the same time
     barrier = threading.Barrier(len(work))
     errors: list[BaseException] = []
@@ -75,21 +82,32 @@ def test_threads_publishing_different_targets_and_the_same_release(tmp_path: Pat
     for t in threads:
         t.join()
     assert errors == []
-    assert index_of(root) == {"1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8"],
-                              "2.0.0": ["linux-x86_64-cuda12.4"]}
+    assert index_of(root) == {
+        "1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8"],
+        "2.0.0": ["linux-x86_64-cuda12.4"],
+    }
     assert not list(root.rglob("*.tmp")) and not list(root.rglob("*.lock"))
 
 
 def test_processes_publishing_different_targets_share_the_index(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    releases = [write_release(tmp_path / name, cuda=cuda) for name, cuda in
-                (("cpu", None), ("cu118", "11.8"), ("cu124", "12.4"), ("cu128", "12.8"))]
+    releases = [
+        write_release(tmp_path / name, cuda=cuda)
+        for name, cuda in (("cpu", None), ("cu118", "11.8"), ("cu124", "12.4"), ("cu128", "12.8"))
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-m", "scrollcase", "publish", str(r.manifest_path), "--to",
-                               str(root), "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for r in releases]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "scrollcase", "publish", str(r.manifest_path), "--to", str(root), "--quiet"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for r in releases
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
-    assert index_of(root) == {"1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda11.8", "linux-x86_64-cuda12.4",
-                                        "linux-x86_64-cuda12.8"]}
+    assert index_of(root) == {
+        "1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda11.8", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8"]
+    }

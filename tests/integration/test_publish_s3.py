@@ -45,13 +45,19 @@ class Traffic:
         return [op for op in self.operations if op.startswith(("PUT", "POST"))]
 
 
-def make_store(server: S3Server, bucket: str, *, prefix: str = "releases", traffic: Traffic | None = None,
-               secret: str | None = None, endpoint: str | None = None) -> S3Store:
+def make_store(
+    server: S3Server,
+    bucket: str,
+    *,
+    prefix: str = "releases",
+    traffic: Traffic | None = None,
+    secret: str | None = None,
+    endpoint: str | None = None,
+) -> S3Store:
     client = s3_client(server, secret=secret, endpoint=endpoint)
     if traffic is not None:
         client.meta.events.register("before-send.s3", traffic.hook)
-    return S3Store(client, bucket, prefix, endpoint_url=endpoint or server.endpoint, part_size=PART,
-                   workers=4)
+    return S3Store(client, bucket, prefix, endpoint_url=endpoint or server.endpoint, part_size=PART, workers=4)
 
 
 def keys_in(server: S3Server, bucket: str) -> list[str]:
@@ -67,8 +73,7 @@ def do_publish(store: S3Store, release: SyntheticRelease, **kwargs: Any) -> Any:
     return publish(store, release.manifest, release.archive_path, **kwargs)
 
 
-def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed_bucket: str,
-                                                             tmp_path: Path) -> None:
+def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     release = write_release(tmp_path, size=MULTIPART_SIZE)
     traffic = Traffic()
     result = do_publish(make_store(weed, weed_bucket, traffic=traffic), release)
@@ -84,21 +89,24 @@ def test_publish_uploads_everything_with_verified_checksums(weed: S3Server, weed
     assert sidecar == f"{release.manifest.archive.sha256}  {release.manifest.archive.name}\n"
     # Three parts, each sent with a SHA-256 the server checked; the object keeps the composite checksum.
     assert traffic.writes.count("PUT UploadPart") == 3
-    head = s3_client(weed).head_object(Bucket=weed_bucket, Key=f"releases/{keys.archive}",
-                                       ChecksumMode="ENABLED")
+    head = s3_client(weed).head_object(Bucket=weed_bucket, Key=f"releases/{keys.archive}", ChecksumMode="ENABLED")
     assert head["ChecksumSHA256"].endswith("-3")
     assert head["Metadata"]["scrollcase-sha256"] == release.manifest.archive.sha256
     index = parse_index(get(weed, weed_bucket, "releases/boxes/demo-box/index.json"), "index.json")
     entry = index.versions["1.0.0"]["linux-x86_64-cuda12.4"]
     assert (entry.sha256, entry.size, entry.minNvidiaDriverVersion) == (
-        release.manifest.archive.sha256, release.manifest.archive.size, "550.54")
+        release.manifest.archive.sha256,
+        release.manifest.archive.size,
+        "550.54",
+    )
     # The archive went up before the manifest.
     order = [op for op in traffic.writes if op != "PUT UploadPart"]
     assert order.index("POST CompleteMultipartUpload") < order.index("PUT PutObject")
 
 
-def test_parts_carry_the_checked_sha256_and_no_payload_signature(weed: S3Server, weed_bucket: str,
-                                                                   tmp_path: Path) -> None:
+def test_parts_carry_the_checked_sha256_and_no_payload_signature(
+    weed: S3Server, weed_bucket: str, tmp_path: Path
+) -> None:
     """Each part's checksum header is the SHA-256 of exactly its bytes (computed in the pre-upload
     check's read), and the payload is not hashed again for a signature: the checksum header is
     signed, and the server verifies the body against it."""
@@ -110,9 +118,13 @@ def test_parts_carry_the_checked_sha256_and_no_payload_signature(weed: S3Server,
         position = stream.tell()
         body = stream.read()
         stream.seek(position)
-        seen.append((request.headers["x-amz-checksum-sha256"].decode(),
-                     request.headers["X-Amz-Content-SHA256"].decode(),
-                     base64.b64encode(hashlib.sha256(body).digest()).decode()))
+        seen.append(
+            (
+                request.headers["x-amz-checksum-sha256"].decode(),
+                request.headers["X-Amz-Content-SHA256"].decode(),
+                base64.b64encode(hashlib.sha256(body).digest()).decode(),
+            )
+        )
 
     store = make_store(weed, weed_bucket)
     store.client.meta.events.register("before-send.s3.UploadPart", record)
@@ -121,8 +133,9 @@ def test_parts_carry_the_checked_sha256_and_no_payload_signature(weed: S3Server,
     assert all(sent == actual and signature == "UNSIGNED-PAYLOAD" for sent, signature, actual in seen)
 
 
-def test_bytes_changed_after_the_check_are_refused_by_the_server(weed: S3Server, weed_bucket: str,
-                                                                 tmp_path: Path) -> None:
+def test_bytes_changed_after_the_check_are_refused_by_the_server(
+    weed: S3Server, weed_bucket: str, tmp_path: Path
+) -> None:
     """The archive changes after it matched the manifest, keeping its size and mtime (so no local
     fingerprint can notice): the server refuses the part whose bytes differ from what was checked,
     and nothing is published."""
@@ -136,8 +149,13 @@ def test_bytes_changed_after_the_check_are_refused_by_the_server(weed: S3Server,
     release.archive_path.write_bytes(bytes(data))
     os.utime(release.archive_path, ns=(before.st_atime_ns, before.st_mtime_ns))
     with pytest.raises(IntegrityError, match="checksum does not match") as caught:
-        store.put_file(release.manifest.keys.archive, release.archive_path, size=checked.size,
-                       sha256=checked.sha256, part_sha256=checked.part_sha256)
+        store.put_file(
+            release.manifest.keys.archive,
+            release.archive_path,
+            size=checked.size,
+            sha256=checked.sha256,
+            part_sha256=checked.part_sha256,
+        )
     assert "changed after it was checked" in caught.value.render()
     assert keys_in(weed, weed_bucket) == []
     assert s3_client(weed).list_multipart_uploads(Bucket=weed_bucket).get("Uploads", []) == []
@@ -154,8 +172,7 @@ def test_republish_identical_bytes_sends_nothing(weed: S3Server, weed_bucket: st
     assert all(u.action == "skip" for u in result.plan.uploads)
 
 
-def test_conflicting_republish_is_refused_and_changes_nothing(weed: S3Server, weed_bucket: str,
-                                                              tmp_path: Path) -> None:
+def test_conflicting_republish_is_refused_and_changes_nothing(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     original = write_release(tmp_path / "a", size=4096)
     do_publish(make_store(weed, weed_bucket), original)
     rebuilt = write_release(tmp_path / "b", size=4096)  # same box/version/target, other bytes
@@ -169,22 +186,24 @@ def test_conflicting_republish_is_refused_and_changes_nothing(weed: S3Server, we
     assert get(weed, weed_bucket, key) == original.archive_path.read_bytes()
 
 
-def test_server_refuses_overwrite_even_when_the_plan_raced(weed: S3Server, weed_bucket: str,
-                                                           tmp_path: Path) -> None:
+def test_server_refuses_overwrite_even_when_the_plan_raced(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     """If-None-Match on CompleteMultipartUpload: a key created after our HEAD is never overwritten."""
     release = write_release(tmp_path, size=MULTIPART_SIZE)
     store = make_store(weed, weed_bucket)
     store.put_bytes(release.manifest.keys.archive, b"someone else", if_none_match=True)
     with pytest.raises(ConflictError):
-        store.put_file(release.manifest.keys.archive, release.archive_path, size=MULTIPART_SIZE,
-                       sha256=release.manifest.archive.sha256)
+        store.put_file(
+            release.manifest.keys.archive,
+            release.archive_path,
+            size=MULTIPART_SIZE,
+            sha256=release.manifest.archive.sha256,
+        )
     assert get(weed, weed_bucket, f"releases/{release.manifest.keys.archive}") == b"someone else"
     uploads = s3_client(weed).list_multipart_uploads(Bucket=weed_bucket).get("Uploads", [])
     assert uploads == [], "the refused multipart upload must be aborted"
 
 
-def test_tampered_archive_is_refused_before_any_upload(weed: S3Server, weed_bucket: str,
-                                                       tmp_path: Path) -> None:
+def test_tampered_archive_is_refused_before_any_upload(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     release = write_release(tmp_path, size=4096)
     data = bytearray(release.archive_path.read_bytes())
     data[100] ^= 0xFF
@@ -232,11 +251,15 @@ def test_concurrent_publishers_of_the_same_release(weed: S3Server, weed_bucket: 
     assert list(index.versions["1.0.0"]) == ["linux-x86_64-cuda12.4"]
 
 
-def test_concurrent_publishers_of_different_targets_share_the_index(weed: S3Server, weed_bucket: str,
-                                                                    tmp_path: Path) -> None:
-    releases = [write_release(tmp_path / "cpu", cuda=None), write_release(tmp_path / "cu124", cuda="12.4"),
-                write_release(tmp_path / "cu128", cuda="12.8"),
-                write_release(tmp_path / "v2", cuda="12.4", version="2.0.0")]
+def test_concurrent_publishers_of_different_targets_share_the_index(
+    weed: S3Server, weed_bucket: str, tmp_path: Path
+) -> None:
+    releases = [
+        write_release(tmp_path / "cpu", cuda=None),
+        write_release(tmp_path / "cu124", cuda="12.4"),
+        write_release(tmp_path / "cu128", cuda="12.8"),
+        write_release(tmp_path / "v2", cuda="12.4", version="2.0.0"),
+    ]
     barrier = threading.Barrier(len(releases))
     errors: list[BaseException] = []
 
@@ -255,8 +278,7 @@ def test_concurrent_publishers_of_different_targets_share_the_index(weed: S3Serv
         t.join()
     assert errors == []
     index = parse_index(get(weed, weed_bucket, "releases/boxes/demo-box/index.json"), "index.json")
-    assert sorted(index.versions["1.0.0"]) == ["linux-x86_64-cpu", "linux-x86_64-cuda12.4",
-                                               "linux-x86_64-cuda12.8"]
+    assert sorted(index.versions["1.0.0"]) == ["linux-x86_64-cpu", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8"]
     assert list(index.versions["2.0.0"]) == ["linux-x86_64-cuda12.4"]
 
 
@@ -293,8 +315,7 @@ def test_moto_publish_and_republish(moto_s3: S3Server, moto_bucket: str, tmp_pat
     assert again.uploaded == () and traffic.sent == 0
 
 
-def test_store_without_conditional_writes_falls_back_to_head_compare(moto_s3: S3Server,
-                                                                      tmp_path: Path) -> None:
+def test_store_without_conditional_writes_falls_back_to_head_compare(moto_s3: S3Server, tmp_path: Path) -> None:
     bucket = new_bucket(moto_s3)
     release = write_release(tmp_path, size=MULTIPART_SIZE)
     with refusing_conditional_writes(moto_s3.port) as (endpoint, refused):

@@ -17,12 +17,19 @@ from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, ind
 def _channel(root: Path) -> Path:
     script = f"#!{PREFIX_PLACEHOLDER}/bin/python3\nprint('hi')\n".encode()
     config = f"prefix={PREFIX_PLACEHOLDER}\n".encode()
-    write_package(root, PackageSpec(name="tool", version="1.0", files=[
-        PackageFile("bin/tool", script, 0o755, prefix_mode="text"),
-        PackageFile("lib/pkgconfig/tool.pc", config, prefix_mode="text"),
-        PackageFile("lib/libtool.so.1", b"\x7fELF\x00no prefix here\x00", 0o755),
-        PackageFile("lib/libtool.so", b"", symlink_to="libtool.so.1"),
-    ]))
+    write_package(
+        root,
+        PackageSpec(
+            name="tool",
+            version="1.0",
+            files=[
+                PackageFile("bin/tool", script, 0o755, prefix_mode="text"),
+                PackageFile("lib/pkgconfig/tool.pc", config, prefix_mode="text"),
+                PackageFile("lib/libtool.so.1", b"\x7fELF\x00no prefix here\x00", 0o755),
+                PackageFile("lib/libtool.so", b"", symlink_to="libtool.so.1"),
+            ],
+        ),
+    )
     index_channel(root, ["linux-64"])
     return root
 
@@ -31,12 +38,21 @@ def _install(channel: Path, prefix: Path, cache: Path) -> None:
     import rattler
 
     async def run() -> None:
-        records = await rattler.solve(sources=[channel.resolve().as_uri()], specs=["tool"],
-                                      platforms=[rattler.Subdir("linux-64"), rattler.Subdir("noarch")],
-                                      gateway=rattler.Gateway(), channel_relations="disabled")
-        await rattler.install(records, target_prefix=prefix, cache_dir=cache, show_progress=False,
-                              platform=rattler.Subdir("linux-64"),
-                              alternative_target_prefix=f"{BOX_PREFIX_PLACEHOLDER}/venv")
+        records = await rattler.solve(
+            sources=[channel.resolve().as_uri()],
+            specs=["tool"],
+            platforms=[rattler.Subdir("linux-64"), rattler.Subdir("noarch")],
+            gateway=rattler.Gateway(),
+            channel_relations="disabled",
+        )
+        await rattler.install(
+            records,
+            target_prefix=prefix,
+            cache_dir=cache,
+            show_progress=False,
+            platform=rattler.Subdir("linux-64"),
+            alternative_target_prefix=f"{BOX_PREFIX_PLACEHOLDER}/venv",
+        )
 
     asyncio.run(run())
 

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the expected table reads best one row per line)
 """Every (environment, platform) of the 14 real-world pixi workspaces, classified and pinned.
 
 The expected rows were checked by hand against the locks (grepping each environment's pytorch/torch
@@ -25,139 +24,206 @@ ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run
 # workspace -> (lock version, number of (env, platform) rows, {"env/platform": (subdir, provider,
 #                                                                version, build, accelerator)})
 EXPECTED: dict[str, tuple[int, int, dict[str, tuple[str, str, str, str | None, str]]]] = {
-    "Takobox710__yolo-tool": (7, 4, {
-        "default/p1": ("win-64", "pypi", "2.13.0+cu130", None, "cuda13.0"),
-        "default/win-64": ("win-64", "pypi", "2.13.0+cu130", None, "cuda13.0"),
-        "release-cpu/p1": ("win-64", "pypi", "2.13.0+cpu", None, "cpu"),
-        "release-cpu/win-64": ("win-64", "pypi", "2.13.0+cpu", None, "cpu"),
-    }),
-    "UH-LMU__microscopy-ai-envs": (6, 8, {
-        "cellpose3/linux-64": ("linux-64", "conda", "2.5.1", 'cuda126_py310hf0de92c_306', "cuda12.6"),
-        "cellpose3/win-64": ("win-64", "conda", "2.9.1", 'cuda128_mkl_py310_hcc6672c_300', "cuda12.8"),
-        "cellpose4/linux-64": ("linux-64", "conda", "2.5.1", 'cuda126_py310hf0de92c_306', "cuda12.6"),
-        "cellpose4/win-64": ("win-64", "conda", "2.7.1", 'cuda128_mkl_py310_h9d6390c_304', "cuda12.8"),
-        "micro-sam/linux-64": ("linux-64", "conda", "2.5.1", 'cuda126_py312h1763f6d_306', "cuda12.6"),
-        "micro-sam/win-64": ("win-64", "conda", "2.7.1", 'cuda128_mkl_py312_ha31c84e_304', "cuda12.8"),
-    }),
-    "data-apis__array-api-extra": (7, 90, {
-        "dev/linux-64": ("linux-64", "conda", "2.12.0", 'cpu_mkl_py314_h94e416f_100', "cpu"),
-        "dev/linux-aarch64": ("linux-aarch64", "conda", "2.12.0", 'cpu_generic_py314_hac00946_0', "cpu"),
-        "dev/osx-64": ("osx-64", "conda", "2.12.0", 'cpu_mkl_py314_h02f7b3f_100', "cpu"),
-        "dev/osx-arm64": ("osx-arm64", "conda", "2.12.0", 'cpu_generic_py314_h30a3122_0', "cpu"),
-        "dev/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py314_h245c5d3_300', "cuda12.9"),
-        "dev/p2": ("win-64", "conda", "2.13.0", 'cuda128_mkl_py314_hf773a96_301', "cuda12.8"),
-        "dev/win-64": ("win-64", "conda", "2.13.0", 'cpu_mkl_py314_hfc2ca84_101', "cpu"),
-        "dev-cuda/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py314_h245c5d3_300', "cuda12.9"),
-        "dev-cuda/p2": ("win-64", "conda", "2.13.0", 'cpu_mkl_py314_hfc2ca84_101', "cpu"),
-        "tests-backends/linux-64": ("linux-64", "conda", "2.12.0", 'cpu_mkl_py314_h94e416f_100', "cpu"),
-        "tests-backends/linux-aarch64": ("linux-aarch64", "conda", "2.12.0", 'cpu_generic_py314_hac00946_0', "cpu"),
-        "tests-backends/osx-64": ("osx-64", "conda", "2.12.0", 'cpu_mkl_py314_h02f7b3f_100', "cpu"),
-        "tests-backends/osx-arm64": ("osx-arm64", "conda", "2.12.0", 'cpu_generic_py314_h30a3122_0', "cpu"),
-        "tests-backends/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py314_h245c5d3_300', "cuda12.9"),
-        "tests-backends/p2": ("win-64", "conda", "2.13.0", 'cuda128_mkl_py314_hf773a96_301', "cuda12.8"),
-        "tests-backends/win-64": ("win-64", "conda", "2.13.0", 'cpu_mkl_py314_hfc2ca84_101', "cpu"),
-        "tests-backends-py311/linux-64": ("linux-64", "conda", "2.12.0", 'cpu_mkl_py311_h338015a_100', "cpu"),
-        "tests-backends-py311/linux-aarch64": ("linux-aarch64", "conda", "2.12.0", 'cpu_generic_py311_h8ebb990_0', "cpu"),
-        "tests-backends-py311/osx-64": ("osx-64", "conda", "2.12.0", 'cpu_mkl_py311_h1a2d5a6_100', "cpu"),
-        "tests-backends-py311/osx-arm64": ("osx-arm64", "conda", "2.12.0", 'cpu_generic_py311_hbaf2b46_0', "cpu"),
-        "tests-backends-py311/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py311_h49b8cc7_300', "cuda12.9"),
-        "tests-backends-py311/p2": ("win-64", "conda", "2.13.0", 'cuda128_mkl_py311_ha6b46c1_301', "cuda12.8"),
-        "tests-backends-py311/win-64": ("win-64", "conda", "2.13.0", 'cpu_mkl_py311_hd8a7154_101', "cpu"),
-        "tests-cuda/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py314_h245c5d3_300', "cuda12.9"),
-        "tests-cuda/p2": ("win-64", "conda", "2.13.0", 'cpu_mkl_py314_hfc2ca84_101', "cpu"),
-        "tests-cuda-py311/p1": ("linux-64", "conda", "2.12.0", 'cuda129_mkl_py311_h49b8cc7_300', "cuda12.9"),
-        "tests-cuda-py311/p2": ("win-64", "conda", "2.13.0", 'cpu_mkl_py311_hd8a7154_101', "cpu"),
-    }),
-    "intMinsu__pixi-sample": (5, 13, {
-        "py310cu115/linux-64": ("linux-64", "conda", "1.11.0", 'py3.10_cuda11.5_cudnn8.3.2_0', "cuda11.5"),
-        "py310cu117/linux-64": ("linux-64", "conda", "1.13.1", 'py3.10_cuda11.7_cudnn8.5.0_0', "cuda11.7"),
-        "py310cu121/linux-64": ("linux-64", "conda", "2.3.0", 'py3.10_cuda12.1_cudnn8.9.2_0', "cuda12.1"),
-        "py38cu101/linux-64": ("linux-64", "conda", "1.7.1", 'py3.8_cuda10.1.243_cudnn7.6.3_0', "cuda10.1"),
-        "py38cu110/linux-64": ("linux-64", "conda", "1.7.1", 'py3.8_cuda11.0.221_cudnn8.0.5_0', "cuda11.0"),
-        "py38cu115/linux-64": ("linux-64", "conda", "1.11.0", 'py3.8_cuda11.5_cudnn8.3.2_0', "cuda11.5"),
-        "py38cu117/linux-64": ("linux-64", "conda", "1.13.1", 'py3.8_cuda11.7_cudnn8.5.0_0', "cuda11.7"),
-        "py38cu121/linux-64": ("linux-64", "conda", "2.3.0", 'py3.8_cuda12.1_cudnn8.9.2_0', "cuda12.1"),
-        "py39cu110/linux-64": ("linux-64", "conda", "1.7.1", 'py3.9_cuda11.0.221_cudnn8.0.5_0', "cuda11.0"),
-        "py39cu115/linux-64": ("linux-64", "conda", "1.11.0", 'py3.9_cuda11.5_cudnn8.3.2_0', "cuda11.5"),
-        "py39cu117/linux-64": ("linux-64", "conda", "1.13.1", 'py3.9_cuda11.7_cudnn8.5.0_0', "cuda11.7"),
-        "py39cu121/linux-64": ("linux-64", "conda", "2.3.0", 'py3.9_cuda12.1_cudnn8.9.2_0', "cuda12.1"),
-    }),
-    "lorenzocerrone__BIA-Sanity-Preserver": (6, 30, {
-        "cellpose/linux-64": ("linux-64", "pypi", "2.9.1", None, "cuda12.8"),
-        "cellpose/osx-arm64": ("osx-arm64", "pypi", "2.9.1", None, "cpu"),
-        "cellpose/win-64": ("win-64", "pypi", "2.9.1", None, "cpu"),
-        "convpaint/linux-64": ("linux-64", "pypi", "2.8.0", None, "cuda12.8"),
-        "convpaint/osx-arm64": ("osx-arm64", "pypi", "2.8.0", None, "cpu"),
-        "convpaint/win-64": ("win-64", "pypi", "2.8.0", None, "cpu"),
-        "ilastik/linux-64": ("linux-64", "conda", "2.8.0", 'cpu_mkl_py311_hcfbaf12_102', "cpu"),
-        "ilastik/osx-arm64": ("osx-arm64", "conda", "2.8.0", 'cpu_generic_py311_hf0c13c8_2', "cpu"),
-        "ilastik/win-64": ("win-64", "conda", "2.8.0", 'cpu_mkl_py311_h4f6e1b8_101', "cpu"),
-        "plant-seg/linux-64": ("linux-64", "conda", "2.8.0", 'cpu_mkl_py313_h19d87ba_102', "cpu"),
-        "plant-seg/osx-arm64": ("osx-arm64", "conda", "2.8.0", 'cpu_generic_py313_h1ee2325_2', "cpu"),
-        "plant-seg/win-64": ("win-64", "conda", "2.8.0", 'cpu_mkl_py313_ha63c8e0_102', "cpu"),
-    }),
-    "matthewfeickert-talks__reproducible-cuda-workflows-with-pixi-scipy-2026__book-code-cupy-example": (7, 2, {
-    }),
-    "matthewfeickert__pytorch-gpu-pixi-example": (6, 3, {
-        "default/linux-64": ("linux-64", "conda", "2.8.0", 'cuda129_mkl_py313_h7947483_302', "cuda12.9"),
-        "default/osx-arm64": ("osx-arm64", "conda", "2.8.0", 'cpu_generic_py313_h1ee2325_2', "cpu"),
-        "default/win-64": ("win-64", "conda", "2.8.0", 'cuda128_mkl_py313_hd1c3b22_302', "cuda12.8"),
-    }),
-    "pablovela5620__wilor-nano": (6, 2, {
-        "default/linux-64": ("linux-64", "pypi", "2.10.0+cu128", None, "cuda12.8"),
-        "dev/linux-64": ("linux-64", "pypi", "2.10.0+cu128", None, "cuda12.8"),
-    }),
-    "prefix-dev__pixi__examples-llama-index-inference": (5, 2, {
-        "default/linux-64": ("linux-64", "pypi", "2.4.0", None, "cuda12.1"),
-        "default/osx-arm64": ("osx-arm64", "pypi", "2.4.0", None, "cpu"),
-    }),
-    "prefix-dev__pixi__examples-multi-machine": (7, 5, {
-        "default/linux-64": ("linux-64", "conda", "2.10.0", 'cpu_mkl_py314_hf472749_104', "cpu"),
-        "default/p1": ("win-64", "conda", "2.10.0", 'cpu_mkl_py314_h9de12ed_104', "cpu"),
-        "default/p2": ("linux-64", "conda", "2.10.0", 'cpu_mkl_py314_hf472749_104', "cpu"),
-        "default/p3": ("osx-arm64", "conda", "2.10.0", 'cpu_generic_py313_h459cd70_4', "cpu"),
-        "default/win-64": ("win-64", "conda", "2.10.0", 'cpu_mkl_py314_h9de12ed_104', "cpu"),
-    }),
-    "prefix-dev__pixi__examples-pytorch": (5, 6, {
-        "cf-channel/linux-64": ("linux-64", "conda", "2.4.0", 'cuda120_py312h26b3cf7_301', "cuda12.0"),
-        "cf-channel/linux-aarch64": ("linux-aarch64", "conda", "2.4.0", 'cuda120_py312haadfe8f_200', "cuda12.0"),
-        "cf-channel/osx-64": ("osx-64", "conda", "2.4.0", 'cpu_mkl_py312h0c6306f_101', "cpu"),
-        "cf-channel/osx-arm64": ("osx-arm64", "conda", "2.4.0", 'cpu_generic_py312h6bd8f41_1', "cpu"),
-        "nvidia-channel/linux-64": ("linux-64", "conda", "2.4.1", 'py3.12_cuda12.4_cudnn9.1.0_0', "cuda12.4"),
-        "pytorch-channel/linux-64": ("linux-64", "conda", "2.4.1", 'py3.12_cuda12.4_cudnn9.1.0_0', "cuda12.4"),
-    }),
-    "ruben-arts__haystack-pixi-example": (3, 3, {
-        "default/linux-64": ("linux-64", "conda", "2.0.0", 'cpu_generic_py39h1dbe8e4_4', "cpu"),
-        "default/osx-64": ("osx-64", "conda", "2.0.0", 'cpu_mkl_py39h0a49516_104', "cpu"),
-        "default/osx-arm64": ("osx-arm64", "conda", "2.0.0", 'cpu_generic_py39h4a6bf10_4', "cpu"),
-    }),
-    "ruben-arts__pytorch-jetson": (6, 4, {
-        "default/linux-64": ("linux-64", "conda", "2.10.0", 'cpu_mkl_py312_hca44ed5_103', "cpu"),
-        "default/linux-aarch64": ("linux-aarch64", "conda", "2.10.0", 'cuda129_generic_py312_h08ae647_203', "cuda12.9"),
-        "default/osx-arm64": ("osx-arm64", "conda", "2.10.0", 'cpu_generic_py312_h2470ad0_3', "cpu"),
-        "default/win-64": ("win-64", "conda", "2.10.0", 'cuda128_mkl_py312_hf522e72_303', "cuda12.8"),
-    }),
-    "scipy__scipy__github-workflows": (6, 49, {
-        "array-api-cpu/linux-64": ("linux-64", "conda", "2.7.1", 'cpu_mkl_py313_h58dab0e_103', "cpu"),
-        "array-api-cpu/osx-arm64": ("osx-arm64", "conda", "2.7.1", 'cpu_generic_py313_heefb1e6_4', "cpu"),
-        "array-api-cpu/win-64": ("win-64", "conda", "2.8.0", 'cpu_mkl_py313_he1d8d61_100', "cpu"),
-        "torch-cpu/linux-64": ("linux-64", "conda", "2.7.1", 'cpu_mkl_py313_h58dab0e_103', "cpu"),
-        "torch-cpu/osx-arm64": ("osx-arm64", "conda", "2.7.1", 'cpu_generic_py313_heefb1e6_4', "cpu"),
-        "torch-cpu/win-64": ("win-64", "conda", "2.8.0", 'cpu_mkl_py313_he1d8d61_100', "cpu"),
-        "torch-cuda/linux-64": ("linux-64", "conda", "2.7.1", 'cuda129_mkl_py313_h1e53aa0_304', "cuda12.9"),
-    }),
+    "Takobox710__yolo-tool": (
+        7,
+        4,
+        {
+            "default/p1": ("win-64", "pypi", "2.13.0+cu130", None, "cuda13.0"),
+            "default/win-64": ("win-64", "pypi", "2.13.0+cu130", None, "cuda13.0"),
+            "release-cpu/p1": ("win-64", "pypi", "2.13.0+cpu", None, "cpu"),
+            "release-cpu/win-64": ("win-64", "pypi", "2.13.0+cpu", None, "cpu"),
+        },
+    ),
+    "UH-LMU__microscopy-ai-envs": (
+        6,
+        8,
+        {
+            "cellpose3/linux-64": ("linux-64", "conda", "2.5.1", "cuda126_py310hf0de92c_306", "cuda12.6"),
+            "cellpose3/win-64": ("win-64", "conda", "2.9.1", "cuda128_mkl_py310_hcc6672c_300", "cuda12.8"),
+            "cellpose4/linux-64": ("linux-64", "conda", "2.5.1", "cuda126_py310hf0de92c_306", "cuda12.6"),
+            "cellpose4/win-64": ("win-64", "conda", "2.7.1", "cuda128_mkl_py310_h9d6390c_304", "cuda12.8"),
+            "micro-sam/linux-64": ("linux-64", "conda", "2.5.1", "cuda126_py312h1763f6d_306", "cuda12.6"),
+            "micro-sam/win-64": ("win-64", "conda", "2.7.1", "cuda128_mkl_py312_ha31c84e_304", "cuda12.8"),
+        },
+    ),
+    "data-apis__array-api-extra": (
+        7,
+        90,
+        {
+            "dev/linux-64": ("linux-64", "conda", "2.12.0", "cpu_mkl_py314_h94e416f_100", "cpu"),
+            "dev/linux-aarch64": ("linux-aarch64", "conda", "2.12.0", "cpu_generic_py314_hac00946_0", "cpu"),
+            "dev/osx-64": ("osx-64", "conda", "2.12.0", "cpu_mkl_py314_h02f7b3f_100", "cpu"),
+            "dev/osx-arm64": ("osx-arm64", "conda", "2.12.0", "cpu_generic_py314_h30a3122_0", "cpu"),
+            "dev/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py314_h245c5d3_300", "cuda12.9"),
+            "dev/p2": ("win-64", "conda", "2.13.0", "cuda128_mkl_py314_hf773a96_301", "cuda12.8"),
+            "dev/win-64": ("win-64", "conda", "2.13.0", "cpu_mkl_py314_hfc2ca84_101", "cpu"),
+            "dev-cuda/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py314_h245c5d3_300", "cuda12.9"),
+            "dev-cuda/p2": ("win-64", "conda", "2.13.0", "cpu_mkl_py314_hfc2ca84_101", "cpu"),
+            "tests-backends/linux-64": ("linux-64", "conda", "2.12.0", "cpu_mkl_py314_h94e416f_100", "cpu"),
+            "tests-backends/linux-aarch64": ("linux-aarch64", "conda", "2.12.0", "cpu_generic_py314_hac00946_0", "cpu"),
+            "tests-backends/osx-64": ("osx-64", "conda", "2.12.0", "cpu_mkl_py314_h02f7b3f_100", "cpu"),
+            "tests-backends/osx-arm64": ("osx-arm64", "conda", "2.12.0", "cpu_generic_py314_h30a3122_0", "cpu"),
+            "tests-backends/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py314_h245c5d3_300", "cuda12.9"),
+            "tests-backends/p2": ("win-64", "conda", "2.13.0", "cuda128_mkl_py314_hf773a96_301", "cuda12.8"),
+            "tests-backends/win-64": ("win-64", "conda", "2.13.0", "cpu_mkl_py314_hfc2ca84_101", "cpu"),
+            "tests-backends-py311/linux-64": ("linux-64", "conda", "2.12.0", "cpu_mkl_py311_h338015a_100", "cpu"),
+            "tests-backends-py311/linux-aarch64": (
+                "linux-aarch64",
+                "conda",
+                "2.12.0",
+                "cpu_generic_py311_h8ebb990_0",
+                "cpu",
+            ),
+            "tests-backends-py311/osx-64": ("osx-64", "conda", "2.12.0", "cpu_mkl_py311_h1a2d5a6_100", "cpu"),
+            "tests-backends-py311/osx-arm64": ("osx-arm64", "conda", "2.12.0", "cpu_generic_py311_hbaf2b46_0", "cpu"),
+            "tests-backends-py311/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py311_h49b8cc7_300", "cuda12.9"),
+            "tests-backends-py311/p2": ("win-64", "conda", "2.13.0", "cuda128_mkl_py311_ha6b46c1_301", "cuda12.8"),
+            "tests-backends-py311/win-64": ("win-64", "conda", "2.13.0", "cpu_mkl_py311_hd8a7154_101", "cpu"),
+            "tests-cuda/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py314_h245c5d3_300", "cuda12.9"),
+            "tests-cuda/p2": ("win-64", "conda", "2.13.0", "cpu_mkl_py314_hfc2ca84_101", "cpu"),
+            "tests-cuda-py311/p1": ("linux-64", "conda", "2.12.0", "cuda129_mkl_py311_h49b8cc7_300", "cuda12.9"),
+            "tests-cuda-py311/p2": ("win-64", "conda", "2.13.0", "cpu_mkl_py311_hd8a7154_101", "cpu"),
+        },
+    ),
+    "intMinsu__pixi-sample": (
+        5,
+        13,
+        {
+            "py310cu115/linux-64": ("linux-64", "conda", "1.11.0", "py3.10_cuda11.5_cudnn8.3.2_0", "cuda11.5"),
+            "py310cu117/linux-64": ("linux-64", "conda", "1.13.1", "py3.10_cuda11.7_cudnn8.5.0_0", "cuda11.7"),
+            "py310cu121/linux-64": ("linux-64", "conda", "2.3.0", "py3.10_cuda12.1_cudnn8.9.2_0", "cuda12.1"),
+            "py38cu101/linux-64": ("linux-64", "conda", "1.7.1", "py3.8_cuda10.1.243_cudnn7.6.3_0", "cuda10.1"),
+            "py38cu110/linux-64": ("linux-64", "conda", "1.7.1", "py3.8_cuda11.0.221_cudnn8.0.5_0", "cuda11.0"),
+            "py38cu115/linux-64": ("linux-64", "conda", "1.11.0", "py3.8_cuda11.5_cudnn8.3.2_0", "cuda11.5"),
+            "py38cu117/linux-64": ("linux-64", "conda", "1.13.1", "py3.8_cuda11.7_cudnn8.5.0_0", "cuda11.7"),
+            "py38cu121/linux-64": ("linux-64", "conda", "2.3.0", "py3.8_cuda12.1_cudnn8.9.2_0", "cuda12.1"),
+            "py39cu110/linux-64": ("linux-64", "conda", "1.7.1", "py3.9_cuda11.0.221_cudnn8.0.5_0", "cuda11.0"),
+            "py39cu115/linux-64": ("linux-64", "conda", "1.11.0", "py3.9_cuda11.5_cudnn8.3.2_0", "cuda11.5"),
+            "py39cu117/linux-64": ("linux-64", "conda", "1.13.1", "py3.9_cuda11.7_cudnn8.5.0_0", "cuda11.7"),
+            "py39cu121/linux-64": ("linux-64", "conda", "2.3.0", "py3.9_cuda12.1_cudnn8.9.2_0", "cuda12.1"),
+        },
+    ),
+    "lorenzocerrone__BIA-Sanity-Preserver": (
+        6,
+        30,
+        {
+            "cellpose/linux-64": ("linux-64", "pypi", "2.9.1", None, "cuda12.8"),
+            "cellpose/osx-arm64": ("osx-arm64", "pypi", "2.9.1", None, "cpu"),
+            "cellpose/win-64": ("win-64", "pypi", "2.9.1", None, "cpu"),
+            "convpaint/linux-64": ("linux-64", "pypi", "2.8.0", None, "cuda12.8"),
+            "convpaint/osx-arm64": ("osx-arm64", "pypi", "2.8.0", None, "cpu"),
+            "convpaint/win-64": ("win-64", "pypi", "2.8.0", None, "cpu"),
+            "ilastik/linux-64": ("linux-64", "conda", "2.8.0", "cpu_mkl_py311_hcfbaf12_102", "cpu"),
+            "ilastik/osx-arm64": ("osx-arm64", "conda", "2.8.0", "cpu_generic_py311_hf0c13c8_2", "cpu"),
+            "ilastik/win-64": ("win-64", "conda", "2.8.0", "cpu_mkl_py311_h4f6e1b8_101", "cpu"),
+            "plant-seg/linux-64": ("linux-64", "conda", "2.8.0", "cpu_mkl_py313_h19d87ba_102", "cpu"),
+            "plant-seg/osx-arm64": ("osx-arm64", "conda", "2.8.0", "cpu_generic_py313_h1ee2325_2", "cpu"),
+            "plant-seg/win-64": ("win-64", "conda", "2.8.0", "cpu_mkl_py313_ha63c8e0_102", "cpu"),
+        },
+    ),
+    "matthewfeickert-talks__reproducible-cuda-workflows-with-pixi-scipy-2026__book-code-cupy-example": (7, 2, {}),
+    "matthewfeickert__pytorch-gpu-pixi-example": (
+        6,
+        3,
+        {
+            "default/linux-64": ("linux-64", "conda", "2.8.0", "cuda129_mkl_py313_h7947483_302", "cuda12.9"),
+            "default/osx-arm64": ("osx-arm64", "conda", "2.8.0", "cpu_generic_py313_h1ee2325_2", "cpu"),
+            "default/win-64": ("win-64", "conda", "2.8.0", "cuda128_mkl_py313_hd1c3b22_302", "cuda12.8"),
+        },
+    ),
+    "pablovela5620__wilor-nano": (
+        6,
+        2,
+        {
+            "default/linux-64": ("linux-64", "pypi", "2.10.0+cu128", None, "cuda12.8"),
+            "dev/linux-64": ("linux-64", "pypi", "2.10.0+cu128", None, "cuda12.8"),
+        },
+    ),
+    "prefix-dev__pixi__examples-llama-index-inference": (
+        5,
+        2,
+        {
+            "default/linux-64": ("linux-64", "pypi", "2.4.0", None, "cuda12.1"),
+            "default/osx-arm64": ("osx-arm64", "pypi", "2.4.0", None, "cpu"),
+        },
+    ),
+    "prefix-dev__pixi__examples-multi-machine": (
+        7,
+        5,
+        {
+            "default/linux-64": ("linux-64", "conda", "2.10.0", "cpu_mkl_py314_hf472749_104", "cpu"),
+            "default/p1": ("win-64", "conda", "2.10.0", "cpu_mkl_py314_h9de12ed_104", "cpu"),
+            "default/p2": ("linux-64", "conda", "2.10.0", "cpu_mkl_py314_hf472749_104", "cpu"),
+            "default/p3": ("osx-arm64", "conda", "2.10.0", "cpu_generic_py313_h459cd70_4", "cpu"),
+            "default/win-64": ("win-64", "conda", "2.10.0", "cpu_mkl_py314_h9de12ed_104", "cpu"),
+        },
+    ),
+    "prefix-dev__pixi__examples-pytorch": (
+        5,
+        6,
+        {
+            "cf-channel/linux-64": ("linux-64", "conda", "2.4.0", "cuda120_py312h26b3cf7_301", "cuda12.0"),
+            "cf-channel/linux-aarch64": ("linux-aarch64", "conda", "2.4.0", "cuda120_py312haadfe8f_200", "cuda12.0"),
+            "cf-channel/osx-64": ("osx-64", "conda", "2.4.0", "cpu_mkl_py312h0c6306f_101", "cpu"),
+            "cf-channel/osx-arm64": ("osx-arm64", "conda", "2.4.0", "cpu_generic_py312h6bd8f41_1", "cpu"),
+            "nvidia-channel/linux-64": ("linux-64", "conda", "2.4.1", "py3.12_cuda12.4_cudnn9.1.0_0", "cuda12.4"),
+            "pytorch-channel/linux-64": ("linux-64", "conda", "2.4.1", "py3.12_cuda12.4_cudnn9.1.0_0", "cuda12.4"),
+        },
+    ),
+    "ruben-arts__haystack-pixi-example": (
+        3,
+        3,
+        {
+            "default/linux-64": ("linux-64", "conda", "2.0.0", "cpu_generic_py39h1dbe8e4_4", "cpu"),
+            "default/osx-64": ("osx-64", "conda", "2.0.0", "cpu_mkl_py39h0a49516_104", "cpu"),
+            "default/osx-arm64": ("osx-arm64", "conda", "2.0.0", "cpu_generic_py39h4a6bf10_4", "cpu"),
+        },
+    ),
+    "ruben-arts__pytorch-jetson": (
+        6,
+        4,
+        {
+            "default/linux-64": ("linux-64", "conda", "2.10.0", "cpu_mkl_py312_hca44ed5_103", "cpu"),
+            "default/linux-aarch64": (
+                "linux-aarch64",
+                "conda",
+                "2.10.0",
+                "cuda129_generic_py312_h08ae647_203",
+                "cuda12.9",
+            ),
+            "default/osx-arm64": ("osx-arm64", "conda", "2.10.0", "cpu_generic_py312_h2470ad0_3", "cpu"),
+            "default/win-64": ("win-64", "conda", "2.10.0", "cuda128_mkl_py312_hf522e72_303", "cuda12.8"),
+        },
+    ),
+    "scipy__scipy__github-workflows": (
+        6,
+        49,
+        {
+            "array-api-cpu/linux-64": ("linux-64", "conda", "2.7.1", "cpu_mkl_py313_h58dab0e_103", "cpu"),
+            "array-api-cpu/osx-arm64": ("osx-arm64", "conda", "2.7.1", "cpu_generic_py313_heefb1e6_4", "cpu"),
+            "array-api-cpu/win-64": ("win-64", "conda", "2.8.0", "cpu_mkl_py313_he1d8d61_100", "cpu"),
+            "torch-cpu/linux-64": ("linux-64", "conda", "2.7.1", "cpu_mkl_py313_h58dab0e_103", "cpu"),
+            "torch-cpu/osx-arm64": ("osx-arm64", "conda", "2.7.1", "cpu_generic_py313_heefb1e6_4", "cpu"),
+            "torch-cpu/win-64": ("win-64", "conda", "2.8.0", "cpu_mkl_py313_he1d8d61_100", "cpu"),
+            "torch-cuda/linux-64": ("linux-64", "conda", "2.7.1", "cuda129_mkl_py313_h1e53aa0_304", "cuda12.9"),
+        },
+    ),
 }
 
 
-def _rows(lock_path: Path, fast: bool = True) -> dict[str, tuple[str, str | None, str | None, str | None,
-                                                                  str | None]]:
+def _rows(lock_path: Path, fast: bool = True) -> dict[str, tuple[str, str | None, str | None, str | None, str | None]]:
     lock = parse_lock(lock_path.read_text(encoding="utf-8"), str(lock_path), fast=fast)
     out = {}
     for env in lock.environments.values():
         for platform, packages in env.packages.items():
             torch = classify_torch(packages)
-            out[f"{env.name}/{platform}"] = (lock.subdir_of(platform), torch.provider, torch.version,
-                                             torch.build, torch.accelerator)
+            out[f"{env.name}/{platform}"] = (
+                lock.subdir_of(platform),
+                torch.provider,
+                torch.version,
+                torch.build,
+                torch.accelerator,
+            )
     return out
 
 
@@ -188,8 +254,9 @@ def test_fast_scanner_and_yaml_reader_agree(workspace: str) -> None:
     for name, env in fast.environments.items():
         other = slow.environments[name]
         assert (env.channels, env.indexes) == (other.channels, other.indexes)
-        assert {p: [(x.kind, x.location, x.name, x.version, x.build) for x in v] for p, v in env.packages.items()} \
-            == {p: [(x.kind, x.location, x.name, x.version, x.build) for x in v] for p, v in other.packages.items()}
+        assert {p: [(x.kind, x.location, x.name, x.version, x.build) for x in v] for p, v in env.packages.items()} == {
+            p: [(x.kind, x.location, x.name, x.version, x.build) for x in v] for p, v in other.packages.items()
+        }
 
 
 def test_record_lines_point_at_the_torch_record() -> None:
@@ -225,7 +292,8 @@ def _independent_torch_rows(lock_path: Path) -> dict[str, tuple[str, str, str | 
     if data["version"] == 3:
         for package in data["package"]:
             rows.setdefault(f"default/{package['platform']}", []).append(
-                ("conda" if package["manager"] == "conda" else "pypi", package["url"]))
+                ("conda" if package["manager"] == "conda" else "pypi", package["url"])
+            )
     else:
         for env, body in data["environments"].items():
             for platform, packages in (body.get("packages") or {}).items():

@@ -38,7 +38,9 @@ def test_sdists_git_urls_and_editable_folders_are_refused() -> None:
     _, refused = outcome("pablovela5620__wilor-nano", "linux-64")
     assert "./" in refused and any(v.startswith("git+https://") for v in refused)
     _, refused = outcome("prefix-dev__pixi__examples-llama-index-inference", "linux-64")
-    assert refused == ["https://files.pythonhosted.org/packages/1f/19/89836022affc1bf470e2485e28872b489254a66fe587155edba731a07112/llama_cpp_python-0.2.90.tar.gz"]
+    assert refused == [
+        "https://files.pythonhosted.org/packages/1f/19/89836022affc1bf470e2485e28872b489254a66fe587155edba731a07112/llama_cpp_python-0.2.90.tar.gz"
+    ]
 
 
 def test_path_wheels_without_a_hash_are_refused_and_v7_platform_names_map_to_subdirs() -> None:

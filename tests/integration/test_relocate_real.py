@@ -33,10 +33,10 @@ def _box_tree(root: Path) -> Path:
     (root / "venv" / "share").mkdir()
     (root / "venv" / "share" / "config.txt").write_text(f"root={BOX_PREFIX_PLACEHOLDER}/venv\n")
     (root / "venv" / "lib").mkdir()
-    (root / "venv" / "lib" / "fake.so").write_bytes(b"\x7fELF\x00" + BOX_PREFIX_PLACEHOLDER.encode() +
-                                                    b"/venv/lib\x00rest")
-    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER,
-                          files=scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER))
+    (root / "venv" / "lib" / "fake.so").write_bytes(
+        b"\x7fELF\x00" + BOX_PREFIX_PLACEHOLDER.encode() + b"/venv/lib\x00rest"
+    )
+    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER))
     (root / "box.json").write_text(json.dumps({"relocation": info.model_dump()}))
     return root
 
@@ -51,8 +51,9 @@ def test_script_runs_after_unpack_elsewhere(tmp_path: Path, where: str) -> None:
     real = dest.resolve()
     config = real / "venv" / "share" / "config.txt"
     assert config.read_text() == f"root={real}/venv\n"
-    done = subprocess.run([str(real / "venv" / "bin" / "hello"), str(config)], capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [str(real / "venv" / "bin" / "hello"), str(config)], capture_output=True, text=True, timeout=60, check=True
+    )
     out = json.loads(done.stdout)
     assert Path(out["exe"]).resolve() == (real / "venv" / "bin" / "python").resolve()
     assert out["args"] == [str(config)]

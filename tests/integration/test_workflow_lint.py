@@ -32,8 +32,7 @@ def test_workflows_match_githubs_workflow_schema() -> None:
 
 
 def test_jactionlint_correctness_profile_is_clean() -> None:
-    done = run(tool("jactionlint"), "--profile", "correctness", "--no-online", "--no-color",
-               *WORKFLOWS, *ACTIONS)
+    done = run(tool("jactionlint"), "--profile", "correctness", "--no-online", "--no-color", *WORKFLOWS, *ACTIONS)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

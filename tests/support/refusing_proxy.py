@@ -13,9 +13,11 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-NOT_IMPLEMENTED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code>'
-                   b"<Message>A header you provided implies functionality that is not implemented</Message>"
-                   b"</Error>")
+NOT_IMPLEMENTED = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code>'
+    b"<Message>A header you provided implies functionality that is not implemented</Message>"
+    b"</Error>"
+)
 
 
 def _handler(upstream_port: int, refused: list[str]) -> type[BaseHTTPRequestHandler]:

@@ -38,20 +38,38 @@ class SyntheticRelease:
     archive_path: Path
 
 
-def make_manifest(*, box_id: str = "demo-box", version: str = "1.0.0", cuda: str | None = "12.4",
-                  size: int, sha256: str, driver: str = "550.54") -> ReleaseManifest:
+def make_manifest(
+    *,
+    box_id: str = "demo-box",
+    version: str = "1.0.0",
+    cuda: str | None = "12.4",
+    size: int,
+    sha256: str,
+    driver: str = "550.54",
+) -> ReleaseManifest:
     """A manifest as `scrollcase build` writes it: self-test passed, GPU evidence that fits the target."""
     accelerator: Literal["cuda", "cpu"] = "cuda" if cuda else "cpu"
     target = Target(platform="linux", arch="x86_64", accelerator=accelerator, cudaVersion=cuda)
     tid = target_id("linux", "x86_64", accelerator, cuda)
     name = f"{box_id}-{version}-{tid}.tar.zst"
     return ReleaseManifest(
-        boxId=box_id, modelId="demo-model", runtimeId="torch", version=version, sourceRevision="abc123",
-        recipeId=f"{box_id}-{tid}", recipeVersion="1.0.0", target=target, targetId=tid,
-        compatibility=Compatibility(minHostAppVersion="2.0.0", minRamGb=8,
-                                    minNvidiaDriverVersion=driver if cuda else None),
+        boxId=box_id,
+        modelId="demo-model",
+        runtimeId="torch",
+        version=version,
+        sourceRevision="abc123",
+        recipeId=f"{box_id}-{tid}",
+        recipeVersion="1.0.0",
+        target=target,
+        targetId=tid,
+        compatibility=Compatibility(
+            minHostAppVersion="2.0.0", minRamGb=8, minNvidiaDriverVersion=driver if cuda else None
+        ),
         archive=ArchiveInfo(name=name, size=size, sha256=sha256),
-        pythonEntryPoint="venv/bin/python", modelCacheSubdir="demo", weights="bundled", assets=[],
+        pythonEntryPoint="venv/bin/python",
+        modelCacheSubdir="demo",
+        weights="bundled",
+        assets=[],
         keys=object_keys(box_id, version, tid, name),
         builtBy=BuiltBy(scrollcase="0.1.0", pixi="0.40.0", lockSha256="0" * 64, pythonVersion="3.11"),
         selfTest=SelfTestReport(passed=True, checks=[CheckOutcome(name="import json", kind="import", passed=True)]),
@@ -70,12 +88,24 @@ def evidence_for(cuda: str | None) -> GpuEvidence:
 def box_json_for(manifest: ReleaseManifest) -> BoxJson:
     """The ``box.json`` a build of ``manifest`` packs at the archive's root."""
     return BoxJson(
-        boxId=manifest.boxId, modelId=manifest.modelId, runtimeId=manifest.runtimeId, version=manifest.version,
-        sourceRevision=manifest.sourceRevision, recipeId=manifest.recipeId, target=manifest.target,
-        targetId=manifest.targetId, pythonVersion=manifest.builtBy.pythonVersion,
-        pythonEntryPoint=manifest.pythonEntryPoint, envDir="venv", modelCacheSubdir=manifest.modelCacheSubdir,
-        weights=manifest.weights, assets=[], selfTest=SelfTest(imports=["json"]),
-        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=[]), gpu=manifest.gpu)
+        boxId=manifest.boxId,
+        modelId=manifest.modelId,
+        runtimeId=manifest.runtimeId,
+        version=manifest.version,
+        sourceRevision=manifest.sourceRevision,
+        recipeId=manifest.recipeId,
+        target=manifest.target,
+        targetId=manifest.targetId,
+        pythonVersion=manifest.builtBy.pythonVersion,
+        pythonEntryPoint=manifest.pythonEntryPoint,
+        envDir="venv",
+        modelCacheSubdir=manifest.modelCacheSubdir,
+        weights=manifest.weights,
+        assets=[],
+        selfTest=SelfTest(imports=["json"]),
+        relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=[]),
+        gpu=manifest.gpu,
+    )
 
 
 def pack_box(path: Path, box: BoxJson, payload: bytes) -> tuple[int, str]:
@@ -90,8 +120,15 @@ def pack_box(path: Path, box: BoxJson, payload: bytes) -> tuple[int, str]:
     return packed.size, packed.sha256
 
 
-def write_release(directory: Path, *, size: int = 4096, data: bytes | None = None, box_id: str = "demo-box",
-                  version: str = "1.0.0", cuda: str | None = "12.4") -> SyntheticRelease:
+def write_release(
+    directory: Path,
+    *,
+    size: int = 4096,
+    data: bytes | None = None,
+    box_id: str = "demo-box",
+    version: str = "1.0.0",
+    cuda: str | None = "12.4",
+) -> SyntheticRelease:
     """Write ``<archive>.tar.zst`` and its ``.release.json`` into ``directory``: a box whose payload is
     ``data``, or random bytes sized so that the archive is about ``size`` bytes (within the tar padding,
     a few hundred bytes; read the exact size from ``manifest.archive.size``)."""
@@ -108,8 +145,9 @@ def write_release(directory: Path, *, size: int = 4096, data: bytes | None = Non
             if packed_size == size or length == 0:
                 break
             length = max(0, length - (packed_size - size))
-    manifest = draft.model_copy(update={"archive": draft.archive.model_copy(
-        update={"size": packed_size, "sha256": packed_sha})})
+    manifest = draft.model_copy(
+        update={"archive": draft.archive.model_copy(update={"size": packed_size, "sha256": packed_sha})}
+    )
     manifest_path = directory / manifest.archive.name.replace(".tar.zst", ".release.json")
     manifest_path.write_bytes(dump_release(manifest))
     return SyntheticRelease(manifest, manifest_path, archive_path)

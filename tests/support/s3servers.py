@@ -116,9 +116,14 @@ def _wait_s3_ready(server: S3Server, timeout: float = 60) -> None:
     import boto3
     from botocore.config import Config
 
-    client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=server.access_key,
-                          aws_secret_access_key=server.secret_key, region_name="us-east-1",
-                          config=Config(retries={"max_attempts": 1}))
+    client = boto3.client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=server.secret_key,
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 1}),
+    )
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -139,20 +144,40 @@ def _wait_s3_ready(server: S3Server, timeout: float = 60) -> None:
 def seaweedfs() -> Iterator[S3Server]:
     workdir = Path(tempfile.mkdtemp(prefix="scrollcase-weed-"))
     ports = {name: free_port() for name in ("master", "volume", "filer", "s3", "metrics")}
-    config = {"identities": [{"name": "tester", "credentials": [
-        {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
+    config = {
+        "identities": [
+            {
+                "name": "tester",
+                "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }
+        ]
+    }
     (workdir / "s3.json").write_text(json.dumps(config))
     (workdir / "data").mkdir()
     # Every bucket is a collection with volumes of its own: "-volume.max=0" (auto) ran out of them
     # after about 17 buckets in one session, so the count is explicit and the volumes smaller.
-    argv = [weed_binary(), "server", "-s3", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-            f"-dir={workdir / 'data'}", f"-master.port={ports['master']}",
-            f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
-            f"-s3.port={ports['s3']}", f"-s3.config={workdir / 's3.json'}",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-metricsPort={ports['metrics']}",
-            "-master.volumeSizeLimitMB=256", "-volume.max=100", "-volume.preStopSeconds=0",
-            "-master.electionTimeout=1s", "-master.resumeState=false"]
+    argv = [
+        weed_binary(),
+        "server",
+        "-s3",
+        "-ip=127.0.0.1",
+        "-ip.bind=127.0.0.1",
+        f"-dir={workdir / 'data'}",
+        f"-master.port={ports['master']}",
+        f"-volume.port={ports['volume']}",
+        f"-filer.port={ports['filer']}",
+        f"-s3.port={ports['s3']}",
+        f"-s3.config={workdir / 's3.json'}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        f"-metricsPort={ports['metrics']}",
+        "-master.volumeSizeLimitMB=256",
+        "-volume.max=100",
+        "-volume.preStopSeconds=0",
+        "-master.electionTimeout=1s",
+        "-master.resumeState=false",
+    ]
     log = workdir / "server.log"
     proc = _spawn(argv, log, workdir)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
@@ -190,9 +215,13 @@ def s3_client(server: S3Server, *, secret: str | None = None, endpoint: str | No
     from scrollcase.store.s3 import client_config
 
     return boto3.client(
-        "s3", endpoint_url=endpoint or server.endpoint, aws_access_key_id=server.access_key,
-        aws_secret_access_key=secret or server.secret_key, region_name="us-east-1",
-        config=client_config(attempts=2, connect_timeout=3, read_timeout=60))
+        "s3",
+        endpoint_url=endpoint or server.endpoint,
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=secret or server.secret_key,
+        region_name="us-east-1",
+        config=client_config(attempts=2, connect_timeout=3, read_timeout=60),
+    )
 
 
 def new_bucket(server: S3Server) -> str:

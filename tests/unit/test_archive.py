@@ -46,8 +46,16 @@ def test_header_is_read_back_by_stdlib() -> None:
     block = build_header("venv/bin/python", kind="file", mode=0o755, size=10)
     assert len(block) == 512
     info = tarfile.TarInfo.frombuf(block, "utf-8", "strict")
-    assert (info.name, info.size, info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname) == \
-        ("venv/bin/python", 10, 0o755, 0, 0, 0, "", "")
+    assert (info.name, info.size, info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname) == (
+        "venv/bin/python",
+        10,
+        0o755,
+        0,
+        0,
+        0,
+        "",
+        "",
+    )
 
 
 def test_long_and_unicode_names_use_pax() -> None:
@@ -124,8 +132,9 @@ def test_files_larger_than_the_buffer(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_gnu_tar_lists_the_archive(tmp_path: Path) -> None:
     root = _make_tree(tmp_path / "tree")
     result = pack_tree(root, tmp_path / "out.tar.zst")
-    listing = subprocess.run(f"zstd -dc {result.path} | tar -tvf -", shell=True, check=True,
-                             capture_output=True, text=True).stdout
+    listing = subprocess.run(
+        f"zstd -dc {result.path} | tar -tvf -", shell=True, check=True, capture_output=True, text=True
+    ).stdout
     assert "venv/bin/python -> python3.11" in listing
     assert "w" * 120 + ".bin" in listing
 
@@ -169,16 +178,21 @@ def test_failed_pack_leaves_no_output(tmp_path: Path, monkeypatch: pytest.Monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.tar.zst", "t"]
 
 
-@pytest.mark.parametrize(("kind", "st_mode", "mode"), [
-    ("dir", 0o700, 0o755), ("file", 0o700, 0o755), ("file", 0o100, 0o755), ("file", 0o666, 0o644),
-    ("symlink", 0o777, 0o777),
-])
+@pytest.mark.parametrize(
+    ("kind", "st_mode", "mode"),
+    [
+        ("dir", 0o700, 0o755),
+        ("file", 0o700, 0o755),
+        ("file", 0o100, 0o755),
+        ("file", 0o666, 0o644),
+        ("symlink", 0o777, 0o777),
+    ],
+)
 def test_normalised_mode(kind: str, st_mode: int, mode: int) -> None:
     assert archive.normalised_mode(kind, st_mode) == mode
 
 
-def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _make_tree(tmp_path / "t")
     native = pack_tree(root, tmp_path / "a.tar.zst")
     monkeypatch.setattr(archive, "_read_into", archive._read_into_copy)
@@ -254,13 +268,15 @@ def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(tmp_path: Path) -> 
 def test_root_given_through_a_symlink_is_followed(tmp_path: Path) -> None:
     root = _make_tree(tmp_path / "t")
     (tmp_path / "alias").symlink_to(root)
-    assert pack_tree(tmp_path / "alias", tmp_path / "a.tar.zst").sha256 == \
-        pack_tree(root, tmp_path / "b.tar.zst").sha256
+    assert (
+        pack_tree(tmp_path / "alias", tmp_path / "a.tar.zst").sha256 == pack_tree(root, tmp_path / "b.tar.zst").sha256
+    )
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc")
-def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = _make_tree(tmp_path / "t")
     real_scan = archive._FdTree.scan
     scanned: list[int | str] = []

@@ -140,9 +140,7 @@ def test_unknown_scheme_says_what_to_do(tmp_path: Path) -> None:
 
 def test_source_shorter_than_recipe_says_is_an_integrity_error(server: str, tmp_path: Path) -> None:
     """The server has nothing past its end (416 on resume): retrying cannot help."""
-    short = assets.AssetSource(
-        "w", f"{server}/w.bin", "x", hashlib.sha256(DATA + b"!").hexdigest(), len(DATA) + 1
-    )
+    short = assets.AssetSource("w", f"{server}/w.bin", "x", hashlib.sha256(DATA + b"!").hexdigest(), len(DATA) + 1)
     with pytest.raises(BuildError, match="interrupted"):
         assets.fetch_asset(short, tmp_path, assets.default_fetchers())
     with pytest.raises(IntegrityError, match="does not match"):

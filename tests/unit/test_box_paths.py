@@ -7,25 +7,34 @@ import pytest
 from scrollcase.box import paths
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("a", "a"), ("./a//b/", "a/b"), ("a/./b", "a/b"), ("venv/bin/python3.11", "venv/bin/python3.11"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("a", "a"),
+        ("./a//b/", "a/b"),
+        ("a/./b", "a/b"),
+        ("venv/bin/python3.11", "venv/bin/python3.11"),
+    ],
+)
 def test_normalise_member_accepts_relative_names(name: str, expected: str) -> None:
     assert paths.normalise_member(name) == expected
 
 
-@pytest.mark.parametrize(("name", "rule"), [
-    ("/etc/passwd", "absolute path"),
-    ("../evil", "'..'"),
-    ("a/../../evil", "'..'"),
-    ("a/b/..", "'..'"),
-    ("C:/Windows/evil", "drive letter"),
-    ("c:evil", "drive letter"),
-    ("a\\..\\evil", "backslash"),
-    ("", "empty"),
-    ("a\x00b", "NUL"),
-    ("./", "root itself"),
-])
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("/etc/passwd", "absolute path"),
+        ("../evil", "'..'"),
+        ("a/../../evil", "'..'"),
+        ("a/b/..", "'..'"),
+        ("C:/Windows/evil", "drive letter"),
+        ("c:evil", "drive letter"),
+        ("a\\..\\evil", "backslash"),
+        ("", "empty"),
+        ("a\x00b", "NUL"),
+        ("./", "root itself"),
+    ],
+)
 def test_normalise_member_refuses_unsafe_names(name: str, rule: str) -> None:
     with pytest.raises(paths.UnsafePath) as info:
         paths.normalise_member(name)
@@ -83,8 +92,10 @@ def test_windows_names_allowed(name: str) -> None:
 
 
 def test_native_path_windows_and_posix_layouts() -> None:
-    assert paths.native_path("C:\\boxes\\.tmp\\", "venv/Lib/site-packages/x.py", "\\") == \
-        "C:\\boxes\\.tmp\\venv\\Lib\\site-packages\\x.py"
+    assert (
+        paths.native_path("C:\\boxes\\.tmp\\", "venv/Lib/site-packages/x.py", "\\")
+        == "C:\\boxes\\.tmp\\venv\\Lib\\site-packages\\x.py"
+    )
     assert paths.native_path("/srv/.tmp/", "venv/bin/python", "/") == "/srv/.tmp/venv/bin/python"
 
 

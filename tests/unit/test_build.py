@@ -76,9 +76,7 @@ def test_prune_removes_paths_and_bytecode(tmp_path: Path) -> None:
     (tmp_path / "venv/lib/old.pyc").write_bytes(b"\0")
     notes = prune_box(tmp_path, layout, ["venv/share/doc", "venv/nothing-here"])
     assert notes == ["prunePaths entry 'venv/nothing-here' matched nothing"]
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
-        "venv/lib/m.py"
-    ]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == ["venv/lib/m.py"]
 
 
 def test_prune_refuses_to_follow_a_symlink_out_of_the_box(tmp_path: Path) -> None:
@@ -145,9 +143,7 @@ def test_local_packages_are_checked_against_the_lock(channel_records: tuple[Path
 
 def test_remote_urls_are_left_to_rattler() -> None:
     assert install.local_package_path("https://conda.anaconda.org/x.conda") is None
-    assert install.local_package_path("file:///srv/chan/linux-64/x.conda") == Path(
-        "/srv/chan/linux-64/x.conda"
-    )
+    assert install.local_package_path("file:///srv/chan/linux-64/x.conda") == Path("/srv/chan/linux-64/x.conda")
 
 
 def _lock_with_pypi(tmp_path: Path, channel_records: tuple[Path, list[Any]]) -> Path:

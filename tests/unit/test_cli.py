@@ -32,8 +32,9 @@ def test_every_command_has_help_and_json(command, capsys):
 
 def test_module_entry_point_runs_as_a_program():
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "scrollcase", "--version"], capture_output=True, text=True,
-                          env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "--version"], capture_output=True, text=True, env=env, check=False
+    )
     assert done.returncode == 0 and done.stdout.startswith("scrollcase ")
 
 
@@ -47,7 +48,8 @@ def test_json_flag_works_before_and_after_the_command():
 
 
 def test_an_interrupt_while_the_commands_load_is_exit_130_without_a_traceback(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Ctrl-C during start-up (importing the command modules) is an interruption, not a traceback."""
     from scrollcase import cli
 

@@ -14,11 +14,12 @@ from scrollcase.digest import sha256_file, sha256_file_and_parts
 
 
 def pieces(data: bytes, size: int) -> tuple[str, ...]:
-    return tuple(hashlib.sha256(data[i:i + size]).hexdigest() for i in range(0, len(data), size))
+    return tuple(hashlib.sha256(data[i : i + size]).hexdigest() for i in range(0, len(data), size))
 
 
-@pytest.mark.parametrize(("length", "part"), [(0, 7), (1, 7), (7, 7), (8, 7), (50_000, 4096),
-                                             (50_000, 1 << 20), (3 * 4096, 4096)])
+@pytest.mark.parametrize(
+    ("length", "part"), [(0, 7), (1, 7), (7, 7), (8, 7), (50_000, 4096), (50_000, 1 << 20), (3 * 4096, 4096)]
+)
 def test_parts_and_whole_match_independent_hashing(tmp_path: Path, length: int, part: int) -> None:
     data = os.urandom(length)
     path = tmp_path / "a.bin"

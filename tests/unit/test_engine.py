@@ -26,8 +26,7 @@ vc = "14.*"
 
 def test_cuda_target_adds_cuda_virtual_package() -> None:
     plan = plan_solve(parse_manifest(MANIFEST), TargetSpec("linux", "x86_64", "cuda", "12.4"), "demo")
-    assert dict(plan.virtual_packages) == {"__unix": "0", "__linux": "5.10", "__glibc": "2.28",
-                                           "__cuda": "12.4"}
+    assert dict(plan.virtual_packages) == {"__unix": "0", "__linux": "5.10", "__glibc": "2.28", "__cuda": "12.4"}
     assert plan.specs == ('python[version="3.11.*"]', 'pytorch[version="2.*", build="cuda*"]')
     assert plan.channels == ("https://conda.anaconda.org/conda-forge/", "https://prefix.dev/pytorch/")
     assert plan.subdir == "linux-64"
@@ -42,7 +41,9 @@ def test_windows_target_uses_win_virtual_package_and_target_table() -> None:
 def test_overrides_by_name_or_url() -> None:
     overrides = {"conda-forge": "file:///srv/mirror/cf", "https://prefix.dev/pytorch/": "file:///srv/pt"}
     assert apply_overrides(["conda-forge", "https://prefix.dev/pytorch"], overrides) == (
-        "file:///srv/mirror/cf/", "file:///srv/pt/")
+        "file:///srv/mirror/cf/",
+        "file:///srv/pt/",
+    )
     assert channel_url("conda-forge") == "https://conda.anaconda.org/conda-forge/"
 
 

@@ -10,16 +10,25 @@ from scrollcase.errors import (
 
 
 def test_problem_renders_location_key_value_and_fix():
-    p = Problem(message="not a semantic version", file="recipes/x/recipe.json", line=7, column=14,
-                key="version", value='"1.0"', fix='write MAJOR.MINOR.PATCH, e.g. "1.0.0"')
+    p = Problem(
+        message="not a semantic version",
+        file="recipes/x/recipe.json",
+        line=7,
+        column=14,
+        key="version",
+        value='"1.0"',
+        fix='write MAJOR.MINOR.PATCH, e.g. "1.0.0"',
+    )
     text = p.render()
-    assert text.startswith("recipes/x/recipe.json:7:14: error: version: not a semantic version (got \"1.0\")")
+    assert text.startswith('recipes/x/recipe.json:7:14: error: version: not a semantic version (got "1.0")')
     assert "fix: write MAJOR.MINOR.PATCH" in text
 
 
 def test_error_renders_every_problem_and_serialises():
-    err = RecipeError("recipe.json has 2 problem(s)", problems=[
-        Problem(message="a", file="f", line=2), Problem(message="b", file="f", line=1)])
+    err = RecipeError(
+        "recipe.json has 2 problem(s)",
+        problems=[Problem(message="a", file="f", line=2), Problem(message="b", file="f", line=1)],
+    )
     rendered = err.render()
     assert "f:2: error: a" in rendered and "f:1: error: b" in rendered
     data = err.to_json()

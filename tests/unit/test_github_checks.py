@@ -5,8 +5,7 @@ from scrollcase.github.checks import ANNOTATIONS_PER_REQUEST, MAX_TEXT_CHARS, ch
 
 
 def test_120_failures_make_three_batches() -> None:
-    problems = [Problem(message=f"case {i} failed", file="recipes/x/recipe.json", line=i + 1)
-                for i in range(120)]
+    problems = [Problem(message=f"case {i} failed", file="recipes/x/recipe.json", line=i + 1) for i in range(120)]
     plan = plan_check_run("self-test", "a" * 40, problems, "summary", "junit.xml")
     assert [len(b) for b in plan.batches] == [50, 50, 20]
     assert plan.request_count == 3 and ANNOTATIONS_PER_REQUEST == 50
@@ -20,8 +19,14 @@ def test_no_problems_is_success_in_one_request() -> None:
 
 def test_annotation_needs_path_and_line() -> None:
     a = check_annotation(Problem(message="m", fix="f", key="k", severity="warning"), "out/junit.xml")
-    assert a == {"path": "out/junit.xml", "start_line": 1, "end_line": 1, "annotation_level": "warning",
-                 "message": "k: m\nfix: f", "title": "k"}
+    assert a == {
+        "path": "out/junit.xml",
+        "start_line": 1,
+        "end_line": 1,
+        "annotation_level": "warning",
+        "message": "k: m\nfix: f",
+        "title": "k",
+    }
 
 
 def test_long_summary_is_cut_to_the_api_limit() -> None:

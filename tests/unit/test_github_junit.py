@@ -9,13 +9,25 @@ from scrollcase.github.junit import JUnitCase, junit_xml, parse_junit, repo_rela
 
 
 def test_written_cases_read_back_with_file_and_line() -> None:
-    xml = junit_xml("self-test", [
-        JUnitCase("import torch", "selftest.import", passed=True, seconds=0.5,
-                  file="recipes/a/recipe.json", line=12),
-        JUnitCase("pythonCode", "selftest.code", passed=False, message="CUDA runtime not usable",
-                  output="Traceback...", file="recipes/a/recipe.json", line=30),
-        JUnitCase("metal", "parity", passed=True, skipped=True, message="no GPU here"),
-    ], properties={"targetId": "linux-x86_64-cuda12.4"})
+    xml = junit_xml(
+        "self-test",
+        [
+            JUnitCase(
+                "import torch", "selftest.import", passed=True, seconds=0.5, file="recipes/a/recipe.json", line=12
+            ),
+            JUnitCase(
+                "pythonCode",
+                "selftest.code",
+                passed=False,
+                message="CUDA runtime not usable",
+                output="Traceback...",
+                file="recipes/a/recipe.json",
+                line=30,
+            ),
+            JUnitCase("metal", "parity", passed=True, skipped=True, message="no GPU here"),
+        ],
+        properties={"targetId": "linux-x86_64-cuda12.4"},
+    )
     results = parse_junit(xml)
     assert [r.status for r in results] == ["passed", "failed", "skipped"]
     failed = results[1]
@@ -27,8 +39,10 @@ def test_written_cases_read_back_with_file_and_line() -> None:
 
 
 def test_bare_testsuite_and_errors_are_read() -> None:
-    results = parse_junit('<testsuite name="s"><testcase name="c" classname="k" time="x">'
-                          '<error message="boom">trace</error></testcase></testsuite>')
+    results = parse_junit(
+        '<testsuite name="s"><testcase name="c" classname="k" time="x">'
+        '<error message="boom">trace</error></testcase></testsuite>'
+    )
     assert results[0].status == "error" and results[0].failed and results[0].seconds == 0.0
     assert result_problem(results[0], "f.xml").file == "f.xml"
 

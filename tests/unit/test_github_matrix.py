@@ -21,9 +21,16 @@ def entry(box: str, target: str) -> RecipeEntry:
     return RecipeEntry(path=f"recipes/{r.recipeId}", recipe=r)
 
 
-ENTRIES = [entry("tiny-mlp", t) for t in
-           ("linux-x86_64-cuda12.4", "linux-x86_64-cpu", "windows-x86_64-cpu", "osx-arm64-metal",
-            "windows-x86_64-cuda12.4")]
+ENTRIES = [
+    entry("tiny-mlp", t)
+    for t in (
+        "linux-x86_64-cuda12.4",
+        "linux-x86_64-cpu",
+        "windows-x86_64-cpu",
+        "osx-arm64-metal",
+        "windows-x86_64-cuda12.4",
+    )
+]
 
 
 def test_default_labels_per_target() -> None:
@@ -41,11 +48,18 @@ def test_entry_fields_and_order() -> None:
     assert ids == sorted(ids)
     cuda = next(e for e in plan.include if e["accelerator"] == "cuda" and e["platform"] == "linux")
     assert cuda == {
-        "recipeId": "tiny-mlp-linux-x86_64-cuda12.4", "boxId": "tiny-mlp",
-        "targetId": "linux-x86_64-cuda12.4", "version": "1.0.0", "platform": "linux", "arch": "x86_64",
-        "accelerator": "cuda", "cudaVersion": "12.4",
-        "runs-on": ["self-hosted", "linux", "x64", "gpu", "cuda-12.4"], "selfHosted": True,
-        "parity": False, "recipePath": "recipes/tiny-mlp-linux-x86_64-cuda12.4",
+        "recipeId": "tiny-mlp-linux-x86_64-cuda12.4",
+        "boxId": "tiny-mlp",
+        "targetId": "linux-x86_64-cuda12.4",
+        "version": "1.0.0",
+        "platform": "linux",
+        "arch": "x86_64",
+        "accelerator": "cuda",
+        "cudaVersion": "12.4",
+        "runs-on": ["self-hosted", "linux", "x64", "gpu", "cuda-12.4"],
+        "selfHosted": True,
+        "parity": False,
+        "recipePath": "recipes/tiny-mlp-linux-x86_64-cuda12.4",
     }
     assert json.loads(json.dumps(plan.matrix())) == {"include": list(plan.include)}
     assert not plan.empty
@@ -54,7 +68,9 @@ def test_entry_fields_and_order() -> None:
 def test_runner_map_overrides_defaults_first_match_wins() -> None:
     runner_map = parse_runner_map(
         'version: 1\nrunners:\n  "linux-*-cuda*": [self-hosted, h100, "cuda-{cudaVersion}"]\n'
-        '  "*-cpu": [my-cpu-pool]\n', "runners.yml")
+        '  "*-cpu": [my-cpu-pool]\n',
+        "runners.yml",
+    )
     by_target = {e["targetId"]: e["runs-on"] for e in plan_matrix(ENTRIES, runner_map=runner_map).include}
     assert by_target["linux-x86_64-cuda12.4"] == ["self-hosted", "h100", "cuda-12.4"]
     assert by_target["windows-x86_64-cpu"] == ["my-cpu-pool"]
@@ -105,8 +121,7 @@ def test_hosted_only_leaves_out_self_hosted_jobs() -> None:
 
 
 def test_more_than_256_jobs_is_a_clear_error() -> None:
-    many = [RecipeEntry(path=f"recipes/b{i}", recipe=recipe(f"b{i}", "linux-x86_64-cpu"))
-            for i in range(MAX_JOBS + 1)]
+    many = [RecipeEntry(path=f"recipes/b{i}", recipe=recipe(f"b{i}", "linux-x86_64-cpu")) for i in range(MAX_JOBS + 1)]
     assert len(plan_matrix(many[:MAX_JOBS]).include) == MAX_JOBS
     with pytest.raises(GitHubError) as info:
         plan_matrix(many)

@@ -13,25 +13,36 @@ from scrollcase.github.report import RunnerEnv
 
 
 def test_annotation_escapes_data_and_properties() -> None:
-    line = report.annotation(Problem(message="50% bad\nsecond line", file="recipes/a,b:c/recipe.json",
-                                     line=3, column=7, key="target.cudaVersion", fix="use 12.4"),
-                             title="Recipe: error")
+    line = report.annotation(
+        Problem(
+            message="50% bad\nsecond line",
+            file="recipes/a,b:c/recipe.json",
+            line=3,
+            column=7,
+            key="target.cudaVersion",
+            fix="use 12.4",
+        ),
+        title="Recipe: error",
+    )
     assert line.startswith("::error file=recipes/a%2Cb%3Ac/recipe.json,line=3,col=7,title=Recipe%3A error::")
     assert "50%25 bad%0Asecond line%0Afix: use 12.4" in line
     assert "\n" not in line
 
 
 def test_annotations_capped_per_level_with_one_counting_notice() -> None:
-    problems = [Problem(message=f"e{i}") for i in range(15)] + \
-               [Problem(message=f"w{i}", severity="warning") for i in range(12)] + \
-               [Problem(message="n", severity="notice")]
+    problems = (
+        [Problem(message=f"e{i}") for i in range(15)]
+        + [Problem(message=f"w{i}", severity="warning") for i in range(12)]
+        + [Problem(message="n", severity="notice")]
+    )
     lines = report.annotation_lines(problems)
     assert sum(x.startswith("::error") for x in lines) == 10
     assert sum(x.startswith("::warning") for x in lines) == 10
     notices = [x for x in lines if x.startswith("::notice")]
     assert len(notices) == 2
-    assert notices[-1].endswith("7 more finding(s) not annotated here (GitHub shows 10 per level and step); "
-                                "see the step summary")
+    assert notices[-1].endswith(
+        "7 more finding(s) not annotated here (GitHub shows 10 per level and step); see the step summary"
+    )
 
 
 def test_annotate_error_without_problems_uses_message() -> None:
@@ -70,14 +81,18 @@ def test_outputs_roundtrip_with_random_delimiters(tmp_path: Path) -> None:
     out = tmp_path / "output"
     out.touch()
     env = RunnerEnv(output_file=out)
-    values = {"matrix": {"include": [{"a": 1}]}, "empty": False, "count": 3, "text": "two\nlines",
-              "none": None}
+    values = {"matrix": {"include": [{"a": 1}]}, "empty": False, "count": 3, "text": "two\nlines", "none": None}
     assert report.set_outputs(values, env)
     raw = out.read_text()
     delimiters = re.findall(r"<<(ghadelimiter_[0-9a-f-]+)", raw)
     assert len(delimiters) == len(set(delimiters)) == len(values)
-    assert report.read_outputs(raw) == {"matrix": '{"include":[{"a":1}]}', "empty": "false", "count": "3",
-                                        "text": "two\nlines", "none": ""}
+    assert report.read_outputs(raw) == {
+        "matrix": '{"include":[{"a":1}]}',
+        "empty": "false",
+        "count": "3",
+        "text": "two\nlines",
+        "none": "",
+    }
 
 
 def test_outputs_are_a_no_op_outside_actions() -> None:
@@ -96,8 +111,15 @@ def test_unwritable_output_file_is_a_github_error(tmp_path: Path) -> None:
 
 
 def test_runner_env_from_environ() -> None:
-    env = RunnerEnv.from_environ({"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": "/o", "GITHUB_REPOSITORY": "o/r",
-                                  "GITHUB_SHA": "abc", "GITHUB_API_URL": "http://127.0.0.1:1/api"})
+    env = RunnerEnv.from_environ(
+        {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_OUTPUT": "/o",
+            "GITHUB_REPOSITORY": "o/r",
+            "GITHUB_SHA": "abc",
+            "GITHUB_API_URL": "http://127.0.0.1:1/api",
+        }
+    )
     assert env.in_actions and env.output_file == Path("/o") and env.summary_file is None
     assert env.repository == "o/r" and env.sha == "abc" and env.api_url == "http://127.0.0.1:1/api"
     assert RunnerEnv.from_environ({}).api_url == "https://api.github.com"

@@ -13,17 +13,28 @@ SHA = "ab" * 32
 def manifest() -> ReleaseManifest:
     data = recipe_data("tiny-mlp", "linux-x86_64-cuda12.4")
     archive = "tiny-mlp-1.0.0-linux-x86_64-cuda12.4.tar.zst"
-    return ReleaseManifest.model_validate({
-        "boxId": "tiny-mlp", "modelId": data["modelId"], "runtimeId": data["runtimeId"], "version": "1.0.0",
-        "sourceRevision": "r1", "recipeId": data["recipeId"], "recipeVersion": "1.0.0",
-        "target": data["target"], "targetId": "linux-x86_64-cuda12.4", "compatibility": data["compatibility"],
-        "archive": {"name": archive, "size": 123, "sha256": SHA},
-        "pythonEntryPoint": "venv/bin/python", "modelCacheSubdir": "model-cache/tiny-mlp",
-        "weights": "bundled", "assets": [],
-        "keys": object_keys("tiny-mlp", "1.0.0", "linux-x86_64-cuda12.4", archive).model_dump(),
-        "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": SHA, "pythonVersion": "3.11"},
-        "selfTest": {"passed": True, "checks": []},
-    })
+    return ReleaseManifest.model_validate(
+        {
+            "boxId": "tiny-mlp",
+            "modelId": data["modelId"],
+            "runtimeId": data["runtimeId"],
+            "version": "1.0.0",
+            "sourceRevision": "r1",
+            "recipeId": data["recipeId"],
+            "recipeVersion": "1.0.0",
+            "target": data["target"],
+            "targetId": "linux-x86_64-cuda12.4",
+            "compatibility": data["compatibility"],
+            "archive": {"name": archive, "size": 123, "sha256": SHA},
+            "pythonEntryPoint": "venv/bin/python",
+            "modelCacheSubdir": "model-cache/tiny-mlp",
+            "weights": "bundled",
+            "assets": [],
+            "keys": object_keys("tiny-mlp", "1.0.0", "linux-x86_64-cuda12.4", archive).model_dump(),
+            "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": SHA, "pythonVersion": "3.11"},
+            "selfTest": {"passed": True, "checks": []},
+        }
+    )
 
 
 def test_release_outputs_name_the_archive_next_to_the_manifest() -> None:
@@ -48,7 +59,6 @@ def test_tally_and_conclusion() -> None:
 
 
 def test_summary_table_lists_failures_first() -> None:
-    rows = summary_table("T", [result("passed", "a"), result("skipped", "b"), result("failed", "c")],
-                         tally([])).rows
+    rows = summary_table("T", [result("passed", "a"), result("skipped", "b"), result("failed", "c")], tally([])).rows
     assert [r[1] for r in rows] == ["k.c", "k.a", "k.b"]
     assert rows[0][2] == "❌ failed" and rows[0][4] == "c failed"

@@ -62,6 +62,4 @@ def test_model_cache_inside_env_is_refused() -> None:
 
 
 def test_model_cache_with_env_name_prefix_is_fine() -> None:
-    assert (
-        box_layout("venv/bin/python", "linux", "3.11", "venv-models/m").model_cache.parts[0] == "venv-models"
-    )
+    assert box_layout("venv/bin/python", "linux", "3.11", "venv-models/m").model_cache.parts[0] == "venv-models"

@@ -176,8 +176,7 @@ def test_v3_groups_records_by_platform() -> None:
     env = lock.environments["default"]
     assert env.channels == ("https://conda.anaconda.org/conda-forge/",)
     assert [p.name for p in env.packages["linux-64"]] == ["pytorch", "python-dateutil"]
-    assert [(p.kind, p.name) for p in env.packages["osx-arm64"]] == [("conda", "python-dateutil"),
-                                                                      ("pypi", "torch")]
+    assert [(p.kind, p.name) for p in env.packages["osx-arm64"]] == [("conda", "python-dateutil"), ("pypi", "torch")]
     assert env.packages["osx-arm64"][0].line == 26  # the url of the second record of that URL
 
 
@@ -217,27 +216,39 @@ def test_invalid_yaml_reports_its_line() -> None:
     assert info.value.problems[0].line is not None
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("version: 2\npackages: []\n", "lock format version 2"),
-    ("version: 99\n", "lock format version 99"),
-    ("hello: world\n", "not a pixi lock"),
-    ("", "not a pixi lock"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("version: 2\npackages: []\n", "lock format version 2"),
+        ("version: 99\n", "lock format version 99"),
+        ("hello: world\n", "not a pixi lock"),
+        ("", "not a pixi lock"),
+    ],
+)
 def test_unsupported_or_foreign_documents(text: str, needle: str) -> None:
     with pytest.raises(LockError, match=needle):
         parse_lock(text)
 
 
-@pytest.mark.parametrize(("kind", "location", "expected"), [
-    ("conda", f"{CF}/linux-64/libopenvino-pytorch-frontend-2024.4.0-h5888daf_0.conda",
-     ("libopenvino-pytorch-frontend", "2024.4.0", "h5888daf_0")),
-    ("conda", "/srv/mirror/linux-64/python-3.11.9-h_0_cpython.tar.bz2", ("python", "3.11.9", "h_0_cpython")),
-    ("pypi", "https://x/torch-2.13.0%2Bcpu-cp312-cp312-win_amd64.whl", ("torch", "2.13.0+cpu", None)),
-    ("pypi", "https://x/Nvidia_CUDA_Runtime_cu12-12.8.90-py3-none-manylinux2014_x86_64.whl",
-     ("nvidia-cuda-runtime-cu12", "12.8.90", None)),
-    ("pypi", "https://x/tokenizers-0.19.1.tar.gz", ("tokenizers", "0.19.1", None)),
-    ("pypi", "git+https://github.com/org/tool.git", None),
-    ("conda", ".", None),
-])
+@pytest.mark.parametrize(
+    ("kind", "location", "expected"),
+    [
+        (
+            "conda",
+            f"{CF}/linux-64/libopenvino-pytorch-frontend-2024.4.0-h5888daf_0.conda",
+            ("libopenvino-pytorch-frontend", "2024.4.0", "h5888daf_0"),
+        ),
+        ("conda", "/srv/mirror/linux-64/python-3.11.9-h_0_cpython.tar.bz2", ("python", "3.11.9", "h_0_cpython")),
+        ("pypi", "https://x/torch-2.13.0%2Bcpu-cp312-cp312-win_amd64.whl", ("torch", "2.13.0+cpu", None)),
+        (
+            "pypi",
+            "https://x/Nvidia_CUDA_Runtime_cu12-12.8.90-py3-none-manylinux2014_x86_64.whl",
+            ("nvidia-cuda-runtime-cu12", "12.8.90", None),
+        ),
+        ("pypi", "https://x/tokenizers-0.19.1.tar.gz", ("tokenizers", "0.19.1", None)),
+        ("pypi", "git+https://github.com/org/tool.git", None),
+        ("conda", ".", None),
+    ],
+)
 def test_names_from_locations(kind: str, location: str, expected: tuple[str, str, str | None] | None) -> None:
     assert name_from_location(kind, location) == expected

@@ -88,9 +88,15 @@ def test_chunking_does_not_change_any_metric() -> None:
     assert whole.referenceValue == float(ref[i]) and whole.candidateValue == float(cand[i])
 
 
-@pytest.mark.parametrize(("side", "value", "word"), [
-    ("candidate", np.nan, "nan"), ("candidate", np.inf, "inf"),
-    ("reference", -np.inf, "-inf"), ("reference", np.nan, "nan")])
+@pytest.mark.parametrize(
+    ("side", "value", "word"),
+    [
+        ("candidate", np.nan, "nan"),
+        ("candidate", np.inf, "inf"),
+        ("reference", -np.inf, "-inf"),
+        ("reference", np.nan, "nan"),
+    ],
+)
 def test_non_finite_values_fail_naming_the_side_and_index(side: str, value: float, word: str) -> None:
     ref = base(50).reshape(5, 10)
     cand = ref.copy()

@@ -12,12 +12,22 @@ from scrollcase.parity import locate
 from scrollcase.recipe_loader import RecipeDir, parse_recipe
 
 RECIPE = {
-    "schemaVersion": 1, "recipeId": "tiny-windows-x86_64-cuda12.4", "recipeVersion": "1.0.0",
-    "boxId": "tiny", "modelId": "tiny", "runtimeId": "tiny-rt", "version": "1.0.0", "sourceRevision": "v1",
+    "schemaVersion": 1,
+    "recipeId": "tiny-windows-x86_64-cuda12.4",
+    "recipeVersion": "1.0.0",
+    "boxId": "tiny",
+    "modelId": "tiny",
+    "runtimeId": "tiny-rt",
+    "version": "1.0.0",
+    "sourceRevision": "v1",
     "target": {"platform": "windows", "arch": "x86_64", "accelerator": "cuda", "cudaVersion": "12.4"},
     "compatibility": {"minHostAppVersion": "1.0.0", "minNvidiaDriverVersion": "550", "minRamGb": 1},
-    "pythonVersion": "3.11", "pixiVersion": "0.73.0", "pythonEntryPoint": "venv/python.exe",
-    "modelCacheSubdir": "model-cache/tiny", "assetBaseUrl": "https://example.org", "assets": [],
+    "pythonVersion": "3.11",
+    "pixiVersion": "0.73.0",
+    "pythonEntryPoint": "venv/python.exe",
+    "modelCacheSubdir": "model-cache/tiny",
+    "assetBaseUrl": "https://example.org",
+    "assets": [],
     "selfTest": {"imports": [], "files": []},
 }
 
@@ -25,8 +35,11 @@ RECIPE = {
 def recipe_dir(tmp_path: Path, parity: bool = True) -> RecipeDir:
     data = dict(RECIPE)
     if parity:
-        data["parity"] = {"script": "checks/parity.py", "accelerators": ["cpu", "cuda"],
-                          "tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999}}
+        data["parity"] = {
+            "script": "checks/parity.py",
+            "accelerators": ["cpu", "cuda"],
+            "tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999},
+        }
     return RecipeDir(tmp_path, parse_recipe(json.dumps(data)))
 
 

@@ -96,10 +96,14 @@ def test_pickled_objects_are_refused(tmp_path: Path) -> None:
         NpzOutputs(tmp_path / "obj.npz").infos()
 
 
-@pytest.mark.parametrize(("make", "match"), [
-    (lambda p: p.write_bytes(b"not a zip"), "not a readable .npz"),
-    (lambda p: None, "does not exist"),
-    (lambda p: p.mkdir(), "neither outputs.npz nor any .npy")])
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda p: p.write_bytes(b"not a zip"), "not a readable .npz"),
+        (lambda p: None, "does not exist"),
+        (lambda p: p.mkdir(), "neither outputs.npz nor any .npy"),
+    ],
+)
 def test_unreadable_output_sets(tmp_path: Path, make: object, match: str) -> None:
     path = tmp_path / "outputs"
     make(path)  # type: ignore[operator]

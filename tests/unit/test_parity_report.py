@@ -8,25 +8,49 @@ from scrollcase.release import ParityOutcome, ParityReport
 
 def report() -> ParityReport:
     return ParityReport(
-        passed=False, reference="cpu", accelerators=["cpu", "cuda"],
+        passed=False,
+        reference="cpu",
+        accelerators=["cpu", "cuda"],
         tolerances={"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999},
         results=[
-            ParityOutcome(accelerator="cpu", output="<run>", kind="run", passed=True, message="ran",
-                          durationSeconds=0.5),
+            ParityOutcome(
+                accelerator="cpu", output="<run>", kind="run", passed=True, message="ran", durationSeconds=0.5
+            ),
             ParityOutcome(accelerator="cuda", output="<run>", kind="run", passed=True, message="ran"),
-            ParityOutcome(accelerator="cuda", output="logits", passed=False, message="1 of 4 exceed",
-                          maxAbsoluteError=0.5, maxRelativeError=0.25, cosine=0.99, worstIndex=[0, 1],
-                          referenceValue=2.0, candidateValue=2.5, elements=4, violations=1),
-        ])
+            ParityOutcome(
+                accelerator="cuda",
+                output="logits",
+                passed=False,
+                message="1 of 4 exceed",
+                maxAbsoluteError=0.5,
+                maxRelativeError=0.25,
+                cosine=0.99,
+                worstIndex=[0, 1],
+                referenceValue=2.0,
+                candidateValue=2.5,
+                elements=4,
+                violations=1,
+            ),
+        ],
+    )
 
 
 def test_table_has_a_row_per_outcome_and_lists_failures() -> None:
     text = render_table(report())
     lines = text.splitlines()
-    assert lines[0] == ("parity: reference cpu; tolerances absolute=0.0001, relative=0.001, "
-                        "minimumCosine=0.9999")
-    assert lines[1].split() == ["accelerator", "output", "result", "max", "abs", "max", "rel", "cosine",
-                                "worst", "index"]
+    assert lines[0] == ("parity: reference cpu; tolerances absolute=0.0001, relative=0.001, minimumCosine=0.9999")
+    assert lines[1].split() == [
+        "accelerator",
+        "output",
+        "result",
+        "max",
+        "abs",
+        "max",
+        "rel",
+        "cosine",
+        "worst",
+        "index",
+    ]
     assert lines[5].split() == ["cuda", "logits", "FAIL", "0.5", "0.25", "0.99000000", "[0,", "1]"]
     assert "parity FAILED (1 failure(s)):" in text
     assert "- cuda logits: 1 of 4 exceed" in text

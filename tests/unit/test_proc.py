@@ -5,8 +5,9 @@ from scrollcase import proc
 
 
 def test_isolated_env_drops_python_variables():
-    env = proc.isolated_env({"CUDA_VISIBLE_DEVICES": "0"},
-                            base={"PATH": "/bin", "PYTHONPATH": "/x", "PYTHONHOME": "/y", "HOME": "/h"})
+    env = proc.isolated_env(
+        {"CUDA_VISIBLE_DEVICES": "0"}, base={"PATH": "/bin", "PYTHONPATH": "/x", "PYTHONHOME": "/y", "HOME": "/h"}
+    )
     assert "PYTHONPATH" not in env and "PYTHONHOME" not in env
     assert env["PATH"] == "/bin" and env["CUDA_VISIBLE_DEVICES"] == "0"
     assert env["PYTHONNOUSERSITE"] == "1"

@@ -163,9 +163,7 @@ BAD: list[Bad] = [
         "did you mean 'osx'",
         '"macos"',
     ),
-    Bad(
-        "semver-version", _set("version", "1.0"), "version", '"version"', "semantic version", "1.0.0", '"1.0"'
-    ),
+    Bad("semver-version", _set("version", "1.0"), "version", '"version"', "semantic version", "1.0.0", '"1.0"'),
     Bad(
         "semver-recipe-version",
         _set("recipeVersion", "v1.0.0"),
@@ -569,11 +567,7 @@ def test_empty_file(data: bytes | str) -> None:
 
 
 def test_non_utf8_bytes_are_located() -> None:
-    data = (
-        to_text(cuda_recipe())
-        .replace("my-model-v1.2.0", "my-model-v1.2.0\udcff")
-        .encode("utf-8", "surrogateescape")
-    )
+    data = to_text(cuda_recipe()).replace("my-model-v1.2.0", "my-model-v1.2.0\udcff").encode("utf-8", "surrogateescape")
     problem = _only(data)
     assert "not valid UTF-8" in problem.message
     assert problem.line == line_containing(data.decode("utf-8", "replace"), "sourceRevision")
@@ -629,9 +623,7 @@ def test_folder_problems_check_parity_script_and_pixi_toml() -> None:
 # --- reading from disk ------------------------------------------------------------------------------
 
 
-def test_fifty_megabyte_file_is_refused_by_size_before_reading(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fifty_megabyte_file_is_refused_by_size_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "recipe.json"
     with big.open("wb") as handle:  # sparse: costs no disk
         handle.truncate(50 * 1024 * 1024)

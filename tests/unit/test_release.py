@@ -11,12 +11,16 @@ from tests.support.releases import make_manifest
 
 def _with_timings(seconds: float):
     manifest = make_manifest(size=10, sha256="a" * 64)
-    self_test = SelfTestReport(passed=True, checks=[
-        CheckOutcome(name="import numpy", kind="import", passed=True, durationSeconds=seconds)])
-    parity = ParityReport(passed=True, reference="cpu", accelerators=["cpu", "cuda"],
-                          tolerances={"absolute": 1e-4}, results=[
-                              ParityOutcome(accelerator="cuda", output="logits", passed=True, cosine=1.0,
-                                            durationSeconds=seconds)])
+    self_test = SelfTestReport(
+        passed=True, checks=[CheckOutcome(name="import numpy", kind="import", passed=True, durationSeconds=seconds)]
+    )
+    parity = ParityReport(
+        passed=True,
+        reference="cpu",
+        accelerators=["cpu", "cuda"],
+        tolerances={"absolute": 1e-4},
+        results=[ParityOutcome(accelerator="cuda", output="logits", passed=True, cosine=1.0, durationSeconds=seconds)],
+    )
     return manifest.model_copy(update={"selfTest": self_test, "parity": parity})
 
 

@@ -43,15 +43,14 @@ def test_long_python_shebang_becomes_sh_trampoline() -> None:
     out = replace_text(b"#!" + P + b"/bin/python3.11\nprint('hi')\n", P, long_prefix)
     lines = out.split(b"\n")
     assert lines[0] == b"#!/bin/sh"
-    assert lines[1] == b"'''exec' \"" + long_prefix + b"/bin/python3.11\" \"$0\" \"$@\""
+    assert lines[1] == b"'''exec' \"" + long_prefix + b'/bin/python3.11" "$0" "$@"'
     assert lines[2] == b"' '''"
     assert lines[3] == b"print('hi')"
 
 
 def test_python_shebang_with_space_and_options() -> None:
     out = replace_text(b"#!" + P + b"/bin/python -s\nx\n", P, b"/Users/me/My Boxes/b")
-    assert out.startswith(b"#!/bin/sh\n'''exec' \"/Users/me/My Boxes/b/bin/python\" -s \"$0\" \"$@\"\n"
-                          b"' '''\nx")
+    assert out.startswith(b"#!/bin/sh\n'''exec' \"/Users/me/My Boxes/b/bin/python\" -s \"$0\" \"$@\"\n' '''\nx")
 
 
 def test_shell_special_characters_are_escaped_in_the_trampoline() -> None:
@@ -74,8 +73,10 @@ def test_binary_c_string_rule_keeps_length() -> None:
     out = replace_binary(data, P, b"/srv/b")
     assert len(out) == len(data)
     pad = len(P) - len(b"/srv/b")
-    assert out == b"\x7fELF\x00/srv/b/lib:/srv/b/lib64" + b"\x00" * (2 * pad) + b"\x00tail/srv/b" + \
-        b"\x00" * pad + b"\x00end"
+    assert (
+        out
+        == b"\x7fELF\x00/srv/b/lib:/srv/b/lib64" + b"\x00" * (2 * pad) + b"\x00tail/srv/b" + b"\x00" * pad + b"\x00end"
+    )
 
 
 def test_binary_new_prefix_longer_than_placeholder() -> None:
@@ -110,13 +111,27 @@ def _env(root: Path) -> Path:
     (env / "lib" / "declared.txt").write_bytes(b"no NUL but declared binary " + P + b"\n")
     (env / "lib" / "plain.txt").write_bytes(b"nothing to see\x00")
     (env / "bin" / "link").symlink_to("tool")
-    record = {"name": "x", "paths_data": {"paths_version": 1, "paths": [
-        {"_path": "lib/declared.txt", "path_type": "hardlink", "prefix_placeholder": "/opt/anaconda1",
-         "file_mode": "binary"},
-        {"_path": "bin/tool", "path_type": "hardlink", "prefix_placeholder": "/opt/anaconda1",
-         "file_mode": "text"},
-        {"_path": "lib/plain.txt", "path_type": "hardlink"},
-    ]}}
+    record = {
+        "name": "x",
+        "paths_data": {
+            "paths_version": 1,
+            "paths": [
+                {
+                    "_path": "lib/declared.txt",
+                    "path_type": "hardlink",
+                    "prefix_placeholder": "/opt/anaconda1",
+                    "file_mode": "binary",
+                },
+                {
+                    "_path": "bin/tool",
+                    "path_type": "hardlink",
+                    "prefix_placeholder": "/opt/anaconda1",
+                    "file_mode": "text",
+                },
+                {"_path": "lib/plain.txt", "path_type": "hardlink"},
+            ],
+        },
+    }
     (env / "conda-meta" / "x-1-0.json").write_text(json.dumps(record))
     (root / "box.json").write_text("{}")
     return root
@@ -141,8 +156,7 @@ def test_scan_finds_prefix_across_read_chunks(tmp_path: Path, monkeypatch: pytes
 def test_relocate_tree_and_keep_modes(tmp_path: Path) -> None:
     root = _env(tmp_path / "box")
     (root / "venv" / "bin" / "tool").chmod(0o755)
-    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER,
-                          files=scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER))
+    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER))
     before = (root / "venv" / "lib" / "declared.txt").read_bytes()
     # declared binary by conda-meta: conda's C-string rule only rewrites NUL-terminated strings
     assert relocate.relocate(root, info, "/srv/b") == 2

@@ -54,18 +54,13 @@ def test_plan_skips_files_that_are_not_in_the_box() -> None:
 def test_judge_maps_exit_status_timeout_and_prefix(tmp_path: Path) -> None:
     check = selftest.Check("import yaml", "import", ("-c", "import yaml"))
     trace = "Traceback (most recent call last):\n  File ...\nModuleNotFoundError: No module named 'yaml'\n"
-    assert (
-        selftest.judge(check, result(1, stderr=trace), tmp_path)
-        == "ModuleNotFoundError: No module named 'yaml'"
-    )
+    assert selftest.judge(check, result(1, stderr=trace), tmp_path) == "ModuleNotFoundError: No module named 'yaml'"
     assert selftest.judge(check, result(None), tmp_path) == "timed out after 0s"
     assert selftest.judge(check, result(3), tmp_path) == "exited with status 3"
     assert selftest.judge(check, result(0), tmp_path) is None
     entry = selftest.Check("entrypoint", "entrypoint", ())
     assert selftest.judge(entry, result(0, stdout=f"{tmp_path}\n"), tmp_path) is None
-    assert "not the box's environment" in (
-        selftest.judge(entry, result(0, stdout=sys.prefix), tmp_path) or ""
-    )
+    assert "not the box's environment" in (selftest.judge(entry, result(0, stdout=sys.prefix), tmp_path) or "")
 
 
 def _results() -> list[selftest.CheckResult]:
@@ -109,9 +104,7 @@ def test_junit_cases_carry_file_line_and_skips() -> None:
 
 def test_check_env() -> None:
     env = selftest.check_env(True, Path("/b"), Path("/b/model-cache/m"))
-    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["SCROLLCASE_MODEL_CACHE"] == str(
-        Path("/b/model-cache/m")
-    )
+    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["SCROLLCASE_MODEL_CACHE"] == str(Path("/b/model-cache/m"))
     assert "CUDA_VISIBLE_DEVICES" not in selftest.check_env(False, Path("/b"), Path("/b/m"))
 
 
@@ -127,9 +120,7 @@ def test_run_checks_uses_a_real_isolated_interpreter(tmp_path: Path, monkeypatch
         "venv/bin/python",
     )
     env = selftest.check_env(False, tmp_path, tmp_path)
-    results = selftest.run_checks(
-        checks, Path(sys.executable), Path(sys.prefix), tmp_path, env=env, timeout=60
-    )
+    results = selftest.run_checks(checks, Path(sys.executable), Path(sys.prefix), tmp_path, env=env, timeout=60)
     assert [r.passed for r in results] == [True, True, False, True, False, True]
     assert "no_such_module_xyz" in (results[2].problem or "")
     assert json.dumps(selftest.outcomes(results).model_dump(mode="json"))

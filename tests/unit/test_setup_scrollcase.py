@@ -103,6 +103,12 @@ def test_pip_version(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_script_is_strictly_typed() -> None:
     """It is not part of the package (mypy's `files`), so it is checked on its own, as ci.yml's lint does."""
-    done = subprocess.run([tool("mypy"), "--strict", "actions/setup_scrollcase.py"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [tool("mypy"), "--strict", "actions/setup_scrollcase.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

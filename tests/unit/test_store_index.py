@@ -88,8 +88,7 @@ def test_schema_comes_from_the_model() -> None:
 def test_a_real_index_validates_against_the_published_schema() -> None:
     import jsonschema
 
-    index = merge_entry(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)), "demo-box", "1.0.0",
-                        entry_for(CPU))
+    index = merge_entry(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)), "demo-box", "1.0.0", entry_for(CPU))
     assert index is not None
     validator = jsonschema.Draft202012Validator(index_json_schema())
     assert list(validator.iter_errors(json.loads(dump_index(index)))) == []

@@ -108,8 +108,9 @@ def test_defect6_temp_files_of_killed_publishers_are_removed_by_the_next_write(t
 
     from scrollcase.store.local import LocalStore
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     store = LocalStore(tmp_path)
     folder = tmp_path / "boxes" / "b"
     folder.mkdir(parents=True)

@@ -17,8 +17,9 @@ from tests.support.releases import box_json_for, make_manifest
 DATA = b"not really a zstd tar, but bytes with a known digest"
 SHA = hashlib.sha256(DATA).hexdigest()
 MANIFEST = make_manifest(size=len(DATA), sha256=SHA)
-ARCHIVE = LocalArchive(path=Path("dist") / MANIFEST.archive.name, size=len(DATA), sha256=SHA,
-                       box=box_json_for(MANIFEST))
+ARCHIVE = LocalArchive(
+    path=Path("dist") / MANIFEST.archive.name, size=len(DATA), sha256=SHA, box=box_json_for(MANIFEST)
+)
 KEYS = MANIFEST.keys
 
 
@@ -29,11 +30,14 @@ def empty() -> RemoteState:
 def published() -> RemoteState:
     sidecar = sidecar_text(SHA, MANIFEST.archive.name)
     release = dump_release(MANIFEST)
-    return RemoteState(objects={
-        KEYS.archive: ObjectInfo(KEYS.archive, len(DATA), SHA),
-        KEYS.sha256: ObjectInfo(KEYS.sha256, len(sidecar), sha256_bytes(sidecar)),
-        KEYS.release: ObjectInfo(KEYS.release, len(release), sha256_bytes(release)),
-    }, index_lists_release=True)
+    return RemoteState(
+        objects={
+            KEYS.archive: ObjectInfo(KEYS.archive, len(DATA), SHA),
+            KEYS.sha256: ObjectInfo(KEYS.sha256, len(sidecar), sha256_bytes(sidecar)),
+            KEYS.release: ObjectInfo(KEYS.release, len(release), sha256_bytes(release)),
+        },
+        index_lists_release=True,
+    )
 
 
 def test_fresh_store_uploads_archive_then_sidecar_then_manifest() -> None:
@@ -133,10 +137,14 @@ def relabel_cpu_as_cuda() -> tuple[LocalArchive, ReleaseManifest]:
     cpu = make_manifest(size=len(DATA), sha256=SHA, cuda=None)
     target = Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4")
     tid = "linux-x86_64-cuda12.4"
-    forged = cpu.model_copy(update={
-        "target": target, "targetId": tid,
-        "compatibility": cpu.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
-        "keys": object_keys(cpu.boxId, cpu.version, tid, cpu.archive.name)})
+    forged = cpu.model_copy(
+        update={
+            "target": target,
+            "targetId": tid,
+            "compatibility": cpu.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
+            "keys": object_keys(cpu.boxId, cpu.version, tid, cpu.archive.name),
+        }
+    )
     return LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(cpu)), forged
 
 
@@ -200,7 +208,10 @@ def test_defect4_index_of_another_box_is_refused_and_dangling_entries_are_warned
     with pytest.raises(StoreError, match="index of box 'someone-else'") as caught:
         plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=BoxIndex(boxId="someone-else")))
     assert not isinstance(caught.value, ConflictError) and caught.value.exit_code == 9
-    plan = plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=BoxIndex(boxId=MANIFEST.boxId),
-                                                       dangling=("demo-box 0.9.0 linux-x86_64-cpu (k)",)))
+    plan = plan_publish(
+        MANIFEST,
+        ARCHIVE,
+        RemoteState({}, False, index=BoxIndex(boxId=MANIFEST.boxId), dangling=("demo-box 0.9.0 linux-x86_64-cpu (k)",)),
+    )
     assert len(plan.warnings) == 1 and "0.9.0" in plan.warnings[0]
     assert plan.to_json()["warnings"] == list(plan.warnings)

@@ -31,10 +31,17 @@ def test_parse_header_reads_stdlib_ustar() -> None:
     assert (header.kind, header.size, header.mode) == ("file", 1234, 0o755)
 
 
-@pytest.mark.parametrize(("typeflag", "kind"), [
-    (tarfile.DIRTYPE, "dir"), (tarfile.SYMTYPE, "symlink"), (tarfile.LNKTYPE, "hardlink"),
-    (tarfile.CHRTYPE, "device"), (tarfile.BLKTYPE, "device"), (tarfile.FIFOTYPE, "fifo"),
-])
+@pytest.mark.parametrize(
+    ("typeflag", "kind"),
+    [
+        (tarfile.DIRTYPE, "dir"),
+        (tarfile.SYMTYPE, "symlink"),
+        (tarfile.LNKTYPE, "hardlink"),
+        (tarfile.CHRTYPE, "device"),
+        (tarfile.BLKTYPE, "device"),
+        (tarfile.FIFOTYPE, "fifo"),
+    ],
+)
 def test_parse_header_kinds(typeflag: bytes, kind: str) -> None:
     assert parse_header(_stdlib_header("x", type=typeflag, linkname="t")).kind == kind
 
@@ -60,7 +67,7 @@ def test_parse_pax_records_from_stdlib() -> None:
     info.type = tarfile.SYMTYPE
     buf = info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8")
     pax_header = parse_header(buf[:512])
-    records = parse_pax(buf[512:512 + pax_header.size])
+    records = parse_pax(buf[512 : 512 + pax_header.size])
     assert records["path"] == "ü" * 200
     assert records["linkpath"] == "l" * 150
 
@@ -102,7 +109,7 @@ def test_stdlib_archive_roundtrip_through_chunk_reader() -> None:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     payload = raw.getvalue()
-    pieces = iter([payload[i:i + 100] for i in range(0, len(payload), 100)])
+    pieces = iter([payload[i : i + 100] for i in range(0, len(payload), 100)])
     reader = ChunkReader(lambda: next(pieces, None))
     header = parse_header(reader.read(512))
     assert header.size == 700

@@ -32,8 +32,9 @@ class Crafted:
     sha256: str
 
 
-def _info(name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = "",
-          mode: int = 0o644) -> tarfile.TarInfo:
+def _info(
+    name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, link: str = "", mode: int = 0o644
+) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.type, info.size, info.linkname, info.mode = kind, size, link, mode
     return info
@@ -68,8 +69,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def unpack(c: Crafted, dest: Path, limits: Limits | None = None) -> UnpackResult:
-    return unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256,
-                          limits=limits or DEFAULT_LIMITS)
+    return unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256, limits=limits or DEFAULT_LIMITS)
 
 
 def assert_rejected(c: Crafted, work: Path, *fragments: str, limits: Limits | None = None) -> None:
@@ -96,8 +96,7 @@ def test_round_trip_of_a_packed_tree(tmp_path: Path, work: Path) -> None:
     (src / "venv" / "lib" / "x.py").write_text("x = 1\n")
     (src / "empty").mkdir()
     packed = pack_tree(src, work / "b.tar.zst")
-    result = unpack_archive(packed.path, work / "dest", expected_size=packed.size,
-                            expected_sha256=packed.sha256)
+    result = unpack_archive(packed.path, work / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
     dest = work / "dest"
     assert result.dest == dest.resolve()
     assert (result.files, result.entries, result.sha256) == (2, packed.entries, packed.sha256)
@@ -109,12 +108,15 @@ def test_round_trip_of_a_packed_tree(tmp_path: Path, work: Path) -> None:
 
 
 def test_foreign_tar_with_hardlinks_implicit_dirs_and_pax(work: Path) -> None:
-    c = craft(work, [
-        _file("a/b/c.txt", b"hello", 0o4755),  # parents implicit; setuid dropped
-        (_info("a/b/hard", tarfile.LNKTYPE, link="a/b/c.txt"), None),
-        _file("ü" * 120, b"long unicode name"),
-        (_info("a", tarfile.DIRTYPE), None),  # explicit dir after its implicit creation
-    ])
+    c = craft(
+        work,
+        [
+            _file("a/b/c.txt", b"hello", 0o4755),  # parents implicit; setuid dropped
+            (_info("a/b/hard", tarfile.LNKTYPE, link="a/b/c.txt"), None),
+            _file("ü" * 120, b"long unicode name"),
+            (_info("a", tarfile.DIRTYPE), None),  # explicit dir after its implicit creation
+        ],
+    )
     result = unpack(c, work / "dest")
     dest = work / "dest"
     assert (dest / "a" / "b" / "hard").read_bytes() == b"hello"
@@ -197,26 +199,37 @@ HOSTILE: dict[str, tuple[Callable[[], list[Member]], str, str]] = {
     "backslash": (lambda: [_file("a\\..\\evil", b"x")], "evil", "backslash"),
     "drive": (lambda: [_file("C:/evil", b"x")], "C:/evil", "drive letter"),
     "symlink-absolute": (lambda: [(_info("l", tarfile.SYMTYPE, link="/etc"), None)], "'l'", "absolute"),
-    "symlink-outside": (lambda: [(_info("a/l", tarfile.SYMTYPE, link="../../outside"), None)],
-                        "a/l", "outside the archive root"),
-    "symlink-chain": (lambda: [(_info("d", tarfile.DIRTYPE), None),
-                               (_info("d/l1", tarfile.SYMTYPE, link=".."), None),
-                               (_info("d/l2", tarfile.SYMTYPE, link="l1/../.."), None)],
-                      "d/l2", "outside the archive root"),
-    "write-through-symlink": (lambda: [(_info("l", tarfile.SYMTYPE, link="."), None),
-                                       _file("l/evil", b"x")], "l/evil", "which is a symlink"),
+    "symlink-outside": (
+        lambda: [(_info("a/l", tarfile.SYMTYPE, link="../../outside"), None)],
+        "a/l",
+        "outside the archive root",
+    ),
+    "symlink-chain": (
+        lambda: [
+            (_info("d", tarfile.DIRTYPE), None),
+            (_info("d/l1", tarfile.SYMTYPE, link=".."), None),
+            (_info("d/l2", tarfile.SYMTYPE, link="l1/../.."), None),
+        ],
+        "d/l2",
+        "outside the archive root",
+    ),
+    "write-through-symlink": (
+        lambda: [(_info("l", tarfile.SYMTYPE, link="."), None), _file("l/evil", b"x")],
+        "l/evil",
+        "which is a symlink",
+    ),
     "hardlink-outside": (lambda: [(_info("h", tarfile.LNKTYPE, link="../outside"), None)], "'h'", "'..'"),
-    "hardlink-absolute": (lambda: [(_info("h", tarfile.LNKTYPE, link="/etc/passwd"), None)], "'h'",
-                          "absolute"),
-    "hardlink-to-symlink": (lambda: [(_info("l", tarfile.SYMTYPE, link="."), None),
-                                     (_info("h", tarfile.LNKTYPE, link="l"), None)], "'h'",
-                            "not an earlier regular file"),
+    "hardlink-absolute": (lambda: [(_info("h", tarfile.LNKTYPE, link="/etc/passwd"), None)], "'h'", "absolute"),
+    "hardlink-to-symlink": (
+        lambda: [(_info("l", tarfile.SYMTYPE, link="."), None), (_info("h", tarfile.LNKTYPE, link="l"), None)],
+        "'h'",
+        "not an earlier regular file",
+    ),
     "chardev": (lambda: [(_info("dev", tarfile.CHRTYPE), None)], "'dev'", "device"),
     "blockdev": (lambda: [(_info("dev", tarfile.BLKTYPE), None)], "'dev'", "device"),
     "fifo": (lambda: [(_info("p", tarfile.FIFOTYPE), None)], "'p'", "fifo"),
     "duplicate": (lambda: [_file("f", b"1"), _file("f", b"2")], "'f'", "duplicate"),
-    "duplicate-dir-file": (lambda: [(_info("d", tarfile.DIRTYPE), None), _file("d", b"2")], "'d'",
-                           "duplicate"),
+    "duplicate-dir-file": (lambda: [(_info("d", tarfile.DIRTYPE), None), _file("d", b"2")], "'d'", "duplicate"),
     "file-as-parent": (lambda: [_file("f", b"1"), _file("f/g", b"2")], "f/g", "which is a file"),
 }
 
@@ -277,8 +290,9 @@ def test_many_extended_headers_count_against_the_budget(work: Path) -> None:
     assert_rejected(craft(work, members), work, "limit", limits=Limits(max_ratio=1, ratio_floor=100_000))
 
 
-def test_a_full_disk_is_named_without_a_none_and_leaves_nothing(tmp_path: Path, work: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_is_named_without_a_none_and_leaves_nothing(
+    tmp_path: Path, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ENOSPC arrives from os.write with no file name: the message must not end in "(None)"."""
     import errno
 

@@ -37,21 +37,31 @@ def sha(path: Path) -> str:
 
 def test_plan_resolves_urls_and_paths_relative_to_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / "ws" / "pixi.lock"
-    sources = plan_wheels([
-        LockedWheel("torch", "2.4.0+cu124", "https://x.org/whl/torch-2.4.0%2Bcu124-cp311-cp311-linux_x86_64.whl",
-                    "a" * 64),
-        LockedWheel("tiny", "1.0", "./vendor/tiny-1.0-py3-none-any.whl", "b" * 64),
-    ], lock, "linux-64")
+    sources = plan_wheels(
+        [
+            LockedWheel(
+                "torch", "2.4.0+cu124", "https://x.org/whl/torch-2.4.0%2Bcu124-cp311-cp311-linux_x86_64.whl", "a" * 64
+            ),
+            LockedWheel("tiny", "1.0", "./vendor/tiny-1.0-py3-none-any.whl", "b" * 64),
+        ],
+        lock,
+        "linux-64",
+    )
     assert sources[0].filename == "torch-2.4.0+cu124-cp311-cp311-linux_x86_64.whl"
     assert sources[1].url == (tmp_path / "ws" / "vendor" / "tiny-1.0-py3-none-any.whl").resolve().as_uri()
 
 
 def test_plan_refuses_sdists_and_unhashed_wheels_all_at_once(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as caught:
-        plan_wheels([LockedWheel("a", "1", "https://x.org/a-1.tar.gz", "a" * 64),
-                     LockedWheel("b", "2", "./b-2-py3-none-any.whl", None),
-                     LockedWheel("c", "3", "https://x.org/c-3-py3-none-any.whl", "c" * 64)],
-                    tmp_path / "pixi.lock", "linux-64")
+        plan_wheels(
+            [
+                LockedWheel("a", "1", "https://x.org/a-1.tar.gz", "a" * 64),
+                LockedWheel("b", "2", "./b-2-py3-none-any.whl", None),
+                LockedWheel("c", "3", "https://x.org/c-3-py3-none-any.whl", "c" * 64),
+            ],
+            tmp_path / "pixi.lock",
+            "linux-64",
+        )
     problems = caught.value.problems
     assert [p.key for p in problems] == ["packages.pypi.a", "packages.pypi.b"]
     assert "not a wheel" in problems[0].message and "no sha256" in problems[1].message
@@ -96,16 +106,16 @@ def test_tampered_download_is_refused_and_not_cached(tmp_path: Path) -> None:
         out.write(b"not the wheel")
 
     with pytest.raises(IntegrityError):
-        fetch_wheel(_source(wheel, url="https://i.example/tiny-1.0-py3-none-any.whl"), tmp_path / "c",
-                    {"https": evil})
+        fetch_wheel(_source(wheel, url="https://i.example/tiny-1.0-py3-none-any.whl"), tmp_path / "c", {"https": evil})
     assert list((tmp_path / "c").rglob("*.whl*")) == []
     with pytest.raises(BuildError, match="no way to fetch s3"):
         fetch_wheel(_source(wheel, url="s3://b/tiny-1.0-py3-none-any.whl"), tmp_path / "c", {})
 
 
 def test_install_places_modules_scripts_and_metadata(tmp_path: Path) -> None:
-    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny/__init__.py": b"def main():\n    return 0\n"},
-                       {"tiny-tool": "tiny:main"})
+    wheel = make_wheel(
+        tmp_path, "tiny", "1.0", {"tiny/__init__.py": b"def main():\n    return 0\n"}, {"tiny-tool": "tiny:main"}
+    )
     env = tmp_path / "box" / "venv"
     install_wheels([wheel], LINUX, env, placeholder=PLACEHOLDER, arch="x86_64")
     site = env / "lib/python3.11/site-packages"
@@ -177,10 +187,15 @@ def test_same_size_different_bytes_are_caught_while_writing(tmp_path: Path, comp
 def test_members_installer_skips_or_rewrites_are_checked_too(tmp_path: Path) -> None:
     """A __pycache__ member (installer skips it) and a ``#!python`` script (installer rewrites its
     first line) are still checked against RECORD."""
-    files = {"tiny/__init__.py": b"", "tiny/__pycache__/x.cpython-311.pyc": b"\0" * 16,
-             "tiny-1.0.data/scripts/tool": b"#!python\nprint(1)\n"}
-    for member, bad in [("tiny/__pycache__/x.cpython-311.pyc", b"\1" * 16),
-                        ("tiny-1.0.data/scripts/tool", b"#!python\nprint(2)\n")]:
+    files = {
+        "tiny/__init__.py": b"",
+        "tiny/__pycache__/x.cpython-311.pyc": b"\0" * 16,
+        "tiny-1.0.data/scripts/tool": b"#!python\nprint(1)\n",
+    }
+    for member, bad in [
+        ("tiny/__pycache__/x.cpython-311.pyc", b"\1" * 16),
+        ("tiny-1.0.data/scripts/tool", b"#!python\nprint(2)\n"),
+    ]:
         wheel = make_wheel(tmp_path / member.replace("/", "_"), "tiny", "1.0", files)
         rewrite(wheel, {member: bad})
         with pytest.raises(IntegrityError) as caught, pytest.warns(RuntimeWarning, match="__pycache__"):
@@ -232,8 +247,10 @@ def test_two_wheels_writing_one_path_clash_whichever_is_first(tmp_path: Path, wo
 
 def test_a_file_two_wheels_ship_byte_for_byte_is_shared(tmp_path: Path) -> None:
     """The nvidia-*-cu12 wheels all ship the same empty nvidia/__init__.py: written once, in both RECORDs."""
-    wheels = [make_wheel(tmp_path / n, n, "1.0", {"nvidia/__init__.py": b"", f"nvidia/{n}/lib.so": n.encode()})
-              for n in ("cublas", "cudnn", "nccl")]
+    wheels = [
+        make_wheel(tmp_path / n, n, "1.0", {"nvidia/__init__.py": b"", f"nvidia/{n}/lib.so": n.encode()})
+        for n in ("cublas", "cudnn", "nccl")
+    ]
     env = tmp_path / "venv"
     install_wheels(wheels, LINUX, env, placeholder=PLACEHOLDER, arch="x86_64", workers=3)
     assert (site(env) / "nvidia/__init__.py").read_bytes() == b""
@@ -243,18 +260,31 @@ def test_a_file_two_wheels_ship_byte_for_byte_is_shared(tmp_path: Path) -> None:
 
 
 def tree(root: Path) -> dict[str, tuple[int, bytes]]:
-    return {p.relative_to(root).as_posix(): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
-            for p in sorted(root.rglob("*"))}
+    return {
+        p.relative_to(root).as_posix(): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def test_parallel_install_writes_the_same_tree_as_one_thread(tmp_path: Path) -> None:
-    wheels = [make_wheel(tmp_path / f"w{i}", f"pkg{i}", "1.0",
-                         {f"pkg{i}/__init__.py": b"def main():\n    return 0\n", f"pkg{i}/data.bin": bytes(i) * 5000,
-                          f"pkg{i}-1.0.data/scripts/run{i}": b"#!python\nprint(1)\n"},
-                         {f"pkg{i}-tool": f"pkg{i}:main"}) for i in range(6)]
+    wheels = [
+        make_wheel(
+            tmp_path / f"w{i}",
+            f"pkg{i}",
+            "1.0",
+            {
+                f"pkg{i}/__init__.py": b"def main():\n    return 0\n",
+                f"pkg{i}/data.bin": bytes(i) * 5000,
+                f"pkg{i}-1.0.data/scripts/run{i}": b"#!python\nprint(1)\n",
+            },
+            {f"pkg{i}-tool": f"pkg{i}:main"},
+        )
+        for i in range(6)
+    ]
     for workers in (1, 4):
-        install_wheels(wheels, LINUX, tmp_path / f"env{workers}", placeholder=PLACEHOLDER, arch="x86_64",
-                       workers=workers)
+        install_wheels(
+            wheels, LINUX, tmp_path / f"env{workers}", placeholder=PLACEHOLDER, arch="x86_64", workers=workers
+        )
     assert tree(tmp_path / "env1") == tree(tmp_path / "env4")
     script = tmp_path / "env4/bin/run3"
     assert script.read_bytes() == f"#!{PLACEHOLDER}/bin/python3.11\nprint(1)\n".encode()
@@ -282,8 +312,7 @@ def test_long_placeholder_scripts_keep_a_plain_shebang_for_relocation(tmp_path: 
     """installer would write an unquoted /bin/sh trampoline for a path over 127 bytes; the box keeps
     ``#!<placeholder interpreter>`` like conda's entry points, which relocation rewrites on unpack."""
     long_placeholder = "/opt/scrollcase/" + "_placehold" * 18 + "/venv"
-    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"def main():\n    return 0\n"},
-                       {"tiny-tool": "tiny:main"})
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"def main():\n    return 0\n"}, {"tiny-tool": "tiny:main"})
     env = tmp_path / "venv"
     install_wheels([wheel], LINUX, env, placeholder=long_placeholder, arch="x86_64")
     script = env / "bin/tiny-tool"
@@ -302,8 +331,7 @@ def test_a_dropped_download_is_a_build_error_and_leaves_no_part(tmp_path: Path) 
         raise http.client.IncompleteRead(b"half")
 
     with pytest.raises(BuildError, match="downloading wheel") as caught:
-        fetch_wheel(_source(wheel, url="https://i.example/tiny-1.0-py3-none-any.whl"), tmp_path / "c",
-                    {"https": drops})
+        fetch_wheel(_source(wheel, url="https://i.example/tiny-1.0-py3-none-any.whl"), tmp_path / "c", {"https": drops})
     assert "rerun the build" in (caught.value.problems[0].fix or "")
     assert list((tmp_path / "c").rglob("*.part")) == []
 

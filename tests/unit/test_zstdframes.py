@@ -15,7 +15,7 @@ from scrollcase.box.zstdframes import FrameError, FrameWalker
 def _walk(data: bytes, piece: int) -> FrameWalker:
     walker = FrameWalker()
     for i in range(0, len(data), piece):
-        walker.feed(data[i:i + piece])
+        walker.feed(data[i : i + piece])
     walker.finish()
     return walker
 
