@@ -5,7 +5,7 @@
 
 Builds once (cached under --workdir) a ~1 GB conda environment with 30,000+ files — code-like text,
 shared-library-like binaries (random + skewed "machine code" + symbol strings), prefix-carrying
-scripts and symlinks — INSTALLED by py-rattler from a synthetic local channel (scrollcase.channel),
+scripts and symlinks — INSTALLED by py-rattler from a synthetic local channel (scrollcase.demo.channel),
 so it has conda-meta/ like a real box.  It is installed under BOX_PREFIX_PLACEHOLDER (rattler's
 alternative_target_prefix) so unpacking includes real relocation work.
 
@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from scrollcase.box.archive import pack_tree  # noqa: E402
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files  # noqa: E402
 from scrollcase.box.unpack import unpack_archive  # noqa: E402
-from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package  # noqa: E402
+from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package  # noqa: E402
 
 SUBDIR = "linux-64"
 N_PACKAGES = 40

@@ -31,7 +31,7 @@ import json, sys, time
 from pathlib import Path
 from scrollcase.parity.compare import compare_sets
 from scrollcase.parity.outputs import open_outputs
-from scrollcase.recipe import Tolerances
+from scrollcase.recipe.model import Tolerances
 tol = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
 start = time.perf_counter()
 results = compare_sets(open_outputs(Path(sys.argv[1])), open_outputs(Path(sys.argv[2])), "cuda", tol)

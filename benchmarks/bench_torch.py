@@ -5,7 +5,7 @@
 
 Builds once (cached under --workdir; ``--rebuild`` forces it) the CUDA 12.4 torch 2.6.0 box of
 ``recipes/torch-mlp-linux-x86_64-cuda12.4`` as tests/integration/test_torch_e2e.py does: a conda channel
-made from this machine's CPython and numpy (scrollcase.demo.make_demo_channel), ``scrollcase lock
+made from this machine's CPython and numpy (scrollcase.demo.run.make_demo_channel), ``scrollcase lock
 --channel-override conda-forge=<channel>`` (PyPI metadata only), then the build's stages in a child
 process (``execute_build``, what ``scrollcase build`` runs).  The 23 torch wheels (2.8 GB) come from
 scrollcase's wheel cache, ``~/.cache/scrollcase/wheels/<sha256>/``, so nothing big is downloaded once it
@@ -106,7 +106,7 @@ def child_build(recipe: str, recipes_root: str, state: str, out: str) -> dict[st
     """What `scrollcase build` does, with each stage's peak RSS: scrollcase's own and its children's."""
     from scrollcase.box.assets import default_fetchers
     from scrollcase.box.build import execute_build, locked_install, plan_build
-    from scrollcase.recipe_loader import resolve_recipe
+    from scrollcase.recipe.loader import resolve_recipe
 
     children = ChildPeaks()
     stages: dict[str, dict[str, object]] = {}
@@ -188,7 +188,7 @@ def build_box(work: Path, rebuild: bool) -> dict[str, Any]:
     if marker.is_file() and not rebuild:
         cached: dict[str, Any] = json.loads(marker.read_text())
         return cached
-    from scrollcase.demo import make_demo_channel
+    from scrollcase.demo.run import make_demo_channel
 
     for name in ("build.json", "box", "dist", "state/work", "venv", "venv.json"):
         fresh(work / name)
@@ -271,7 +271,7 @@ def build_venv(work: Path, uv: Path) -> Path:
     )
     uv_seconds = time.monotonic() - start
     fresh(work / "uv-cache")
-    # numpy: the box has it from conda, made from this interpreter's numpy (scrollcase.demo.numpy_package)
+    # numpy: the box has it from conda, made from this interpreter's numpy (scrollcase.demo.run.numpy_package)
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
     numpy = importlib.metadata.distribution("numpy")
     for file in numpy.files or []:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scrollcase.recipe import Recipe
-from scrollcase.targets import parse_target_id
+from scrollcase.recipe.model import Recipe
+from scrollcase.recipe.targets import parse_target_id
 
 
 def recipe_data(box_id: str, target_id: str, version: str = "1.0.0") -> dict[str, Any]:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from scrollcase.digest import sha256_file
+from scrollcase.box.release import ReleaseAsset
 from scrollcase.errors import BuildError, IntegrityError, Problem
-from scrollcase.recipe import Asset
-from scrollcase.release import ReleaseAsset
+from scrollcase.io.digest import sha256_file
+from scrollcase.recipe.model import Asset
 
 CHUNK = 1024 * 1024
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError, Problem
-from scrollcase.recipe import Identifier, RelPath, SelfTest, SemVer, Sha256, Target
+from scrollcase.recipe.model import Identifier, RelPath, SelfTest, SemVer, Sha256, Target
 
 BOX_SCHEMA_VERSION = 1
 

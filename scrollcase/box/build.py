@@ -27,15 +27,7 @@ from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.layout import BoxLayout, box_layout
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
-from scrollcase.box.unpack import unpack_archive
-from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
-from scrollcase.files import user_cache_dir
-from scrollcase.github.junit import write_junit
-from scrollcase.progress import MeterFactory, silent_meter
-from scrollcase.recipe import Recipe
-from scrollcase.recipe_loader import RecipeDir
-from scrollcase.release import (
+from scrollcase.box.release import (
     ArchiveInfo,
     BuiltBy,
     ReleaseManifest,
@@ -43,7 +35,15 @@ from scrollcase.release import (
     dump_release,
     object_keys,
 )
-from scrollcase.targets import host_platform
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
+from scrollcase.github.junit import write_junit
+from scrollcase.io.files import user_cache_dir
+from scrollcase.progress import MeterFactory, silent_meter
+from scrollcase.recipe.loader import RecipeDir
+from scrollcase.recipe.model import Recipe
+from scrollcase.recipe.targets import host_platform
 
 Weights = Literal["bundled", "on-demand"]
 STAGES = ("install", "prune", "bytecode", "evidence", "assets", "box.json", "pack", "self-test", "release")
@@ -105,7 +105,7 @@ class LockedInstall:
 def locked_install(plan: BuildPlan) -> LockedInstall:
     """Everything to install from the recipe's pixi.lock for the target's platform, after the static
     accelerator proof (the lock-check's rule) so that a lock for another CUDA fails before any download."""
-    from scrollcase import engine
+    from scrollcase.pixi import engine
 
     subdir = plan.recipe.target.spec.subdir
     lock = plan.recipe_dir.lock_file

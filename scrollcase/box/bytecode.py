@@ -35,9 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scrollcase import proc
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, Problem
+from scrollcase.io import proc
 
 CHUNK_FILES = 200  # fixed, so the chunks (and the processes) never depend on the machine
 MIN_PYTHON = (3, 11)

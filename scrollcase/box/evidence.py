@@ -23,8 +23,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.errors import BuildError, Problem, SelfTestError
-from scrollcase.proc import run_python
-from scrollcase.targets import TargetSpec
+from scrollcase.io.proc import run_python
+from scrollcase.recipe.targets import TargetSpec
 
 _RUNTIME_WHEEL = re.compile(r"^nvidia[-_]cuda[-_]runtime(?:[-_]cu\d+)?$", re.IGNORECASE)
 _RUNTIME_CONDA = ("cuda-cudart", "cuda-version", "cudatoolkit")

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scrollcase.digest import sha256_file
 from scrollcase.errors import BuildError, IntegrityError, Problem
+from scrollcase.io.digest import sha256_file
 
 # Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
 HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")

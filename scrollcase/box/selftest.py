@@ -2,7 +2,7 @@
 
 Planning (:func:`plan_checks`) and mapping results (:func:`outcomes`, :func:`junit_cases`,
 :func:`failure`) are pure; :func:`run_checks` is the thin executor.  Every check runs in its own
-isolated process (``scrollcase.proc.run_python``: ``-I`` and no PYTHON* variables), so a module the
+isolated process (``scrollcase.io.proc.run_python``: ``-I`` and no PYTHON* variables), so a module the
 host has but the box lacks fails here exactly as it would on a user's machine.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box.release import CheckOutcome, SelfTestReport
 from scrollcase.errors import Problem, SelfTestError
 from scrollcase.github.junit import JUnitCase
-from scrollcase.proc import RunResult, run_python
-from scrollcase.recipe import SelfTest
-from scrollcase.release import CheckOutcome, SelfTestReport
+from scrollcase.io.proc import RunResult, run_python
+from scrollcase.recipe.model import SelfTest
 
 DEFAULT_TIMEOUT = 300.0
 _PREFIX_CODE = "import sys; print(sys.prefix)"

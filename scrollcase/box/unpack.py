@@ -47,7 +47,7 @@ from scrollcase.errors import (
     UsageError,
     describe_path,
 )
-from scrollcase.files import pid_alive
+from scrollcase.io.files import pid_alive
 
 READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)

@@ -16,10 +16,10 @@ from scrollcase.box import evidence
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.build import check_host, run_self_test
 from scrollcase.box.layout import BOX_JSON, env_dir_for
+from scrollcase.box.release import ReleaseManifest, SelfTestReport, load_release
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import IntegrityError, Problem
-from scrollcase.release import ReleaseManifest, SelfTestReport, load_release
-from scrollcase.targets import host_platform
+from scrollcase.recipe.targets import host_platform
 
 
 @dataclass(frozen=True)

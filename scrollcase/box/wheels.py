@@ -20,9 +20,9 @@ from typing import Any, BinaryIO, Literal, cast
 
 from scrollcase.box.assets import Fetcher
 from scrollcase.box.layout import BoxLayout
-from scrollcase.digest import sha256_file
 from scrollcase.errors import BuildError, IntegrityError, Problem
-from scrollcase.proc import usable_cores
+from scrollcase.io.digest import sha256_file
+from scrollcase.io.proc import usable_cores
 
 LauncherKind = Literal["posix", "win-amd64", "win-arm64"]
 

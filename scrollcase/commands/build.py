@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
-from scrollcase.pathcheck import require_file_path, require_folder_path
+from scrollcase.io.pathcheck import require_file_path, require_folder_path
 
 NAME = "build"
 
@@ -51,7 +51,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     from scrollcase.box.assets import default_fetchers
     from scrollcase.box.build import execute_build, locked_install, plan_build
-    from scrollcase.recipe_loader import resolve_recipe
+    from scrollcase.recipe.loader import resolve_recipe
 
     require_folder_path(args.out, "--out")
     require_folder_path(args.state_dir, "--state-dir")

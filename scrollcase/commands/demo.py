@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
-from scrollcase.pathcheck import require_folder_path
+from scrollcase.io.pathcheck import require_folder_path
 
 NAME = "demo"
 
@@ -33,7 +33,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from scrollcase.demo import run_demo
+    from scrollcase.demo.run import run_demo
 
     require_folder_path(args.workdir, "--workdir")
     result = run_demo(args.workdir, progress=console.progress)

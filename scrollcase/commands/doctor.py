@@ -9,11 +9,11 @@ from typing import Any
 
 from scrollcase.console import Console
 from scrollcase.errors import HostError, ManifestError, Problem, describe_path
-from scrollcase.host import HostCheck, HostFacts, HostProbes, gather_facts, host_checks
+from scrollcase.host.facts import HostCheck, HostFacts, HostProbes, gather_facts, host_checks
 from scrollcase.pixi.manifest import load_manifest
 from scrollcase.pixi.rules import manifest_problems
-from scrollcase.recipe import Recipe
-from scrollcase.recipe_loader import resolve_recipe
+from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.recipe.model import Recipe
 
 NAME = "doctor"
 

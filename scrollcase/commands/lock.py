@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scrollcase import engine
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, describe_path
+from scrollcase.pixi import engine
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
-from scrollcase.recipe_loader import resolve_recipe
+from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "lock"
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase import engine
 from scrollcase.console import Console
 from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
+from scrollcase.pixi import engine
 from scrollcase.pixi.lockcheck import ENVIRONMENT, LockCheckInput, LockCheckResult, check_lock
 from scrollcase.pixi.lockfile import parse_lock, read_lock_text
 from scrollcase.pixi.manifest import load_manifest
-from scrollcase.recipe_loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
+from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
 
 NAME = "lock-check"
 

@@ -20,7 +20,7 @@ from scrollcase.github.matrix import (
     parse_runner_map,
     plan_matrix,
 )
-from scrollcase.recipe_loader import discover_recipes, load_recipe
+from scrollcase.recipe.loader import discover_recipes, load_recipe
 
 NAME = "matrix"
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

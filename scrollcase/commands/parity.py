@@ -16,18 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scrollcase.box.release import ParityReport
 from scrollcase.console import Console
 from scrollcase.errors import ParityError, Problem, UsageError, describe_path
 from scrollcase.github.junit import write_junit
+from scrollcase.io.pathcheck import require_file_path
 from scrollcase.parity import locate
 from scrollcase.parity.compare import compare_sets
 from scrollcase.parity.outputs import open_outputs
 from scrollcase.parity.report import junit_cases, render_table
 from scrollcase.parity.runner import RunRecord, run_parity
-from scrollcase.pathcheck import require_file_path
-from scrollcase.recipe import Tolerances
-from scrollcase.recipe_loader import RecipeDir, resolve_recipe
-from scrollcase.release import ParityReport
+from scrollcase.recipe.loader import RecipeDir, resolve_recipe
+from scrollcase.recipe.model import Tolerances
 
 NAME = "parity"
 COMPARE = "compare"

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scrollcase.box.release import load_release
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, UsageError, describe_path
-from scrollcase.release import load_release
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
 from scrollcase.github.junit import JUnitResult, located, read_junit, repo_relative, result_problem
-from scrollcase.recipe_loader import resolve_recipe
-from scrollcase.release import ReleaseManifest, parse_release
+from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "report"
 STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}

@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from scrollcase.box.release import release_json_schema
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
-from scrollcase.recipe import recipe_json_schema
-from scrollcase.release import release_json_schema
+from scrollcase.recipe.model import recipe_json_schema
 from scrollcase.store.index import index_json_schema
 
 NAME = "schema"

@@ -1,6 +1,6 @@
 """``scrollcase unpack ARCHIVE|RELEASE.json DEST``: check the host's GPU, verify, extract safely, relocate.
 
-The GPU check (:mod:`scrollcase.gpucheck`) belongs to this installer command only: ``unpack_archive``,
+The GPU check (:mod:`scrollcase.host.gpucheck`) belongs to this installer command only: ``unpack_archive``,
 ``verify`` and the build's self-test unpack never ask for a GPU (CUDA boxes are built on CPU runners).
 """
 
@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from scrollcase.box.peek import read_member
+from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
-from scrollcase.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
-from scrollcase.host import GpuFacts, HostProbes, gather_gpus
-from scrollcase.release import ReleaseManifest, parse_release
+from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
+from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
 
 NAME = "unpack"
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")

@@ -9,7 +9,7 @@ from typing import Any
 
 from scrollcase.console import Console
 from scrollcase.errors import Problem, RecipeError, UsageError
-from scrollcase.recipe_loader import RECIPE_FILE, check_recipe_dir, discover_recipes, display_path
+from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes, display_path
 
 NAME = "validate"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
-from scrollcase.pathcheck import require_file_path
+from scrollcase.io.pathcheck import require_file_path
 
 NAME = "verify"
 

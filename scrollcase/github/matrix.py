@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.errors import GitHubError, Problem, UsageError
-from scrollcase.recipe import Recipe
+from scrollcase.recipe.model import Recipe
 
 # GitHub refuses a matrix that expands to more jobs than this.
 MAX_JOBS = 256

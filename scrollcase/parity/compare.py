@@ -15,9 +15,9 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from scrollcase.box.release import ParityOutcome
 from scrollcase.errors import ParityError
-from scrollcase.recipe import Tolerances
-from scrollcase.release import ParityOutcome
+from scrollcase.recipe.model import Tolerances
 
 # Elements per chunk: two float64 work buffers of 2 MiB each stay in cache and keep numpy's
 # per-call overhead negligible.

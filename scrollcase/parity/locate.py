@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box.release import ReleaseManifest, dump_release, load_release
 from scrollcase.errors import BuildError, RecipeError, UsageError
-from scrollcase.recipe import Parity, Recipe
-from scrollcase.recipe_loader import RecipeDir, resolve_recipe
-from scrollcase.release import ReleaseManifest, dump_release, load_release
+from scrollcase.recipe.loader import RecipeDir, resolve_recipe
+from scrollcase.recipe.model import Parity, Recipe
 
 DIST_DIR = Path(".scrollcase/dist")
 RELEASE_SUFFIX = ".release.json"

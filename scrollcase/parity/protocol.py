@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrollcase.proc import RunResult
-from scrollcase.release import ParityOutcome
+from scrollcase.box.release import ParityOutcome
+from scrollcase.io.proc import RunResult
 
 RUN_OUTPUT = "<run>"  # the ``output`` name of an outcome about the script run itself
 STDERR_TAIL_LINES = 20

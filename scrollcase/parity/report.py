@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.github.junit import JUnitCase
-from scrollcase.release import ParityOutcome, ParityReport
 
 COLUMNS = ("accelerator", "output", "result", "max abs", "max rel", "cosine", "worst index")
 

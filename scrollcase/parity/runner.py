@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.errors import ParityError
+from scrollcase.io.proc import run_python
 from scrollcase.parity.compare import OutputSet, compare_sets
 from scrollcase.parity.outputs import META_FILE, OUTPUTS_FILE, open_outputs
 from scrollcase.parity.protocol import ParityRun, judge_run, plan_runs
-from scrollcase.proc import run_python
-from scrollcase.recipe import Tolerances
-from scrollcase.release import ParityOutcome, ParityReport
+from scrollcase.recipe.model import Tolerances
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from scrollcase.pixi.classify import (
 )
 from scrollcase.pixi.lockfile import LockedPackage, LockFile
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.targets import TargetSpec
 
 ENVIRONMENT = "default"
 # The oldest pixi that reads each lock format (pixi 0.67 stops with "Lock-file version 7 is newer

@@ -14,7 +14,7 @@ from rattler import Version, VersionSpec
 from scrollcase.errors import Problem
 from scrollcase.pixi.classify import cuda_tag, pytorch_index
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
-from scrollcase.recipe import Recipe
+from scrollcase.recipe.model import Recipe
 
 TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 

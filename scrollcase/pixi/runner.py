@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from scrollcase.errors import HostError, Problem, SolveError
-from scrollcase.recipe_loader import RecipeDir
+from scrollcase.recipe.loader import RecipeDir
 
 
 def pixi_version(executable: str) -> str | None:

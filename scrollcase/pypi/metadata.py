@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from scrollcase.errors import Problem, SolveError
-from scrollcase.files import write_atomic
+from scrollcase.io.files import write_atomic
 from scrollcase.pypi.resolve import ResolvedWheel
 
 FETCH_TIMEOUT = 60.0

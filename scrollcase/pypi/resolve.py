@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase import proc
 from scrollcase.errors import Problem, SolveError
+from scrollcase.io import proc
 from scrollcase.pixi.manifest import PixiManifest, _load_toml
 from scrollcase.pypi.requirements import PypiRequirement, normalize, pypi_requirements
-from scrollcase.targets import DEFAULT_GLIBC, DEFAULT_MACOS, TargetSpec
+from scrollcase.recipe.targets import DEFAULT_GLIBC, DEFAULT_MACOS, TargetSpec
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 PROJECT_NAME = "scrollcase-lock"  # the throwaway project uv resolves; its name never reaches a message

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.release import ReleaseManifest
 from scrollcase.errors import ConflictError, Problem, StoreError
-from scrollcase.recipe import Identifier, SemVer, Sha256, Target, document_json_schema
-from scrollcase.release import ReleaseManifest
+from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.store.base import Store
 
 INDEX_SCHEMA_VERSION = 1

@@ -21,9 +21,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from scrollcase.digest import sha256_bytes, sha256_file
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
-from scrollcase.files import pid_alive
+from scrollcase.io.digest import sha256_bytes, sha256_file
+from scrollcase.io.files import pid_alive
 from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback
 
 STALE_LOCK_SECONDS = 60.0
@@ -48,7 +48,7 @@ class LocalStore:
         if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts):
             raise StoreError(
                 f"object key {key!r} is not a safe relative key",
-                fix="keys come from scrollcase.release.object_keys; do not edit them by hand",
+                fix="keys come from scrollcase.box.release.object_keys; do not edit them by hand",
             )
         return self.root.joinpath(*parts)
 

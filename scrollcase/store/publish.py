@@ -18,10 +18,10 @@ from typing import Any, Literal
 from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.peek import read_box_json
-from scrollcase.digest import sha256_bytes, sha256_file, sha256_file_and_parts
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
+from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory
-from scrollcase.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.store.base import ObjectInfo, Store, sidecar_text
 from scrollcase.store.index import (
     BoxIndex,

@@ -1,6 +1,6 @@
 """A small synthetic conda channel for lock tests: python, cuda-version, pytorch cpu/cuda builds.
 
-Built with scrollcase.channel (real .tar.bz2 packages and a real repodata.json from py-rattler's
+Built with scrollcase.demo.channel (real .tar.bz2 packages and a real repodata.json from py-rattler's
 indexer), so rattler solves against it exactly as it would against conda-forge.
 """
 
@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from scrollcase.channel import PackageSpec, index_channel, write_package
+from scrollcase.demo.channel import PackageSpec, index_channel, write_package
 
 SUBDIR = "linux-64"
 

@@ -15,16 +15,16 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from scrollcase import engine
 from scrollcase.box.assets import default_fetchers, fetch_file
 from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.verify import verify_release
-from scrollcase.demo import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
+from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
 from scrollcase.errors import BuildError, HostError, IntegrityError, SelfTestError
-from scrollcase.proc import run_python
-from scrollcase.recipe_loader import RecipeDir, resolve_recipe
+from scrollcase.io.proc import run_python
+from scrollcase.pixi import engine
+from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from tests.support.wheels import make_wheel
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""A channel written by scrollcase.channel is indexed, solved and installed by py-rattler."""
+"""A channel written by scrollcase.demo.channel is indexed, solved and installed by py-rattler."""
 
 import asyncio
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import rattler
 
-from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 
 
 def _virtual(name: str, version: str) -> rattler.GenericVirtualPackage:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase import engine
 from scrollcase.cli import main
+from scrollcase.pixi import engine
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
-from scrollcase.recipe_loader import discover_recipes, load_recipe
+from scrollcase.recipe.loader import discover_recipes, load_recipe
 from tests.integration.lock_channel_kit import make_channel
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase import engine
 from scrollcase.cli import main
 from scrollcase.errors import HostError, LockError, SolveError
+from scrollcase.pixi import engine
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
-from scrollcase.recipe_loader import resolve_recipe
+from scrollcase.recipe.loader import resolve_recipe
 from tests.integration.lock_channel_kit import make_channel, make_recipe
 
 REPO = Path(__file__).resolve().parents[2]

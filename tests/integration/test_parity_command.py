@@ -18,7 +18,7 @@ import pytest
 from junitparser import Failure, JUnitXml
 
 from scrollcase.box.archive import pack_tree
-from scrollcase.release import ReleaseManifest, dump_release, object_keys, parse_release
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "parity" / "numpy_mlp.py"

@@ -18,10 +18,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from scrollcase.io.proc import run_python
 from scrollcase.parity.outputs import open_outputs
 from scrollcase.parity.protocol import plan_runs
 from scrollcase.parity.runner import execute
-from scrollcase.proc import run_python
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = (

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.parity.runner import RunRecord, run_parity
-from scrollcase.recipe import Tolerances
-from scrollcase.release import ParityOutcome, ParityReport
+from scrollcase.recipe.model import Tolerances
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "parity" / "numpy_mlp.py"
 TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)

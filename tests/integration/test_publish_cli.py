@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.release import dump_release
+from scrollcase.box.release import dump_release
 from scrollcase.store.index import parse_index
 from tests.support.releases import write_release
 from tests.support.s3servers import S3Server, new_bucket, s3_client
@@ -156,8 +156,8 @@ def stored_files(store: Path) -> list[str]:
 
 def test_defect1_cpu_box_relabelled_as_cuda_is_refused_with_nothing_written(tmp_path: Path) -> None:
     """A self-consistent manifest that relabels a CPU box as linux-x86_64-cuda12.4 published with exit 0."""
-    from scrollcase.recipe import Target
-    from scrollcase.release import object_keys
+    from scrollcase.box.release import object_keys
+    from scrollcase.recipe.model import Target
 
     cpu = write_release(tmp_path / "dist", cuda=None)
     tid = "linux-x86_64-cuda12.4"

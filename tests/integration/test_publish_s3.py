@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from scrollcase.box.release import dump_release
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
-from scrollcase.release import dump_release
 from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.publish import measure_archive, publish
 from scrollcase.store.s3 import S3Store

@@ -11,7 +11,7 @@ from pathlib import Path
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo, scan_prefix_files
 from scrollcase.box.unpack import unpack_archive
-from scrollcase.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 
 
 def _channel(root: Path) -> Path:

@@ -14,7 +14,7 @@ from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockcheck import LockCheckInput, accelerator_problems, select_platform
 from scrollcase.pixi.lockfile import load_lock
 from scrollcase.pixi.manifest import parse_manifest
-from scrollcase.targets import parse_target_id
+from scrollcase.recipe.targets import parse_target_id
 from tests.support.corpus import corpus_root, skip_without
 
 ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.demo import make_demo_channel
+from scrollcase.demo.run import make_demo_channel
 
 pytestmark = [
     pytest.mark.slow,

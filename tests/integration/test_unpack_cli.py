@@ -12,8 +12,8 @@ import pytest
 
 from scrollcase.box.archive import PackResult, pack_tree
 from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
-from scrollcase.release import ReleaseManifest, dump_release, object_keys
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "demo-1.0.0-linux-x86_64-cpu.tar.zst"

@@ -17,9 +17,7 @@ from typing import Literal
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxJson, dump_box_json
 from scrollcase.box.evidence import GpuEvidence, RuntimePackage
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo
-from scrollcase.recipe import Compatibility, SelfTest, Target
-from scrollcase.release import (
+from scrollcase.box.release import (
     ArchiveInfo,
     BuiltBy,
     CheckOutcome,
@@ -28,7 +26,9 @@ from scrollcase.release import (
     dump_release,
     object_keys,
 )
-from scrollcase.targets import target_id
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo
+from scrollcase.recipe.model import Compatibility, SelfTest, Target
+from scrollcase.recipe.targets import target_id
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 
 from scrollcase.box import assets
 from scrollcase.errors import BuildError, IntegrityError
-from scrollcase.recipe import Asset
+from scrollcase.recipe.model import Asset
 
 DATA = bytes(range(256)) * 4000  # ~1 MB
 

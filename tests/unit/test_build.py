@@ -12,9 +12,9 @@ from scrollcase.box import install, wheels
 from scrollcase.box.build import env_placeholder, plan_build, prune_box
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.channel import PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.demo.channel import PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError, IntegrityError
-from scrollcase.recipe_loader import RecipeDir, parse_recipe
+from scrollcase.recipe.loader import RecipeDir, parse_recipe
 
 RECIPE: dict[str, Any] = {
     "schemaVersion": 1,

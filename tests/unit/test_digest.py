@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase import digest
-from scrollcase.digest import sha256_file, sha256_file_and_parts
+from scrollcase.io import digest
+from scrollcase.io.digest import sha256_file, sha256_file_and_parts
 
 
 def pieces(data: bytes, size: int) -> tuple[str, ...]:

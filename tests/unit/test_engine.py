@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from scrollcase.engine import apply_overrides, channel_url, parse_overrides, plan_solve
 from scrollcase.errors import UsageError
+from scrollcase.pixi.engine import apply_overrides, channel_url, parse_overrides, plan_solve
 from scrollcase.pixi.manifest import parse_manifest
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.targets import TargetSpec
 
 MANIFEST = """\
 [workspace]

@@ -19,7 +19,7 @@ from scrollcase.box.evidence import (
     scan_files,
 )
 from scrollcase.errors import BuildError
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.targets import TargetSpec
 
 CUDA124 = TargetSpec("linux", "x86_64", "cuda", "12.4")
 CPU = TargetSpec("linux", "x86_64", "cpu")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.files import user_cache_dir, write_atomic
+from scrollcase.io.files import user_cache_dir, write_atomic
 
 
 def test_write_atomic_replaces_and_leaves_no_temp_file(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scrollcase.box.release import ReleaseManifest, object_keys
 from scrollcase.commands.report import release_outputs, summary_table, tally
 from scrollcase.github.junit import JUnitResult
-from scrollcase.release import ReleaseManifest, object_keys
 from tests.github_helpers import recipe_data
 
 SHA = "ab" * 32

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
-from scrollcase.gpucheck import ARCH_KEY, DRIVER_KEY, gpu_check, parse_arch, parse_cap
-from scrollcase.host import Gpu, GpuFacts
-from scrollcase.targets import TargetSpec
+from scrollcase.host.facts import Gpu, GpuFacts
+from scrollcase.host.gpucheck import ARCH_KEY, DRIVER_KEY, gpu_check, parse_arch, parse_cap
+from scrollcase.recipe.targets import TargetSpec
 
 CUDA = TargetSpec("linux", "x86_64", "cuda", "12.4")
 TORCH_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "compute_90"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from scrollcase.jsonpos import has_duplicate_keys, position_map, render_path
+from scrollcase.recipe.jsonpos import has_duplicate_keys, position_map, render_path
 
 TEXT = """{
   "a": 1,

@@ -8,7 +8,7 @@ from scrollcase.errors import Problem
 from scrollcase.pixi.lockcheck import LockCheckInput, check_lock
 from scrollcase.pixi.lockfile import parse_lock
 from scrollcase.pixi.manifest import parse_manifest
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.targets import TargetSpec
 
 CF = "https://conda.anaconda.org/conda-forge/"
 CUDA = TargetSpec("linux", "x86_64", "cuda", "12.4")

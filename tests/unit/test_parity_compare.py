@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from scrollcase.box.release import ParityOutcome
 from scrollcase.parity.compare import MemoryOutputs, compare_output, compare_sets
-from scrollcase.recipe import Tolerances
-from scrollcase.release import ParityOutcome
+from scrollcase.recipe.model import Tolerances
 
 TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
 

@@ -9,7 +9,7 @@ import pytest
 
 from scrollcase.errors import BuildError, RecipeError, UsageError
 from scrollcase.parity import locate
-from scrollcase.recipe_loader import RecipeDir, parse_recipe
+from scrollcase.recipe.loader import RecipeDir, parse_recipe
 
 RECIPE = {
     "schemaVersion": 1,

@@ -12,7 +12,7 @@ import pytest
 from scrollcase.errors import ParityError
 from scrollcase.parity.compare import compare_sets
 from scrollcase.parity.outputs import NpyDirOutputs, NpzOutputs, open_outputs, read_header
-from scrollcase.recipe import Tolerances
+from scrollcase.recipe.model import Tolerances
 
 TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
 ARRAYS = {"logits": np.arange(35, dtype=np.float32).reshape(5, 7) + 1, "hidden": np.linspace(1, 2, 11)}

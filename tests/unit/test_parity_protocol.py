@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase.io.proc import RunResult
 from scrollcase.parity.protocol import RUN_OUTPUT, ParityRun, judge_run, parse_meta, plan_runs
-from scrollcase.proc import RunResult
 
 
 def run_for(accelerator: str) -> ParityRun:

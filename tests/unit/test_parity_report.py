@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.parity.report import junit_cases, render_table
-from scrollcase.release import ParityOutcome, ParityReport
 
 
 def report() -> ParityReport:

@@ -9,8 +9,8 @@ import pytest
 from scrollcase.errors import ManifestError
 from scrollcase.pixi.manifest import PypiDependency, load_manifest, parse_manifest, toml11_to_toml10
 from scrollcase.pixi.rules import manifest_problems, python_spec_matches
-from scrollcase.recipe import Recipe
-from scrollcase.recipe_loader import load_recipe, parse_recipe
+from scrollcase.recipe.loader import load_recipe, parse_recipe
+from scrollcase.recipe.model import Recipe
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 import sys
 from pathlib import Path
 
-from scrollcase import proc
+from scrollcase.io import proc
 
 
 def test_isolated_env_drops_python_variables():

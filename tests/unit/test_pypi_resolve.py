@@ -22,7 +22,7 @@ from scrollcase.pypi.resolve import (
     resolution_error,
     uv_arguments,
 )
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.targets import TargetSpec
 
 CUDA124 = TargetSpec("linux", "x86_64", "cuda", "12.4")
 CPU = TargetSpec("linux", "x86_64", "cpu")

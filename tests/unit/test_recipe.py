@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from scrollcase.errors import Problem, RecipeError
-from scrollcase.recipe import Recipe, recipe_rules
-from scrollcase.recipe_loader import (
+from scrollcase.recipe.loader import (
     MAX_RECIPE_BYTES,
     folder_problems,
     load_recipe,
@@ -20,6 +19,7 @@ from scrollcase.recipe_loader import (
     read_recipe_bytes,
     recipe_problems,
 )
+from scrollcase.recipe.model import Recipe, recipe_rules
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 
 Mutation = Callable[[dict[str, Any]], None]

@@ -4,8 +4,15 @@ import json
 
 import pytest
 
+from scrollcase.box.release import (
+    CheckOutcome,
+    ParityOutcome,
+    ParityReport,
+    SelfTestReport,
+    dump_release,
+    parse_release,
+)
 from scrollcase.errors import IntegrityError
-from scrollcase.release import CheckOutcome, ParityOutcome, ParityReport, SelfTestReport, dump_release, parse_release
 from tests.support.releases import make_manifest
 
 

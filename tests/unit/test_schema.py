@@ -8,9 +8,9 @@ from pathlib import Path
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+from scrollcase.box.release import release_json_schema
 from scrollcase.commands.schema import render_schema, write_atomically
-from scrollcase.recipe import recipe_json_schema
-from scrollcase.release import release_json_schema
+from scrollcase.recipe.model import recipe_json_schema
 from tests.recipe_samples import cuda_recipe
 
 REPO = Path(__file__).resolve().parents[2]

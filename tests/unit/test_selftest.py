@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 from scrollcase.box import selftest
-from scrollcase.proc import RunResult
-from scrollcase.recipe import SelfTest
+from scrollcase.io.proc import RunResult
+from scrollcase.recipe.model import SelfTest
 
 RECIPE = """{
   "schemaVersion": 1,

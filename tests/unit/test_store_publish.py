@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.digest import sha256_bytes
+from scrollcase.box.release import ReleaseManifest, dump_release
 from scrollcase.errors import ConflictError, IntegrityError
-from scrollcase.release import ReleaseManifest, dump_release
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import ObjectInfo, sidecar_text
 from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish
 from tests.support.releases import box_json_for, make_manifest
@@ -131,8 +131,8 @@ def test_byte_progress_reports_each_tenth_once() -> None:
 
 def relabel_cpu_as_cuda() -> tuple[LocalArchive, ReleaseManifest]:
     """The demo's CPU box under a CUDA name: a self-consistent manifest (target, targetId, keys, driver)."""
-    from scrollcase.recipe import Target
-    from scrollcase.release import object_keys
+    from scrollcase.box.release import object_keys
+    from scrollcase.recipe.model import Target
 
     cpu = make_manifest(size=len(DATA), sha256=SHA, cuda=None)
     target = Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4")
@@ -174,7 +174,7 @@ def test_defect1_box_json_of_another_box_or_version_is_refused() -> None:
 
 
 def test_defect1_failed_or_missing_self_test_is_refused() -> None:
-    from scrollcase.release import SelfTestReport
+    from scrollcase.box.release import SelfTestReport
 
     for report in (SelfTestReport(passed=False, checks=[]), None):
         manifest = MANIFEST.model_copy(update={"selfTest": report})

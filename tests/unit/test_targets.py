@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scrollcase.targets import (
+from scrollcase.recipe.targets import (
     SUBDIRS,
     TargetSpec,
     all_targets,

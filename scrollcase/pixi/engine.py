@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.errors import LockError, Problem, SolveError, UsageError, describe_path
-from scrollcase.files import user_cache_dir, write_atomic
+from scrollcase.io.files import user_cache_dir, write_atomic
 from scrollcase.pixi import pypi_lockfile
 from scrollcase.pixi.manifest import PixiManifest, load_manifest
 from scrollcase.pixi.pypi_lockfile import PypiLock
-from scrollcase.recipe_loader import RecipeDir
-from scrollcase.targets import TargetSpec
+from scrollcase.recipe.loader import RecipeDir
+from scrollcase.recipe.targets import TargetSpec
 
 OVERRIDES_ENV = "SCROLLCASE_CHANNEL_OVERRIDES"
 LOCK_ENVIRONMENT = "default"

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from scrollcase.errors import Problem, RecipeError, UsageError, collect
-from scrollcase.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
-from scrollcase.recipe import CROSS_FIELD, Recipe, recipe_rules
+from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
+from scrollcase.recipe.model import CROSS_FIELD, Recipe, recipe_rules
 
 RECIPE_FILE = "recipe.json"
 MANIFEST_FILE = "pixi.toml"

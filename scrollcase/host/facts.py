@@ -4,7 +4,7 @@ verdicts come from :func:`host_checks`, a pure function tests drive with made-up
 Checks: native build (no cross-building), NVIDIA driver >= minNvidiaDriverVersion for CUDA targets,
 free disk space, and the pixi version when a ``pixi`` binary is on PATH.  :func:`gather_gpus` (the GPUs,
 their compute capability and the driver, from ``nvidia-smi``) also feeds ``scrollcase unpack``'s GPU
-check (:mod:`scrollcase.gpucheck`).
+check (:mod:`scrollcase.host.gpucheck`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from scrollcase import proc
-from scrollcase.recipe import Recipe
-from scrollcase.targets import host_platform
+from scrollcase.io import proc
+from scrollcase.recipe.model import Recipe
+from scrollcase.recipe.targets import host_platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
 GIB = 1024**3

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
-from scrollcase.recipe import (
+from scrollcase.recipe.model import (
     Compatibility,
     Identifier,
     MajorMinor,

@@ -3,7 +3,7 @@
 ``scrollcase unpack`` runs it before extracting anything; a host app implements the same rule (see
 docs/archive.md, "Install-time GPU check").  Inputs: the release manifest's target,
 ``compatibility.minNvidiaDriverVersion`` and ``gpu`` evidence, and the host's GPUs
-(:func:`scrollcase.host.gather_gpus`).  The rule, for a GPU of compute capability X.Y:
+(:func:`scrollcase.host.facts.gather_gpus`).  The rule, for a GPU of compute capability X.Y:
 
 * SASS ``sm_AB`` runs when A == X and B <= Y; an arch-specific ``sm_ABa`` only when AB == XY exactly
   (a family-specific ``sm_ABf`` follows the plain rule);
@@ -20,8 +20,8 @@ from typing import Literal
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.errors import Problem
-from scrollcase.host import Gpu, GpuFacts, dotted_key
-from scrollcase.targets import TargetSpec
+from scrollcase.host.facts import Gpu, GpuFacts, dotted_key
+from scrollcase.recipe.targets import TargetSpec
 
 Runs = Literal["sass", "ptx", "no", "unknown"]
 Status = Literal["pass", "warn", "fail", "skip"]

@@ -1,6 +1,6 @@
 """The recipe model (recipe.json) and its rules.
 
-The model is pure data: :mod:`scrollcase.recipe_loader` reads files and turns failures into located
+The model is pure data: :mod:`scrollcase.recipe.loader` reads files and turns failures into located
 problems.  Field rules raise a :class:`pydantic_core.PydanticCustomError` whose context carries a
 ``fix``.  Rules spanning several fields live in :func:`recipe_rules`, which works on the raw JSON so a
 file with a wrong type elsewhere still gets every cross-field finding in the same run; the models'
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from scrollcase.targets import (
+from scrollcase.recipe.targets import (
     ACCELERATORS,
     ARCHES,
     PLATFORMS,
