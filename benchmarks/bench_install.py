@@ -1,27 +1,31 @@
 """Wheel install benchmark: scrollcase's installer vs `uv pip install --offline --no-deps`, same wheels.
 
     python benchmarks/bench_install.py [--rounds 3] [--workdir /tmp/scrollcase-bench-install]
-                                       [--wheel PATH ...] [--uv PATH] [--workers N] [--skip-warm]
+                                       [--wheel PATH ...] [--uv PATH] [--workers N] [--skip-warm] [--only TEXT]
 
 The wheels: by default the CUDA 12.4 torch 2.6.0 box's 23 wheels (2.8 GB, 5.1 GB / 14,000 files installed)
 from scrollcase's wheel cache (``~/.cache/scrollcase/wheels/<sha256>/``, filled by building that box), or
 any ``--wheel`` files.  Contenders, all offline, each into a fresh destination:
 
-  scrollcase          scrollcase.box.wheels.install_wheels into a fresh env folder: every member checked
-                      against RECORD while it is written, wheels in parallel threads
-  uv, cold cache      a fresh --cache-dir per run: uv unzips every wheel (into its cache, then links),
-                      the same inflating work as scrollcase (uv does not check RECORD hashes)
-  uv, warm cache      --link-mode copy from a cache filled beforehand: copies, inflates nothing
-  uv, warm hardlinks  uv's Linux default from that cache: hard links, writes almost nothing
+  scrollcase, cold cache      what a box's first build does: every wheel unpacked into a fresh
+                              unpacked-wheel cache (each member checked against RECORD as it is
+                              written, wheels in parallel threads), then hard-linked into the env
+  uv, cold cache              a fresh --cache-dir per run: uv unzips every wheel (into its cache, then
+                              links) — the same inflating work (uv checks no RECORD hashes)
+  scrollcase, warm copies     a rebuild from a filled cache, files copied (``link="copy"``)
+  uv, warm copies             --link-mode copy from a cache filled beforehand
+  scrollcase, warm hardlinks  a rebuild from a filled cache: hard links (the default)
+  uv, warm hardlinks          uv's Linux default from its filled cache: hard links
 
+Each scrollcase contender's speed-up is given against the uv contender doing the same work.
 Rounds alternate the contenders and flip their order every round; before each run its setup (a fresh venv
 for uv, untimed), then ``sync`` so that the previous run's dirty pages are not written on this run's clock;
 after it its files are deleted, synced, and --settle seconds pass (ext4 looks past recently deleted inodes
 when it allocates new ones: up to 12% of a run's CPU right after 5 GB were deleted).
 Each run is a child process, timed from outside (interpreter start included), its peak RSS read with
-``resource.getrusage(RUSAGE_CHILDREN)`` in a wrapper process.  Prints medians (and every run), scrollcase's
-per-round speed-up over each uv, peak RSS; writes JSON to benchmarks/results/bench_install-<utc>.json.
-Needs ~3 x the installed size free under --workdir; its scratch folder there is removed at the end.
+``resource.getrusage(RUSAGE_CHILDREN)`` in a wrapper process.  Prints medians (and every run), the per-round
+speed-ups, peak RSS; writes JSON to benchmarks/results/bench_install-<utc>.json.
+Needs ~4 x the installed size free under --workdir; its scratch folder there is removed at the end.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from scrollcase.io.digest import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 WHEEL_CACHE = Path.home() / ".cache" / "scrollcase" / "wheels"
@@ -81,10 +87,20 @@ import sys
 from pathlib import Path
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
+from scrollcase.box.wheelcache import WheelCache, fill_all
 from scrollcase.box.wheels import install_wheels
-workers = int(sys.argv[2]) or None
-install_wheels([Path(w) for w in sys.argv[3:]], box_layout("venv/bin/python", "linux", "3.11", "m"),
-               Path(sys.argv[1]), placeholder=BOX_PREFIX_PLACEHOLDER + "/venv", arch="x86_64", workers=workers)
+dest, workers, cache_dir, mode, *pairs = sys.argv[1:]
+wheels = [(Path(p.split("=")[0]), p.split("=")[1]) for p in pairs]  # the build knows each sha256 from the lock
+cache = WheelCache(Path(cache_dir))
+if mode == "cold":
+    got = fill_all(cache, wheels, workers=int(workers) or None)
+    unpacked = [got[sha] for _, sha in wheels]
+else:
+    unpacked = [cache.load(sha) for _, sha in wheels]
+    assert all(unpacked), "the warm cache is not filled"
+install_wheels(unpacked, box_layout("venv/bin/python", "linux", "3.11", "m"), Path(dest),
+               placeholder=BOX_PREFIX_PLACEHOLDER + "/venv", arch="x86_64", workers=int(workers) or None,
+               link="copy" if mode == "copy" else "hardlink")
 """
 
 
@@ -123,18 +139,27 @@ def fresh_venv(path: Path) -> Path:
 Setup = Callable[[], list[str]]  # prepares a fresh destination (untimed), returns the command to time
 
 
-def contenders(work: Path, wheels: list[Path], uv: Path, workers: int, warm: bool) -> dict[str, Setup]:
+def contenders(
+    work: Path, wheels: list[Path], digests: list[str], uv: Path, workers: int, warm: bool
+) -> dict[str, Setup]:
     names = [str(w) for w in wheels]
+    pairs = [f"{w}={d}" for w, d in zip(wheels, digests, strict=True)]
     uv_install = [str(uv), "pip", "install", "--offline", "--no-deps", "--quiet"]
-    out: dict[str, Setup] = {
-        "scrollcase": lambda: [
+
+    def scrollcase(dest: str, cache: Path, mode: str) -> list[str]:
+        return [
             sys.executable,
             "-c",
             SCROLLCASE_JOB,
-            str(fresh(work / "sc") / "venv"),
+            str(fresh(work / dest) / "venv"),
             str(workers),
-            *names,
-        ],
+            str(cache),
+            mode,
+            *pairs,
+        ]
+
+    out: dict[str, Setup] = {
+        "scrollcase, cold cache": lambda: scrollcase("sc", fresh(work / "sc-cold-cache"), "cold"),
         "uv, cold cache": lambda: [
             *uv_install,
             "--cache-dir",
@@ -145,9 +170,18 @@ def contenders(work: Path, wheels: list[Path], uv: Path, workers: int, warm: boo
         ],
     }
     if warm:
-        out["uv, warm cache"] = lambda: uv_warm(uv_install, work, "copy", names)
+        out["scrollcase, warm copies"] = lambda: scrollcase("sc", work / "sc-warm-cache", "copy")
+        out["uv, warm copies"] = lambda: uv_warm(uv_install, work, "copy", names)
+        out["scrollcase, warm hardlinks"] = lambda: scrollcase("sc", work / "sc-warm-cache", "hardlink")
         out["uv, warm hardlinks"] = lambda: uv_warm(uv_install, work, "hardlink", names)
     return out
+
+
+PAIRS = {  # scrollcase's contender -> uv's doing the same work
+    "scrollcase, cold cache": "uv, cold cache",
+    "scrollcase, warm copies": "uv, warm copies",
+    "scrollcase, warm hardlinks": "uv, warm hardlinks",
+}
 
 
 def uv_warm(uv_install: list[str], work: Path, mode: str, names: list[str]) -> list[str]:
@@ -164,9 +198,18 @@ def uv_warm(uv_install: list[str], work: Path, mode: str, names: list[str]) -> l
     ]
 
 
+def fill_scrollcase_cache(cache: Path, wheels: list[Path], digests: list[str], workers: int) -> None:
+    """scrollcase's unpacked-wheel cache, as the first build of the box leaves it (untimed)."""
+    pairs = [f"{w}={d}" for w, d in zip(wheels, digests, strict=True)]
+    scratch = fresh(cache.parent / "sc-fill")
+    argv = [sys.executable, "-c", SCROLLCASE_JOB, str(scratch / "venv"), str(workers), str(cache), "cold", *pairs]
+    subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    fresh(scratch)
+
+
 def cleanup(work: Path) -> None:
     """Drop every destination (untimed) so the disk holds one install per contender at most."""
-    for name in ("sc", "uv-cold", "uv-cold-cache", "uv-warm-copy", "uv-warm-hardlink"):
+    for name in ("sc", "sc-cold-cache", "uv-cold", "uv-cold-cache", "uv-warm-copy", "uv-warm-hardlink"):
         fresh(work / name)
 
 
@@ -186,7 +229,6 @@ def run_rounds(work: Path, runs: dict[str, Setup], rounds: int, settle: float) -
 
 
 def summary(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, object]]:
-    ours = [r["seconds"] for r in results["scrollcase"]]
     table: dict[str, dict[str, object]] = {}
     for name, runs in results.items():
         seconds = [r["seconds"] for r in runs]
@@ -195,9 +237,12 @@ def summary(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, o
             "rounds": [round(s, 2) for s in seconds],
             "peakRssMiB": round(max(r["rssMiB"] for r in runs), 1),
         }
-        if name != "scrollcase":
-            ratios = sorted(t / o for o, t in zip(ours, seconds, strict=True))
-            row["scrollcaseSpeedup"] = {
+        rival = PAIRS.get(name)
+        if rival in results:
+            theirs = [r["seconds"] for r in results[rival]]
+            ratios = sorted(t / o for o, t in zip(seconds, theirs, strict=True))
+            row["speedupOverUv"] = {
+                "against": rival,
                 "roundMedian": round(statistics.median(ratios), 2),
                 "roundMin": round(ratios[0], 2),
                 "roundMax": round(ratios[-1], 2),
@@ -207,13 +252,13 @@ def summary(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, o
 
 
 def report(table: dict[str, dict[str, object]]) -> str:
-    lines = [f"{'contender':22} {'median s':>9} {'peak RSS MiB':>13}  {'scrollcase speed-up (rounds)':30}  runs"]
+    lines = [f"{'contender':27} {'median s':>9} {'peak RSS MiB':>13}  {'speed-up over uv (rounds)':30}  runs"]
     for name, row in table.items():
-        speed = row.get("scrollcaseSpeedup")
+        speed = row.get("speedupOverUv")
         text = ""
         if isinstance(speed, dict):
             text = f"{speed['roundMedian']}x ({speed['roundMin']}-{speed['roundMax']}x)"
-        lines.append(f"{name:22} {row['medianSeconds']:9.2f} {row['peakRssMiB']:13.1f}  {text:30}  {row['rounds']}")
+        lines.append(f"{name:27} {row['medianSeconds']:9.2f} {row['peakRssMiB']:13.1f}  {text:30}  {row['rounds']}")
     return "\n".join(lines)
 
 
@@ -225,12 +270,14 @@ def main() -> int:
     parser.add_argument("--uv", type=Path, default=Path(sys.executable).parent / "uv")
     parser.add_argument("--workers", type=int, default=0, help="scrollcase's install threads (0: one per core)")
     parser.add_argument("--skip-warm", action="store_true", help="only scrollcase and uv with a cold cache")
+    parser.add_argument("--only", default="", help="run only the contenders whose names contain this, e.g. hardlinks")
     parser.add_argument("--settle", type=float, default=6.0, help="seconds to wait after deleting a run's files")
     args = parser.parse_args()
     wheels = args.wheel or default_wheels()
     args.workdir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-install-", dir=args.workdir))  # only this is removed at the end
     size = sum(w.stat().st_size for w in wheels)
+    digests = [sha256_file(w)[0] for w in wheels]
     print(f"{len(wheels)} wheels, {size / 1e9:.2f} GB; {os.cpu_count()} cores; workdir {work}", flush=True)
     try:
         if not args.skip_warm:  # fill uv's warm cache once (untimed)
@@ -251,7 +298,9 @@ def main() -> int:
                 check=True,
             )
             fresh(work / "uv-fill")
-        runs = contenders(work, wheels, args.uv, args.workers, not args.skip_warm)
+            fill_scrollcase_cache(work / "sc-warm-cache", wheels, digests, args.workers)
+        runs = contenders(work, wheels, digests, args.uv, args.workers, not args.skip_warm)
+        runs = {name: setup for name, setup in runs.items() if args.only in name}
         table = summary(run_rounds(work, runs, args.rounds, args.settle))
     finally:
         shutil.rmtree(work, ignore_errors=True)

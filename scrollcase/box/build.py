@@ -22,7 +22,7 @@ from scrollcase import __version__
 from scrollcase.box import assets as asset_mod
 from scrollcase.box import bytecode as bytecode_mod
 from scrollcase.box import evidence as evidence_mod
-from scrollcase.box import install, selftest
+from scrollcase.box import install, selftest, wheelcache
 from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
@@ -59,6 +59,7 @@ class BuildPlan:
     package_cache: Path
     asset_cache: Path
     wheel_cache: Path
+    unpacked_cache: Path  # wheels unpacked and checked once, then linked into every box (box/wheelcache.py)
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
@@ -170,7 +171,7 @@ def plan_build(
     layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion, recipe.modelCacheSubdir)
     sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
     cache = cache_dir or state_dir / "cache"
-    wheel_cache = cache_dir / "wheels" if cache_dir else user_cache_dir() / "wheels"  # GBs: kept across builds
+    user_cache = cache_dir or user_cache_dir()  # GBs: kept across builds
     return BuildPlan(
         recipe_dir=recipe_dir,
         layout=layout,
@@ -179,7 +180,8 @@ def plan_build(
         work_dir=state_dir / "work" / recipe.recipeId,
         package_cache=cache / "pkgs",
         asset_cache=cache / "assets",
-        wheel_cache=wheel_cache,
+        wheel_cache=user_cache / "wheels",
+        unpacked_cache=user_cache / "unpacked",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),
@@ -262,10 +264,14 @@ def install_locked(
     fetchers: Mapping[str, asset_mod.Fetcher],
     meter: MeterFactory = silent_meter,
 ) -> None:
-    """Conda packages with rattler, then the lock's PyPI wheels (as pixi does), all checked first."""
+    """Conda packages with rattler, then the lock's PyPI wheels (as pixi does), all checked first.
+    A wheel already in the unpacked-wheel cache is neither fetched nor inflated again: linked."""
     install.verify_local_packages(locked.records, str(plan.recipe_dir.lock_file))
+    cache = wheelcache.WheelCache(plan.unpacked_cache)
+    hits = {w.sha256: u for w in locked.wheels if (u := cache.load(w.sha256)) is not None}
+    missing = [w for w in locked.wheels if w.sha256 not in hits]
     downloading = meter("downloading wheels", None)
-    wheel_files = [wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading) for w in locked.wheels]
+    fetched = [(wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading), w) for w in missing]
     downloading.finish()
     env = plan.box_root / plan.layout.env_dir
     install.install_records(
@@ -276,9 +282,13 @@ def install_locked(
         placeholder=env_placeholder(plan.layout),
     )
     install.scrub_conda_meta(env)
-    installing = meter("installing wheels", sum(w.stat().st_size for w in wheel_files))
+    unpacking = meter("unpacking wheels into the cache", sum(path.stat().st_size for path, _ in fetched))
+    hits.update(wheelcache.fill_all(cache, [(path, w.sha256) for path, w in fetched], on_bytes=unpacking))
+    unpacking.finish()
+    unpacked = [hits[w.sha256] for w in locked.wheels]
+    installing = meter("installing wheels", sum(u.size for u in unpacked))
     wheels_mod.install_wheels(
-        wheel_files,
+        unpacked,
         plan.layout,
         env,
         placeholder=env_placeholder(plan.layout),

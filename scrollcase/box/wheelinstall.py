@@ -24,9 +24,12 @@ member gets there:
 from __future__ import annotations
 
 import base64
+import errno
+import functools
 import hashlib
 import io
 import os
+import shutil
 import stat
 import threading
 import zipfile
@@ -35,13 +38,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol, TypeVar, cast
 
 from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.records import Hash, RecordEntry, parse_record_file
 from installer.scripts import Script
-from installer.sources import WheelContentElement, WheelFile
+from installer.sources import WheelContentElement, WheelFile, WheelSource
 from installer.utils import Scheme, copyfileobj_with_hashing
 
 from scrollcase.box.wheels import LauncherKind, plain_shebang
@@ -51,6 +54,7 @@ from scrollcase.errors import BuildError, IntegrityError, Problem, ScrollcaseErr
 if TYPE_CHECKING:
     from installer.scripts import ScriptSection
 
+T = TypeVar("T")
 CHUNK = 1 << 18  # 256 KiB reads: few GIL round trips, and small enough to stay out of mmap
 INSTALLER_METADATA = {"INSTALLER": b"scrollcase\n"}
 
@@ -70,7 +74,7 @@ class CancelledInstallError(Exception):
 class ClashError(Exception):
     """Two writers for one path, or a path that already exists."""
 
-    def __init__(self, target: Path, other_wheel: str | None) -> None:
+    def __init__(self, target: str, other_wheel: str | None) -> None:
         super().__init__(f"File already exists: {target}")
         self.target, self.other_wheel = target, other_wheel
 
@@ -190,14 +194,80 @@ def _is_executable(item: zipfile.ZipInfo) -> bool:
     return bool(mode and stat.S_ISREG(mode) and mode & 0o111)
 
 
+class LinkedMember:
+    """A member already unpacked and checked (:mod:`scrollcase.box.wheelcache`), as installer's stream:
+    the destination links ``path`` instead of copying bytes; installer itself only reads it for the
+    scripts whose ``#!python`` shebang it rewrites."""
+
+    def __init__(self, path: str, hash_name: str, hash_value: str, size: int) -> None:
+        self.path, self.size = path, size
+        self.identity = f"{hash_name}={hash_value},{size}"  # as CheckedMember's
+        self._sha256 = hash_value if hash_name == "sha256" else None
+        self._file: BinaryIO | None = None
+
+    @property
+    def sha256(self) -> str:
+        """RECORD's form of the file's sha256 (hashed here only for a wheel that lists another hash)."""
+        if self._sha256 is None:
+            with open(self.path, "rb") as f:  # noqa: PTH123
+                self._sha256 = _record_digest(hashlib.file_digest(f, "sha256"))
+        return self._sha256
+
+    def _open(self) -> BinaryIO:
+        if self._file is None:
+            self._file = open(self.path, "rb")  # noqa: PTH123, SIM115 - closed by close()
+        return self._file
+
+    def read(self, n: int = -1) -> bytes:
+        return self._open().read(n)
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._open().readline(limit)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._open().seek(offset, whence)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+# Where a hard link cannot be made: another file system, FAT/exFAT, no permission, too many links
+_NO_LINK = frozenset(
+    {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EINVAL}
+)
+
+
+@dataclass
+class Linker:
+    """Places cached files: hard links (uv's default on Linux and Windows), or copies from the first
+    file that cannot be linked on."""
+
+    mode: Literal["hardlink", "copy"] = "hardlink"
+
+    def place(self, source: str, target: str) -> None:
+        if self.mode == "hardlink":
+            try:
+                os.link(source, target)  # FileExistsError when anything is there: a clash
+                return
+            except OSError as exc:
+                if isinstance(exc, FileExistsError) or exc.errno not in _NO_LINK:
+                    raise
+                self.mode = "copy"
+        open(target, "xb").close()  # noqa: PTH123 - claimed exclusively, as every other write here
+        shutil.copyfile(source, target)  # the kernel's copy (sendfile, fcopyfile, CopyFile2)
+        shutil.copymode(source, target)
+
+
 @dataclass
 class Claims:
     """Which wheel writes which path, shared by the install threads."""
 
-    owners: dict[Path, tuple[str, str | None]] = field(default_factory=dict)
+    owners: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def claim(self, target: Path, wheel: str, identity: str | None) -> bool:
+    def claim(self, target: str, wheel: str, identity: str | None) -> bool:
         """True: write it.  False: another wheel writes these very bytes.  Else :class:`ClashError`."""
         with self.lock:
             owner = self.owners.get(target)
@@ -220,6 +290,20 @@ class Job:
     claims: Claims = field(default_factory=Claims)
     cancel: threading.Event = field(default_factory=threading.Event)
     on_bytes: Callable[[int], None] | None = None  # told each wheel's file size once it is installed
+    linker: Linker = field(default_factory=Linker)
+    folders: Folders = field(default_factory=lambda: Folders())
+
+
+class UnpackedWheel(Protocol):
+    """A wheel already unpacked and checked (:class:`scrollcase.box.wheelcache.CachedWheel`)."""
+
+    name: str
+    size: int
+
+    def as_source(self) -> WheelSource: ...
+
+
+Installable = Path | UnpackedWheel
 
 
 class BoxDestination(SchemeDictionaryDestination):
@@ -239,13 +323,16 @@ class BoxDestination(SchemeDictionaryDestination):
             return self.write_to_fs(Scheme("scripts"), script_name, stream, is_executable=True)
 
     def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool) -> RecordEntry:
-        target = _inside(self.scheme_dict[scheme], path)
+        where = inside_str(self.scheme_dict[scheme], path)
+        if isinstance(stream, LinkedMember):
+            return self._link(where, path, stream)
         member = stream if isinstance(stream, CheckedMember) else None
-        if not self.job.claims.claim(target, self.wheel, member.identity if member else None):
+        if not self.job.claims.claim(where, self.wheel, member.identity if member else None):
             assert member is not None
             member.drain()  # the same bytes are another wheel's to write; this copy is still checked
             return RecordEntry(path, Hash("sha256", member.sha256), member.size)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = Path(where)
+        self.job.folders.make(os.path.dirname(where))  # noqa: PTH120
         out = target.open("xb")  # O_EXCL: FileExistsError when anything is there, even a dangling link
         try:
             with out:
@@ -257,14 +344,44 @@ class BoxDestination(SchemeDictionaryDestination):
             target.chmod(0o777 & ~self.job.umask | 0o111)  # what installer's make_file_executable sets
         return RecordEntry(path, Hash("sha256", digest), size)
 
+    def _link(self, target: str, path: str, member: LinkedMember) -> RecordEntry:
+        """A cached file, linked (its executable bit was set when it was cached) or copied."""
+        if self.job.claims.claim(target, self.wheel, member.identity):
+            self.job.folders.make(os.path.dirname(target))  # noqa: PTH120
+            self.job.linker.place(member.path, target)
+        return RecordEntry(path, Hash("sha256", member.sha256), member.size)
 
-def _inside(root: str, path: str) -> Path:
+
+def inside(root: str, path: str) -> Path:
     """``root/path``, refused (ValueError, as installer does) when it leads outside ``root``."""
-    base = Path(os.path.abspath(root))  # noqa: PTH100 - normalise "..", but never resolve symlinks
-    target = Path(os.path.abspath(base / path))  # noqa: PTH100
-    if not target.is_relative_to(base):
+    return Path(inside_str(root, path))
+
+
+def inside_str(root: str, path: str) -> str:
+    """:func:`inside` as a string: it runs once per file, and pathlib costs more than the link itself."""
+    base, prefix = _base(root)
+    target = os.path.abspath(os.path.join(base, path))  # noqa: PTH100, PTH118 - normalise "..", never resolve links
+    if os.path.normcase(target) != os.path.normcase(base) and not os.path.normcase(target).startswith(prefix):
         raise ValueError(f"Attempting to write {path} outside of the target directory")
     return target
+
+
+@functools.lru_cache(maxsize=64)
+def _base(root: str) -> tuple[str, str]:
+    base = os.path.abspath(root)  # noqa: PTH100
+    return base, os.path.normcase(os.path.join(base, ""))  # noqa: PTH118 - with the trailing separator
+
+
+@dataclass
+class Folders:
+    """Folders already made by this install: one ``mkdir`` per folder, not one per file."""
+
+    made: set[str] = field(default_factory=set)
+
+    def make(self, folder: str) -> None:
+        if folder not in self.made:
+            os.makedirs(folder, exist_ok=True)  # noqa: PTH103
+            self.made.add(folder)
 
 
 def _copy(stream: BinaryIO, member: CheckedMember | None, out: BinaryIO) -> tuple[str, int]:
@@ -282,20 +399,35 @@ def current_umask() -> int:
     return mask
 
 
-def install_one(wheel: Path, job: Job) -> None:
+def _name(item: Installable) -> str:
+    return item.name
+
+
+def _size(item: Installable) -> int:
+    return item.stat().st_size if isinstance(item, Path) else item.size
+
+
+def install_one(wheel: Installable, job: Job) -> None:
     """One wheel, every member checked against its RECORD; failures become scrollcase errors (and
     cancel the other wheels), a cancelled install raises :class:`CancelledInstallError`."""
     if job.cancel.is_set():
         raise CancelledInstallError
     try:
-        _install(wheel, job)
+        if isinstance(wheel, Path):
+            _install(wheel, job)
+        else:
+            install(
+                source=wheel.as_source(),
+                destination=BoxDestination(job, wheel.name),
+                additional_metadata=INSTALLER_METADATA,
+            )
         if job.on_bytes is not None:
-            job.on_bytes(wheel.stat().st_size)
+            job.on_bytes(_size(wheel))
     except CancelledInstallError:
         raise
     except BaseException as exc:
         job.cancel.set()  # the other wheels stop at their next read
-        raise _scrollcase_error(wheel, exc) from None
+        raise wheel_error(wheel, exc) from None
 
 
 def _install(wheel: Path, job: Job) -> None:
@@ -305,7 +437,7 @@ def _install(wheel: Path, job: Job) -> None:
         install(source=source, destination=BoxDestination(job, wheel.name), additional_metadata=INSTALLER_METADATA)
 
 
-def _scrollcase_error(wheel: Path, exc: BaseException) -> BaseException:
+def wheel_error(wheel: Installable, exc: BaseException) -> BaseException:
     if isinstance(exc, ScrollcaseError) or not isinstance(exc, Exception):
         return exc  # KeyboardInterrupt and the like stay what they are
     if isinstance(exc, MemberMismatchError):
@@ -336,7 +468,7 @@ def _scrollcase_error(wheel: Path, exc: BaseException) -> BaseException:
     )
 
 
-def _clash_error(wheel: Path, exc: ClashError | FileExistsError) -> BuildError:
+def _clash_error(wheel: Installable, exc: ClashError | FileExistsError) -> BuildError:
     if isinstance(exc, ClashError) and exc.other_wheel not in (None, wheel.name):
         return BuildError(
             f"wheels {wheel.name} and {exc.other_wheel} clash",
@@ -361,22 +493,30 @@ def _clash_error(wheel: Path, exc: ClashError | FileExistsError) -> BuildError:
     )
 
 
-def install_all(wheels: Sequence[Path], job: Job, workers: int) -> None:
+def install_all(wheels: Sequence[Installable], job: Job, workers: int) -> None:
     """Install every wheel, ``workers`` at a time, biggest first; raise the first failure in
     ``wheels`` order (cancelled ones are not failures)."""
-    order = sorted(wheels, key=lambda w: -w.stat().st_size)
-    failures: dict[Path, BaseException] = {}
+    run_all(wheels, lambda wheel: install_one(wheel, job), _size, job.cancel, workers)
+
+
+def run_all(
+    items: Sequence[T], work: Callable[[T], None], size: Callable[[T], int], cancel: threading.Event, workers: int
+) -> None:
+    """``work`` on every item, ``workers`` threads, biggest first; the first failure in ``items``
+    order is raised (``work`` sets ``job.cancel`` when it fails, so the others stop early)."""
+    order = sorted(items, key=lambda w: -size(w))
+    failures: dict[int, BaseException] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="scrollcase-wheel") as pool:
-        futures = [(wheel, pool.submit(install_one, wheel, job)) for wheel in order]
+        futures = [(wheel, pool.submit(work, wheel)) for wheel in order]
         try:
             for wheel, future in futures:
                 error = future.exception()  # install_one has already cancelled the others
                 if error is not None:
-                    failures[wheel] = error
+                    failures[id(wheel)] = error
         except BaseException:  # Ctrl-C here: the threads stop at their next read, then the pool joins them
-            job.cancel.set()
+            cancel.set()
             raise
-    for wheel in wheels:
-        error = failures.get(wheel)
+    for wheel in items:
+        error = failures.get(id(wheel))
         if error is not None and not isinstance(error, CancelledInstallError):
             raise error

@@ -16,13 +16,16 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
-from scrollcase.box.assets import Fetcher
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.proc import usable_cores
+
+if TYPE_CHECKING:  # assets pulls in the release models: 0.1 s of every install's start
+    from scrollcase.box.assets import Fetcher
+    from scrollcase.box.wheelinstall import Installable
 
 LauncherKind = Literal["posix", "win-amd64", "win-arm64"]
 
@@ -253,7 +256,7 @@ def plain_shebang(script: bytes, interpreter: str) -> bytes:
 
 
 def install_wheels(
-    wheels: Sequence[Path],
+    wheels: Sequence[Installable],
     layout: BoxLayout,
     env: Path,
     *,
@@ -261,10 +264,12 @@ def install_wheels(
     arch: str,
     workers: int | None = None,
     on_bytes: Callable[[int], None] | None = None,
+    link: Literal["hardlink", "copy"] = "hardlink",
 ) -> None:
     """Install the wheels with pypa/installer, side by side in ``workers`` threads (default: one per
     usable core): every member checked against its wheel's RECORD as it is written, and a file that
-    already exists is a clash, never overwritten (:mod:`scrollcase.box.wheelinstall`)."""
+    already exists is a clash, never overwritten (:mod:`scrollcase.box.wheelinstall`).  Wheels from
+    the unpacked-wheel cache are hard-linked from it (``link="copy"``, or another file system: copied)."""
     from scrollcase.box import wheelinstall
 
     interpreter = f"{placeholder}/python.exe" if layout.windows else f"{placeholder}/bin/python{layout.python_version}"
@@ -274,5 +279,6 @@ def install_wheels(
         kind=script_kind(layout, arch),
         umask=wheelinstall.current_umask(),
         on_bytes=on_bytes,
+        linker=wheelinstall.Linker(link),
     )
     wheelinstall.install_all(wheels, job, workers or usable_cores())

@@ -380,3 +380,22 @@ def test_a_wheel_changed_after_locking_fails_the_build_before_output(
     with pytest.raises(IntegrityError, match="does not match the lock"):
         execute_build(plan, locked=locked_install(plan), fetchers=default_fetchers())
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
+
+
+def test_a_rebuild_links_wheels_from_the_unpacked_cache_into_the_same_bytes(demo_channel: Path, tmp_path: Path) -> None:
+    """The second build neither fetches nor inflates the wheel (it is gone) and packs the same archive."""
+    wheel = make_wheel(tmp_path / "wheels", "tinywheel", "1.0", {"tinywheel/__init__.py": b"ANSWER = 42\n"})
+    wheel_sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    cache = tmp_path / "cache"
+    digests = []
+    for attempt in ("fills the cache", "links from it"):
+        root = tmp_path / attempt
+        recipe_dir = make_recipe(root, demo_channel)
+        add_pypi_wheel(recipe_dir.lock_file, wheel)
+        if attempt == "links from it":
+            wheel.unlink()  # a fetch would fail now: the lock's file:// wheel is gone
+        plan = plan_build(recipe_dir, out_dir=root / "dist", state_dir=root / "state", cache_dir=cache)
+        result = execute_build(plan, locked=locked_install(plan), fetchers=default_fetchers())
+        digests.append(result.manifest.archive.sha256)
+    assert digests[0] == digests[1]
+    assert [p.name for p in (cache / "unpacked").iterdir()] == [wheel_sha]

@@ -1,0 +1,232 @@
+"""A cache of unpacked, checked wheels, so that a rebuild links files instead of inflating them again.
+
+An entry is one wheel (keyed by the sha256 the lock pins for it) unpacked once: every member
+inflated and checked against the wheel's ``RECORD`` exactly as a direct install checks it
+(:class:`~scrollcase.box.wheelinstall.CheckedWheel`), stored under ``files/``, and described by
+``entry.json`` — the members in the wheel's order with their ``RECORD`` rows, executable bits and
+the size and mtime each file had when it was stored.  The entry appears by one rename of a
+pid-named folder, so a killed fill leaves no half-entry, only a temp folder the next fill removes.
+
+Using an entry checks every file's size and mtime against ``entry.json`` first (a stat, no reading).
+A file changed in place — through a hard link in a box tree someone kept and edited — changes its
+mtime, so the entry is thrown away and the wheel is fetched and unpacked again, never trusted.
+pypa/installer still lays the files out from the entry (:class:`CachedWheel` is a ``WheelSource``),
+so the installed tree, ``RECORD`` included, is the one a direct install writes, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, Literal, cast
+
+from installer.sources import WheelContentElement, WheelSource
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scrollcase.box import wheelinstall
+from scrollcase.io.files import pid_alive
+from scrollcase.io.proc import usable_cores
+
+ENTRY_FILE = "entry.json"
+FILES = "files"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CachedMember(_Model):
+    """One member: its ``RECORD`` row, executable bit, and the file's size and mtime once stored."""
+
+    row: tuple[str, str, str]
+    executable: bool
+    size: int
+    mtimeNs: int
+
+
+class CacheEntry(_Model):
+    schemaVersion: Literal[1] = 1
+    wheel: str
+    sha256: str
+    wheelSize: int
+    distribution: str
+    version: str
+    distInfoDir: str
+    dataDir: str
+    members: tuple[CachedMember, ...]
+
+
+class CachedWheel(WheelSource):
+    """An entry as a wheel for pypa/installer: the same members, rows and order as the wheel."""
+
+    def __init__(self, root: Path, entry: CacheEntry) -> None:
+        super().__init__(entry.distribution, entry.version)
+        self.root, self.entry = root, entry
+        self.name, self.size = entry.wheel, entry.wheelSize
+
+    def as_source(self) -> WheelSource:
+        return self
+
+    @property
+    def dist_info_dir(self) -> str:
+        return self.entry.distInfoDir
+
+    @property
+    def data_dir(self) -> str:
+        return self.entry.dataDir
+
+    @property
+    def dist_info_filenames(self) -> list[str]:
+        prefix = self.dist_info_dir + "/"
+        return [m.row[0][len(prefix) :] for m in self.entry.members if m.row[0].startswith(prefix)]
+
+    def read_dist_info(self, filename: str) -> str:
+        return self._file(f"{self.dist_info_dir}/{filename}").read_text(encoding="utf-8")
+
+    def validate_record(self) -> None:
+        """Checked when the entry was filled (every member against RECORD)."""
+
+    def get_contents(self) -> Iterator[WheelContentElement]:
+        files = str(self.root / FILES)
+        for member in self.entry.members:
+            path, digest, size = member.row
+            name, _, value = digest.partition("=")
+            if not value or not size:  # RECORD itself, signatures: no hash to link by
+                with (self.root / FILES / path).open("rb") as raw:
+                    yield member.row, raw, member.executable
+                continue
+            linked = wheelinstall.LinkedMember(os.path.join(files, path), name, value, int(size))  # noqa: PTH118
+            try:
+                yield member.row, cast(BinaryIO, linked), member.executable
+            finally:
+                linked.close()
+
+    def _file(self, member: str) -> Path:
+        return self.root / FILES / member
+
+    def stale_member(self) -> str | None:
+        """The first member whose stored file is missing or changed since it was stored, if any."""
+        files = str(self.root / FILES)
+        for member in self.entry.members:
+            try:
+                st = os.stat(os.path.join(files, member.row[0]))  # noqa: PTH116, PTH118 - 10,000s of files
+            except OSError:
+                return member.row[0]
+            if st.st_size != member.size or st.st_mtime_ns != member.mtimeNs:
+                return member.row[0]
+        return None
+
+
+class WheelCache:
+    """Entries under ``root/<wheel sha256>/``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def load(self, sha256: str) -> CachedWheel | None:
+        """The entry for this wheel if it is complete and unchanged; a damaged one is removed."""
+        folder = self.root / sha256
+        try:
+            entry = CacheEntry.model_validate_json((folder / ENTRY_FILE).read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValidationError, ValueError):
+            entry = None
+        cached = CachedWheel(folder, entry) if entry is not None and entry.sha256 == sha256 else None
+        if cached is None or cached.stale_member() is not None:
+            shutil.rmtree(folder, ignore_errors=True)  # never trusted: unpacked again from the wheel
+            return None
+        return cached
+
+    def fill(self, wheel: Path, sha256: str, cancel: threading.Event, umask: int) -> CachedWheel:
+        """Unpack ``wheel`` (already checked against the lock's ``sha256``) into a new entry."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        _remove_stale_fills(self.root, sha256)
+        temp = self.root / f".{sha256}.{os.getpid()}.filling"
+        shutil.rmtree(temp, ignore_errors=True)
+        try:
+            entry = _unpack_checked(wheel, sha256, temp / FILES, cancel, umask)
+            (temp / ENTRY_FILE).write_text(entry.model_dump_json(), encoding="utf-8")
+            _move_into_place(temp, self.root / sha256)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+        cached = self.load(sha256)
+        if cached is None:
+            raise OSError(f"the unpacked wheel cache entry {self.root / sha256} vanished while it was used")
+        return cached
+
+
+def _move_into_place(temp: Path, final: Path) -> None:
+    try:
+        temp.rename(final)
+    except OSError:
+        if not (final / ENTRY_FILE).is_file():  # not another build's complete entry: a real failure
+            raise
+
+
+def _remove_stale_fills(root: Path, sha256: str) -> None:
+    """Temp folders of fills whose process is gone (killed builds): pid-named, so recognisable."""
+    for temp in root.glob(f".{sha256}.*.filling"):
+        pid = temp.name.split(".")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _unpack_checked(wheel: Path, sha256: str, files: Path, cancel: threading.Event, umask: int) -> CacheEntry:
+    members: list[CachedMember] = []
+    with zipfile.ZipFile(wheel) as archive:
+        source = wheelinstall.CheckedWheel(archive, cancel)
+        source.validate_record(validate_contents=False)
+        for row, stream, executable in source.get_contents():
+            target = wheelinstall.inside(str(files), row[0])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("xb") as out:
+                while chunk := stream.read(wheelinstall.CHUNK):
+                    out.write(chunk)
+            if executable:
+                target.chmod(0o777 & ~umask | 0o111)
+            st = target.stat()
+            members.append(CachedMember(row=row, executable=executable, size=st.st_size, mtimeNs=st.st_mtime_ns))
+        return CacheEntry(
+            wheel=wheel.name,
+            sha256=sha256,
+            wheelSize=wheel.stat().st_size,
+            distribution=source.distribution,
+            version=source.version,
+            distInfoDir=source.dist_info_dir,
+            dataDir=source.data_dir,
+            members=tuple(members),
+        )
+
+
+def fill_all(
+    cache: WheelCache,
+    wheels: Sequence[tuple[Path, str]],
+    *,
+    workers: int | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> dict[str, CachedWheel]:
+    """Unpack the (wheel, sha256) pairs into ``cache`` side by side, biggest first (as installs run);
+    the first failure cancels the others and is raised as the scrollcase error a direct install gives."""
+    cancel, umask, filled = threading.Event(), wheelinstall.current_umask(), {}
+
+    def fill_one(item: tuple[Path, str]) -> None:
+        wheel, sha256 = item
+        if cancel.is_set():
+            raise wheelinstall.CancelledInstallError
+        try:
+            filled[sha256] = cache.fill(wheel, sha256, cancel, umask)
+        except wheelinstall.CancelledInstallError:
+            raise
+        except BaseException as exc:
+            cancel.set()
+            raise wheelinstall.wheel_error(wheel, exc) from None
+        if on_bytes is not None:
+            on_bytes(wheel.stat().st_size)
+
+    wheelinstall.run_all(wheels, fill_one, lambda item: item[0].stat().st_size, cancel, workers or usable_cores())
+    return filled

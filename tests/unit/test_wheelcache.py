@@ -1,0 +1,179 @@
+"""The cache of unpacked, checked wheels: the same tree as a direct install, linked, and never trusted blindly."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from scrollcase.box.layout import box_layout
+from scrollcase.box.wheelcache import WheelCache, fill_all
+from scrollcase.box.wheels import install_wheels
+from scrollcase.errors import BuildError, IntegrityError
+from tests.support.wheels import make_wheel
+
+PLACEHOLDER = "/opt/placeholder/venv"
+LINUX = box_layout("venv/bin/python", "linux", "3.11", "model-cache/m")
+SITE = "lib/python3.11/site-packages"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def with_executable(wheel: Path, member: str, data: bytes) -> Path:
+    """The wheel with one more member, executable (mode 0o755), listed in RECORD."""
+    import base64
+
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+    with zipfile.ZipFile(wheel) as z:
+        items = [(i, z.read(i)) for i in z.infolist()]
+    out = wheel.with_name(wheel.name)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, body in items:
+            if info.filename.endswith("/RECORD"):
+                body = f"{member},sha256={digest},{len(data)}\n".encode() + body
+            z.writestr(info, body)
+        extra = zipfile.ZipInfo(member)
+        extra.external_attr = (0o100755 & 0xFFFF) << 16
+        z.writestr(extra, data)
+    return out
+
+
+def wheels(folder: Path) -> list[Path]:
+    made = []
+    for i in range(4):
+        wheel = make_wheel(
+            folder / f"w{i}",
+            f"pkg{i}",
+            "1.0",
+            {
+                f"pkg{i}/__init__.py": b"def main():\n    return 0\n",
+                f"pkg{i}/data.bin": os.urandom(3000 + i),
+                f"pkg{i}-1.0.data/scripts/run{i}": b"#!python\nprint(1)\n",
+                f"pkg{i}-1.0.data/scripts/plain{i}": b"#!/bin/sh\necho hi\n",
+                "nvidia/__init__.py": b"",  # shipped byte for byte by every one of them
+            },
+            {f"pkg{i}-tool": f"pkg{i}:main"},
+        )
+        made.append(with_executable(wheel, f"pkg{i}/bin/helper", b"\x7fELF fake\n"))
+    return made
+
+
+def filled(cache: WheelCache, paths: list[Path]) -> list:
+    got = fill_all(cache, [(p, sha(p)) for p in paths])
+    return [got[sha(p)] for p in paths]
+
+
+def tree(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        p.relative_to(root).as_posix(): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_a_cached_install_is_the_tree_a_direct_install_writes_linked(tmp_path: Path) -> None:
+    paths = wheels(tmp_path / "wheels")
+    install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
+    cache = WheelCache(tmp_path / "cache")
+    install_wheels(filled(cache, paths), LINUX, tmp_path / "cached", placeholder=PLACEHOLDER, arch="x86_64")
+    assert tree(tmp_path / "cached") == tree(tmp_path / "direct")  # RECORDs, scripts, executable bits
+    data = tmp_path / "cached" / SITE / "pkg2/data.bin"
+    stored = cache.root / sha(paths[2]) / "files/pkg2/data.bin"
+    assert data.stat().st_ino == stored.stat().st_ino  # a hard link: nothing inflated or copied
+    assert os.access(tmp_path / "cached" / SITE / "pkg1/bin/helper", os.X_OK)
+    assert (tmp_path / "cached/bin/run1").read_bytes() == f"#!{PLACEHOLDER}/bin/python3.11\nprint(1)\n".encode()
+
+
+def test_a_rebuild_loads_the_entry_without_the_wheel(tmp_path: Path) -> None:
+    paths = wheels(tmp_path / "wheels")
+    digests = [sha(p) for p in paths]
+    cache = WheelCache(tmp_path / "cache")
+    filled(cache, paths)
+    for p in paths:
+        p.unlink()
+    again = [cache.load(d) for d in digests]
+    assert all(again)
+    install_wheels([a for a in again if a], LINUX, tmp_path / "env", placeholder=PLACEHOLDER, arch="x86_64")
+    assert (tmp_path / "env" / SITE / "pkg3/__init__.py").is_file()
+
+
+@pytest.mark.parametrize("damage", ["edited in place", "deleted", "entry garbled"])
+def test_a_changed_entry_is_thrown_away_not_trusted(tmp_path: Path, damage: str) -> None:
+    [wheel] = wheels(tmp_path / "wheels")[:1]
+    cache = WheelCache(tmp_path / "cache")
+    [entry] = filled(cache, [wheel])
+    stored = entry.root / "files/pkg0/data.bin"
+    if damage == "edited in place":  # as through a hard link in a kept box tree: same size, new mtime
+        size = stored.stat().st_size
+        with stored.open("r+b") as f:
+            f.write(b"X" * size)
+        os.utime(stored, ns=(1, 1))
+    elif damage == "deleted":
+        stored.unlink()
+    else:
+        (entry.root / "entry.json").write_text("{not json")
+    assert cache.load(sha(wheel)) is None
+    assert not entry.root.exists()
+
+
+def test_a_tampered_wheel_never_becomes_an_entry(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "bad", "1.0", {"bad.py": b"X = 1\n"})
+    with zipfile.ZipFile(wheel) as z:
+        items = [(i, z.read(i)) for i in z.infolist()]
+    with zipfile.ZipFile(wheel, "w") as z:
+        for info, body in items:
+            z.writestr(info, b"X = 2\n" if info.filename == "bad.py" else body)
+    cache = WheelCache(tmp_path / "cache")
+    with pytest.raises(IntegrityError, match=r"bad-1\.0.*RECORD"):
+        fill_all(cache, [(wheel, sha(wheel))])
+    assert list((tmp_path / "cache").iterdir()) == []  # no entry, no temp folder
+
+
+def test_a_killed_fill_leaves_a_temp_folder_the_next_fill_removes(tmp_path: Path) -> None:
+    [wheel] = wheels(tmp_path / "wheels")[:1]
+    digest = sha(wheel)
+    stale = tmp_path / "cache" / f".{digest}.999999999.filling"
+    (stale / "files").mkdir(parents=True)
+    filled(WheelCache(tmp_path / "cache"), [wheel])
+    assert not stale.exists()
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [digest]
+
+
+def test_a_second_fill_of_the_same_wheel_keeps_the_first_entry(tmp_path: Path) -> None:
+    [wheel] = wheels(tmp_path / "wheels")[:1]
+    cache = WheelCache(tmp_path / "cache")
+    [first] = filled(cache, [wheel])
+    [second] = filled(cache, [wheel])
+    assert second.entry == first.entry
+    assert sorted(p.name for p in cache.root.iterdir()) == [sha(wheel)]
+
+
+def test_a_cached_file_in_the_way_of_a_conda_file_is_a_clash(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"from pypi\n"})
+    env = tmp_path / "venv"
+    (env / SITE).mkdir(parents=True)
+    (env / SITE / "tiny.py").write_text("from conda\n")
+    with pytest.raises(BuildError, match="clashes"):
+        install_wheels(
+            filled(WheelCache(tmp_path / "cache"), [wheel]), LINUX, env, placeholder=PLACEHOLDER, arch="x86_64"
+        )
+    assert (env / SITE / "tiny.py").read_text() == "from conda\n"
+
+
+def test_a_cache_on_another_file_system_is_copied_from(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs /dev/shm on another file system than the temp folder")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=shm) as other:
+        paths = wheels(tmp_path / "wheels")
+        cache = WheelCache(Path(other) / "cache")
+        install_wheels(filled(cache, paths), LINUX, tmp_path / "env", placeholder=PLACEHOLDER, arch="x86_64")
+        install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
+        assert tree(tmp_path / "env") == tree(tmp_path / "direct")
+        assert (tmp_path / "env" / SITE / "pkg0/data.bin").stat().st_nlink == 1  # copies, not links
