@@ -83,7 +83,7 @@ print(json.dumps({"seconds": seconds, "rssKiB": resource.getrusage(resource.RUSA
 """
 
 SCROLLCASE_JOB = """
-import sys
+import json, os, sys, time
 from pathlib import Path
 from scrollcase.box.layout import box_layout
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
@@ -91,6 +91,7 @@ from scrollcase.box.wheelcache import WheelCache, fill_all
 from scrollcase.box.wheels import install_wheels
 dest, workers, cache_dir, mode, *pairs = sys.argv[1:]
 wheels = [(Path(p.split("=")[0]), p.split("=")[1]) for p in pairs]  # the build knows each sha256 from the lock
+start = time.perf_counter()  # what a build's install stage pays: its process has started and imported
 cache = WheelCache(Path(cache_dir))
 if mode == "cold":
     got = fill_all(cache, wheels, workers=int(workers) or None)
@@ -101,6 +102,7 @@ else:
 install_wheels(unpacked, box_layout("venv/bin/python", "linux", "3.11", "m"), Path(dest),
                placeholder=BOX_PREFIX_PLACEHOLDER + "/venv", arch="x86_64", workers=int(workers) or None,
                link="copy" if mode == "copy" else "hardlink")
+Path(os.environ["BENCH_STAGE_FILE"]).write_text(json.dumps({"stageSeconds": time.perf_counter() - start}))
 """
 
 
@@ -117,12 +119,17 @@ def default_wheels() -> list[Path]:
 
 def timed(argv: Sequence[str]) -> dict[str, float]:
     """Wall seconds and peak RSS (MiB) of one command, measured by a wrapper process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", TIMED_CHILD, *argv], env=env, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"{argv[0]} failed:\n{done.stderr}")
-    data = json.loads(done.stdout)
-    return {"seconds": float(data["seconds"]), "rssMiB": data["rssKiB"] / 1024}
+    with tempfile.TemporaryDirectory() as scratch:
+        stage_file = Path(scratch) / "stage.json"
+        env = {**os.environ, "PYTHONPATH": str(REPO), "BENCH_STAGE_FILE": str(stage_file)}
+        done = subprocess.run([sys.executable, "-c", TIMED_CHILD, *argv], env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"{argv[0]} failed:\n{done.stderr}")
+        data = json.loads(done.stdout)
+        result = {"seconds": float(data["seconds"]), "rssMiB": data["rssKiB"] / 1024}
+        if stage_file.exists():  # scrollcase's jobs: the install stage alone, as a build runs it
+            result["stageSeconds"] = float(json.loads(stage_file.read_text())["stageSeconds"])
+        return result
 
 
 def fresh(path: Path) -> Path:
@@ -203,7 +210,7 @@ def fill_scrollcase_cache(cache: Path, wheels: list[Path], digests: list[str], w
     pairs = [f"{w}={d}" for w, d in zip(wheels, digests, strict=True)]
     scratch = fresh(cache.parent / "sc-fill")
     argv = [sys.executable, "-c", SCROLLCASE_JOB, str(scratch / "venv"), str(workers), str(cache), "cold", *pairs]
-    subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(REPO), "BENCH_STAGE_FILE": os.devnull}, check=True)
     fresh(scratch)
 
 
@@ -237,28 +244,44 @@ def summary(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, o
             "rounds": [round(s, 2) for s in seconds],
             "peakRssMiB": round(max(r["rssMiB"] for r in runs), 1),
         }
+        stages = [r["stageSeconds"] for r in runs if "stageSeconds" in r]
+        if stages:
+            row["stageMedianSeconds"] = round(statistics.median(stages), 2)
         rival = PAIRS.get(name)
         if rival in results:
             theirs = [r["seconds"] for r in results[rival]]
-            ratios = sorted(t / o for o, t in zip(seconds, theirs, strict=True))
-            row["speedupOverUv"] = {
-                "against": rival,
-                "roundMedian": round(statistics.median(ratios), 2),
-                "roundMin": round(ratios[0], 2),
-                "roundMax": round(ratios[-1], 2),
-            }
+            row["speedupOverUv"] = speedup(seconds, theirs, rival)
+            if len(stages) == len(theirs):
+                row["stageSpeedupOverUv"] = speedup(stages, theirs, rival)
         table[name] = row
     return table
 
 
+def speedup(ours: list[float], theirs: list[float], rival: str) -> dict[str, object]:
+    ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))
+    return {
+        "against": rival,
+        "roundMedian": round(statistics.median(ratios), 2),
+        "roundMin": round(ratios[0], 2),
+        "roundMax": round(ratios[-1], 2),
+    }
+
+
 def report(table: dict[str, dict[str, object]]) -> str:
-    lines = [f"{'contender':27} {'median s':>9} {'peak RSS MiB':>13}  {'speed-up over uv (rounds)':30}  runs"]
+    header = (
+        f"{'contender':27} {'median s':>9} {'stage s':>8} {'peak RSS MiB':>13}  {'speed-up over uv: process, stage':34}"
+    )
+    lines = [header + "  runs"]
     for name, row in table.items():
-        speed = row.get("speedupOverUv")
         text = ""
-        if isinstance(speed, dict):
-            text = f"{speed['roundMedian']}x ({speed['roundMin']}-{speed['roundMax']}x)"
-        lines.append(f"{name:27} {row['medianSeconds']:9.2f} {row['peakRssMiB']:13.1f}  {text:30}  {row['rounds']}")
+        for key in ("speedupOverUv", "stageSpeedupOverUv"):
+            speed = row.get(key)
+            if isinstance(speed, dict):
+                text += f"{speed['roundMedian']}x ({speed['roundMin']}-{speed['roundMax']}) "
+        stage = row.get("stageMedianSeconds", "")
+        lines.append(
+            f"{name:27} {row['medianSeconds']:9.2f} {stage!s:>8} {row['peakRssMiB']:13.1f}  {text:34}  {row['rounds']}"
+        )
     return "\n".join(lines)
 
 

@@ -44,7 +44,7 @@ from installer import install
 from installer.destinations import SchemeDictionaryDestination
 from installer.records import Hash, RecordEntry, parse_record_file
 from installer.scripts import Script
-from installer.sources import WheelContentElement, WheelFile, WheelSource
+from installer.sources import WheelContentElement, WheelFile
 from installer.utils import Scheme, copyfileobj_with_hashing
 
 from scrollcase.box.wheels import LauncherKind, plain_shebang
@@ -293,6 +293,21 @@ class Job:
     linker: Linker = field(default_factory=Linker)
     folders: Folders = field(default_factory=lambda: Folders())
 
+    @property
+    def env(self) -> str:
+        return self.scheme["data"]
+
+    @functools.cached_property
+    def layout_key(self) -> str:
+        """What installer's output depends on besides the wheel: the scheme (relative to the
+        environment; on Windows installer writes absolute paths into RECORD, so absolute there),
+        the interpreter and the launcher kind."""
+        env = Path(self.env)
+        scheme = {k: Path(v).relative_to(env).as_posix() for k, v in sorted(self.scheme.items())}
+        absolute = sorted(self.scheme.items()) if os.name == "nt" else None
+        text = repr((scheme, absolute, self.interpreter, self.kind))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
 
 class UnpackedWheel(Protocol):
     """A wheel already unpacked and checked (:class:`scrollcase.box.wheelcache.CachedWheel`)."""
@@ -300,7 +315,17 @@ class UnpackedWheel(Protocol):
     name: str
     size: int
 
-    def as_source(self) -> WheelSource: ...
+    def install_into(self, job: Job) -> None: ...
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One file an install put into the environment: where (relative to it, POSIX), and from where —
+    a cached member's file, or ``None`` for what installer generated (scripts, RECORD, INSTALLER)."""
+
+    target: str
+    source: str | None
+    identity: str | None
 
 
 Installable = Path | UnpackedWheel
@@ -350,6 +375,22 @@ class BoxDestination(SchemeDictionaryDestination):
             self.job.folders.make(os.path.dirname(target))  # noqa: PTH120
             self.job.linker.place(member.path, target)
         return RecordEntry(path, Hash("sha256", member.sha256), member.size)
+
+
+class RecordingDestination(BoxDestination):
+    """:class:`BoxDestination` that also notes every file it places, so that the next install of
+    this wheel into the same layout can replay the links without running installer again."""
+
+    def __init__(self, job: Job, wheel: str) -> None:
+        super().__init__(job, wheel)
+        self.placed: list[Placed] = []
+
+    def write_to_fs(self, scheme: Scheme, path: str, stream: BinaryIO, is_executable: bool) -> RecordEntry:
+        entry = super().write_to_fs(scheme, path, stream, is_executable)
+        target = Path(inside_str(self.scheme_dict[scheme], path)).relative_to(self.job.env).as_posix()
+        linked = stream if isinstance(stream, LinkedMember) else None
+        self.placed.append(Placed(target, linked.path if linked else None, linked.identity if linked else None))
+        return entry
 
 
 def inside(root: str, path: str) -> Path:
@@ -416,11 +457,7 @@ def install_one(wheel: Installable, job: Job) -> None:
         if isinstance(wheel, Path):
             _install(wheel, job)
         else:
-            install(
-                source=wheel.as_source(),
-                destination=BoxDestination(job, wheel.name),
-                additional_metadata=INSTALLER_METADATA,
-            )
+            wheel.install_into(job)
         if job.on_bytes is not None:
             job.on_bytes(_size(wheel))
     except CancelledInstallError:

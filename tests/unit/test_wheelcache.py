@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -75,30 +76,50 @@ def tree(root: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
-def test_a_cached_install_is_the_tree_a_direct_install_writes_linked(tmp_path: Path) -> None:
+def layouts(cache: WheelCache, wheel: Path) -> list[Path]:
+    return sorted((cache.root / sha(wheel) / "layouts").glob("*/layout.json"))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_cached_install_and_its_replay_are_the_tree_a_direct_install_writes(tmp_path: Path, workers: int) -> None:
     paths = wheels(tmp_path / "wheels")
     install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
     cache = WheelCache(tmp_path / "cache")
-    install_wheels(filled(cache, paths), LINUX, tmp_path / "cached", placeholder=PLACEHOLDER, arch="x86_64")
-    assert tree(tmp_path / "cached") == tree(tmp_path / "direct")  # RECORDs, scripts, executable bits
-    data = tmp_path / "cached" / SITE / "pkg2/data.bin"
-    stored = cache.root / sha(paths[2]) / "files/pkg2/data.bin"
-    assert data.stat().st_ino == stored.stat().st_ino  # a hard link: nothing inflated or copied
-    assert os.access(tmp_path / "cached" / SITE / "pkg1/bin/helper", os.X_OK)
-    assert (tmp_path / "cached/bin/run1").read_bytes() == f"#!{PLACEHOLDER}/bin/python3.11\nprint(1)\n".encode()
+    unpacked = filled(cache, paths)
+    for attempt in ("installed", "replayed"):  # the first notes what installer placed, the second links that
+        env = tmp_path / attempt
+        install_wheels(unpacked, LINUX, env, placeholder=PLACEHOLDER, arch="x86_64", workers=workers)
+        assert tree(env) == tree(tmp_path / "direct")  # RECORDs, scripts, executable bits, the shared file
+        assert len(layouts(cache, paths[0])) == 1
+        data = env / SITE / "pkg2/data.bin"
+        stored = cache.root / sha(paths[2]) / "files/pkg2/data.bin"
+        assert data.stat().st_ino == stored.stat().st_ino  # a hard link: nothing inflated or copied
+        assert os.access(env / SITE / "pkg1/bin/helper", os.X_OK)
+        assert (env / "bin/run1").read_bytes() == f"#!{PLACEHOLDER}/bin/python3.11\nprint(1)\n".encode()
 
 
-def test_a_rebuild_loads_the_entry_without_the_wheel(tmp_path: Path) -> None:
-    paths = wheels(tmp_path / "wheels")
-    digests = [sha(p) for p in paths]
+def test_another_layout_is_installed_by_installer_not_replayed(tmp_path: Path) -> None:
+    paths = wheels(tmp_path / "wheels")[:1]
     cache = WheelCache(tmp_path / "cache")
-    filled(cache, paths)
-    for p in paths:
-        p.unlink()
-    again = [cache.load(d) for d in digests]
-    assert all(again)
-    install_wheels([a for a in again if a], LINUX, tmp_path / "env", placeholder=PLACEHOLDER, arch="x86_64")
-    assert (tmp_path / "env" / SITE / "pkg3/__init__.py").is_file()
+    unpacked = filled(cache, paths)
+    install_wheels(unpacked, LINUX, tmp_path / "a", placeholder=PLACEHOLDER, arch="x86_64")
+    install_wheels(unpacked, LINUX, tmp_path / "b", placeholder="/elsewhere/venv", arch="x86_64")
+    assert len(layouts(cache, paths[0])) == 2  # the interpreter is in the scripts: a layout of its own
+    assert (tmp_path / "b/bin/run0").read_bytes().startswith(b"#!/elsewhere/venv/bin/python3.11\n")
+
+
+def test_a_changed_generated_file_makes_the_layout_be_recorded_again(tmp_path: Path) -> None:
+    paths = wheels(tmp_path / "wheels")[:1]
+    cache = WheelCache(tmp_path / "cache")
+    unpacked = filled(cache, paths)
+    for env in ("recorded", "replayed"):
+        install_wheels(unpacked, LINUX, tmp_path / env, placeholder=PLACEHOLDER, arch="x86_64")
+    record = "pkg0-1.0.dist-info/RECORD"
+    good = (tmp_path / "recorded" / SITE / record).read_bytes()
+    (tmp_path / "replayed" / SITE / record).write_bytes(b"edited\n")  # through the hard link into the cache
+    install_wheels(unpacked, LINUX, tmp_path / "again", placeholder=PLACEHOLDER, arch="x86_64")
+    assert (tmp_path / "again" / SITE / record).read_bytes() == good
+    assert b"pkg0/__init__.py," in good
 
 
 @pytest.mark.parametrize("damage", ["edited in place", "deleted", "entry garbled"])
@@ -152,15 +173,17 @@ def test_a_second_fill_of_the_same_wheel_keeps_the_first_entry(tmp_path: Path) -
     assert sorted(p.name for p in cache.root.iterdir()) == [sha(wheel)]
 
 
-def test_a_cached_file_in_the_way_of_a_conda_file_is_a_clash(tmp_path: Path) -> None:
+@pytest.mark.parametrize("replayed", [False, True])
+def test_a_cached_file_in_the_way_of_a_conda_file_is_a_clash(tmp_path: Path, replayed: bool) -> None:
     wheel = make_wheel(tmp_path, "tiny", "1.0", {"tiny.py": b"from pypi\n"})
+    unpacked = filled(WheelCache(tmp_path / "cache"), [wheel])
+    if replayed:
+        install_wheels(unpacked, LINUX, tmp_path / "first", placeholder=PLACEHOLDER, arch="x86_64")
     env = tmp_path / "venv"
     (env / SITE).mkdir(parents=True)
     (env / SITE / "tiny.py").write_text("from conda\n")
     with pytest.raises(BuildError, match="clashes"):
-        install_wheels(
-            filled(WheelCache(tmp_path / "cache"), [wheel]), LINUX, env, placeholder=PLACEHOLDER, arch="x86_64"
-        )
+        install_wheels(unpacked, LINUX, env, placeholder=PLACEHOLDER, arch="x86_64")
     assert (env / SITE / "tiny.py").read_text() == "from conda\n"
 
 
@@ -177,3 +200,18 @@ def test_a_cache_on_another_file_system_is_copied_from(tmp_path: Path) -> None:
         install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
         assert tree(tmp_path / "env") == tree(tmp_path / "direct")
         assert (tmp_path / "env" / SITE / "pkg0/data.bin").stat().st_nlink == 1  # copies, not links
+
+
+@pytest.mark.parametrize("target", ["../outside.py", "/etc/passwd", "lib/../../x", "C:/x", "a\\..\\..\\x"])
+def test_a_planted_layout_cannot_link_outside_the_environment(tmp_path: Path, target: str) -> None:
+    paths = wheels(tmp_path / "wheels")[:1]
+    cache = WheelCache(tmp_path / "cache")
+    unpacked = filled(cache, paths)
+    install_wheels(unpacked, LINUX, tmp_path / "first", placeholder=PLACEHOLDER, arch="x86_64")
+    [layout] = layouts(cache, paths[0])
+    data = json.loads(layout.read_text())
+    data["files"][0][0] = target
+    layout.write_text(json.dumps(data))
+    with pytest.raises(BuildError, match="outside of the target directory"):
+        install_wheels(unpacked, LINUX, tmp_path / "second", placeholder=PLACEHOLDER, arch="x86_64")
+    assert not (tmp_path / "outside.py").exists()
