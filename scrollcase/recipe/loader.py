@@ -19,7 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from scrollcase.errors import Problem, RecipeError, UsageError, collect
 from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
-from scrollcase.recipe.model import CROSS_FIELD, Recipe, recipe_rules
+from scrollcase.recipe.model import RULES_CHECKED, Recipe
+from scrollcase.recipe.rules import recipe_rules
 
 RECIPE_FILE = "recipe.json"
 MANIFEST_FILE = "pixi.toml"
@@ -286,13 +287,16 @@ def recipe_problems(
     except RecipeError as error:
         return None, list(error.problems)
     dupes = has_duplicate_keys(text)
+    # The cross-field rules run once, here, over the raw JSON: all of them, even beside a field error.
+    violations = recipe_rules(raw)
     recipe: Recipe | None = None
     errors: list[Any] = []
     try:
-        recipe = Recipe.model_validate(raw)
+        recipe = Recipe.model_validate(raw, context=RULES_CHECKED)
     except ValidationError as exc:
-        errors = [e for e in exc.errors() if e["type"] != CROSS_FIELD]
-    violations = recipe_rules(raw) if recipe is None else []
+        errors = exc.errors()
+    if violations:
+        recipe = None
     folder_wrong = (
         folder_name is not None
         and isinstance(raw, dict)
