@@ -28,7 +28,7 @@ from scrollcase.recipe.fields import (
     schema_version,
 )
 from scrollcase.recipe.rules import RuleViolation, document_rules, recipe_rules, target_rules
-from scrollcase.recipe.targets import Accelerator, Arch, Platform, TargetSpec, target_id
+from scrollcase.recipe.targets import Accelerator, Arch, Platform, TargetSpec
 
 # The error kind of a broken cross-field rule raised by a model validator.
 CROSS_FIELD = "scrollcase_cross_field"
@@ -161,27 +161,23 @@ def recipe_json_schema() -> dict[str, Any]:
     return document_json_schema(Recipe, "recipe", "scrollcase recipe.json")
 
 
+# The documents, and the field types the other documents (box.json, release manifest, index) share with
+# them; recipe_rules for callers that check raw JSON.
 __all__ = [
     "RULES_CHECKED",
     "Asset",
     "Compatibility",
-    "DriverVersion",
     "Identifier",
-    "ImportName",
     "MajorMinor",
     "Parity",
     "Recipe",
     "RelPath",
-    "RuleViolation",
     "SelfTest",
     "SemVer",
     "Sha256",
     "Target",
     "Tolerances",
-    "Url",
     "document_json_schema",
     "recipe_json_schema",
     "recipe_rules",
-    "target_id",
-    "target_rules",
 ]

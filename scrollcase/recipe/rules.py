@@ -95,7 +95,7 @@ def target_rules(raw: Any, at: JsonPath = ("target",)) -> list[RuleViolation]:
     return [violation] if violation else []
 
 
-def valid_target(raw: Any) -> TargetSpec | None:
+def _valid_target(raw: Any) -> TargetSpec | None:
     """The target described by raw JSON when it is a supported one (the rules that depend on the
     target run only then), else None."""
     fields = _target_fields(raw)
@@ -232,7 +232,7 @@ def _prune_rules(prune: Any) -> list[RuleViolation]:
 def document_rules(raw: Mapping[str, Any]) -> list[RuleViolation]:
     """The rules that span the recipe's fields; those that depend on the target run only when the
     target is a supported one (:func:`target_rules` reports it otherwise)."""
-    target = valid_target(raw.get("target"))
+    target = _valid_target(raw.get("target"))
     out = _identity_rules(raw, target)
     out += _duplicates(raw.get("assets"), "name", ("assets",), "asset name")
     out += _duplicates(raw.get("assets"), "path", ("assets",), "asset path")
