@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from scrollcase.errors import Problem, RecipeError, UsageError, collect
 from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
 from scrollcase.recipe.model import RULES_CHECKED, Recipe
-from scrollcase.recipe.rules import recipe_rules
+from scrollcase.recipe.rules import RuleViolation, recipe_rules
 
 RECIPE_FILE = "recipe.json"
 MANIFEST_FILE = "pixi.toml"
@@ -246,6 +246,19 @@ def _parse_json(text: str, file: str) -> Any:
         ) from None
 
 
+def _violation_problem(violation: RuleViolation, file: str, positions: PositionMap) -> Problem:
+    line, column = positions.value_at(violation.path) or (None, None)
+    return Problem(
+        message=violation.message,
+        file=file,
+        line=line,
+        column=column,
+        key=render_path(violation.path),
+        value=None if violation.value is None else _render_value(violation.value),
+        fix=violation.fix,
+    )
+
+
 def _duplicate_problems(positions: PositionMap, file: str) -> list[Problem]:
     out = []
     for path, offset in positions.duplicates:
@@ -307,19 +320,7 @@ def recipe_problems(
         return recipe, []
     positions = position_map(text)
     problems = [_pydantic_problem(e, file, positions) for e in errors]
-    for v in violations:
-        line, column = positions.value_at(v.path) or (None, None)
-        problems.append(
-            Problem(
-                message=v.message,
-                file=file,
-                line=line,
-                column=column,
-                key=render_path(v.path),
-                value=None if v.value is None else _render_value(v.value),
-                fix=v.fix,
-            )
-        )
+    problems += [_violation_problem(v, file, positions) for v in violations]
     problems += _duplicate_problems(positions, file)
     if folder_wrong and folder_name is not None:
         problems.append(_folder_problem(raw["recipeId"], folder_name, file, positions))
