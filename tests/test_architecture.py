@@ -9,6 +9,7 @@ may only shrink, so one that is fixed must be deleted from its list (the test sa
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -130,6 +131,34 @@ def test_imports_stay_inside_the_walls() -> None:
     assert not new, f"imports the walls in docs/architecture.md do not allow (module, room): {sorted(new)}"
     fixed = KNOWN_WALL_VIOLATIONS - found
     assert not fixed, f"fixed, so delete from KNOWN_WALL_VIOLATIONS: {sorted(fixed)}"
+
+
+def _module_level(tree: ast.Module) -> ast.Module:
+    """The imports that run when the module loads: everything outside function and class bodies."""
+    found: list[ast.stmt] = []
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return ast.Module(body=found, type_ignores=[])
+
+
+def test_loading_a_room_never_loads_a_cycle() -> None:
+    graph: dict[str, set[str]] = {}
+    for module in _modules():
+        room = _room_of_path(_name(module))
+        imported = _imported_rooms(_module_level(ast.parse(module.read_text(encoding="utf-8"))))
+        graph.setdefault(room, set()).update(r for r in imported if r != room)
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        raise AssertionError(
+            f"rooms import each other at module level: {error.args[1]}; move one import into the function that needs it"
+        ) from None
 
 
 def test_every_module_is_described() -> None:
