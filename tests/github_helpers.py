@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.recipe.model import Recipe
-from scrollcase.recipe.targets import parse_target_id
+from tests.support.targets import target_fields, target_spec
 
 
 def recipe_data(box_id: str, target_id: str, version: str = "1.0.0") -> dict[str, Any]:
     """recipe.json content for ``box_id`` on ``target_id``, valid by construction."""
-    spec = parse_target_id(target_id)
-    target: dict[str, Any] = {"platform": spec.platform, "arch": spec.arch, "accelerator": spec.accelerator}
+    spec = target_spec(target_id)
+    target = target_fields(target_id)
     compatibility: dict[str, Any] = {"minHostAppVersion": "1.0.0", "minRamGb": 4}
     if spec.cuda_version:
-        target["cudaVersion"] = spec.cuda_version
         compatibility["minNvidiaDriverVersion"] = "550.54.14"
     data = {
         "schemaVersion": 1,

@@ -1,1 +1,5 @@
-"""The recipe room: the recipe.json model, its loader with line-precise errors, and the target registry."""
+"""The recipe room: recipe.json from bytes to a validated, frozen Recipe or located problems.
+
+``targets`` (the target registry) <- ``fields`` (field formats) <- ``rules`` (cross-field rules) <-
+``model`` (the documents) <- ``loader`` (files and located problems, with ``jsonpos``).
+"""

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from scrollcase.errors import Problem, RecipeError, UsageError, collect
 from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
-from scrollcase.recipe.model import CROSS_FIELD, Recipe, recipe_rules
+from scrollcase.recipe.model import RULES_CHECKED, Recipe
+from scrollcase.recipe.rules import RuleViolation, recipe_rules
 
 RECIPE_FILE = "recipe.json"
 MANIFEST_FILE = "pixi.toml"
@@ -245,6 +246,19 @@ def _parse_json(text: str, file: str) -> Any:
         ) from None
 
 
+def _violation_problem(violation: RuleViolation, file: str, positions: PositionMap) -> Problem:
+    line, column = positions.value_at(violation.path) or (None, None)
+    return Problem(
+        message=violation.message,
+        file=file,
+        line=line,
+        column=column,
+        key=render_path(violation.path),
+        value=None if violation.value is None else _render_value(violation.value),
+        fix=violation.fix,
+    )
+
+
 def _duplicate_problems(positions: PositionMap, file: str) -> list[Problem]:
     out = []
     for path, offset in positions.duplicates:
@@ -286,13 +300,16 @@ def recipe_problems(
     except RecipeError as error:
         return None, list(error.problems)
     dupes = has_duplicate_keys(text)
+    # The cross-field rules run once, here, over the raw JSON: all of them, even beside a field error.
+    violations = recipe_rules(raw)
     recipe: Recipe | None = None
     errors: list[Any] = []
     try:
-        recipe = Recipe.model_validate(raw)
+        recipe = Recipe.model_validate(raw, context=RULES_CHECKED)
     except ValidationError as exc:
-        errors = [e for e in exc.errors() if e["type"] != CROSS_FIELD]
-    violations = recipe_rules(raw) if recipe is None else []
+        errors = exc.errors()
+    if violations:
+        recipe = None
     folder_wrong = (
         folder_name is not None
         and isinstance(raw, dict)
@@ -303,19 +320,7 @@ def recipe_problems(
         return recipe, []
     positions = position_map(text)
     problems = [_pydantic_problem(e, file, positions) for e in errors]
-    for v in violations:
-        line, column = positions.value_at(v.path) or (None, None)
-        problems.append(
-            Problem(
-                message=v.message,
-                file=file,
-                line=line,
-                column=column,
-                key=render_path(v.path),
-                value=None if v.value is None else _render_value(v.value),
-                fix=v.fix,
-            )
-        )
+    problems += [_violation_problem(v, file, positions) for v in violations]
     problems += _duplicate_problems(positions, file)
     if folder_wrong and folder_name is not None:
         problems.append(_folder_problem(raw["recipeId"], folder_name, file, positions))

@@ -14,8 +14,8 @@ from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockcheck import LockCheckInput, accelerator_problems, select_platform
 from scrollcase.pixi.lockfile import load_lock
 from scrollcase.pixi.manifest import parse_manifest
-from scrollcase.recipe.targets import parse_target_id
 from tests.support.corpus import corpus_root, skip_without
+from tests.support.targets import target_spec
 
 ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it
 pytestmark = skip_without(ROOT)
@@ -42,7 +42,7 @@ VERDICTS = [
 )
 def test_pypi_torch_accelerator_verdicts(workspace: str, environment: str, target_id: str, keys: list[str]) -> None:
     lock = load_lock(ROOT / workspace / "pixi.lock")
-    target = parse_target_id(target_id)
+    target = target_spec(target_id)
     platform = select_platform(lock, environment, target)
     assert platform is not None
     packages = lock.environments[environment].packages[platform]

@@ -1,18 +1,20 @@
+"""The target registry (vocabulary, subdirs, supported combinations) and the rules a target obeys."""
+
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from scrollcase.recipe.targets import (
-    SUBDIRS,
-    TargetSpec,
-    all_targets,
-    host_platform,
-    make_target,
-    parse_target_id,
-    split_recipe_id,
-    target_id,
-    target_problem,
-)
+import pytest
+from pydantic import ValidationError
+
+from scrollcase.recipe.model import Target
+from scrollcase.recipe.rules import target_rules
+from scrollcase.recipe.targets import SUBDIRS, SUPPORTED, TargetSpec, host_platform, target_id
+
+
+def _fields(platform: str, arch: str, accelerator: str, cuda_version: str | None) -> dict[str, Any]:
+    fields = {"platform": platform, "arch": arch, "accelerator": accelerator}
+    return fields | ({"cudaVersion": cuda_version} if cuda_version is not None else {})
 
 
 @pytest.mark.parametrize(
@@ -31,10 +33,10 @@ from scrollcase.recipe.targets import (
     ],
 )
 def test_registry_ids_and_subdirs(spec: tuple[str, str, str, str | None], tid: str, subdir: str) -> None:
-    target = make_target(*spec)
+    target = Target.model_validate(_fields(*spec))
+    assert target.spec == TargetSpec(*spec)
     assert target.target_id == tid == target_id(*spec)
-    assert target.subdir == subdir
-    assert parse_target_id(tid) == target
+    assert target.spec.subdir == subdir
 
 
 def test_subdirs_match_the_spec() -> None:
@@ -47,58 +49,47 @@ def test_subdirs_match_the_spec() -> None:
     }
 
 
+def test_every_supported_combination_is_a_valid_target() -> None:
+    assert SUPPORTED.keys() == SUBDIRS.keys()
+    for (platform, arch), accelerators in SUPPORTED.items():
+        for accelerator in accelerators:
+            fields = _fields(platform, arch, accelerator, "12.4" if accelerator == "cuda" else None)
+            assert target_rules(fields) == [], fields
+            assert Target.model_validate(fields).spec.subdir == SUBDIRS[(platform, arch)]
+    assert all("cuda" not in accelerators for (platform, _), accelerators in SUPPORTED.items() if platform == "osx")
+
+
 @pytest.mark.parametrize(
-    ("spec", "needle"),
+    ("spec", "key", "needle"),
     [
-        (("osx", "arm64", "cuda", "12.4"), "use metal"),
-        (("osx", "x86_64", "cuda", "12.4"), "use metal"),
-        (("linux", "x86_64", "cuda", None), "cudaVersion is required"),
-        (("linux", "x86_64", "cuda", "12"), "major.minor"),
-        (("linux", "x86_64", "cpu", "12.4"), "only allowed for CUDA"),
-        (("linux", "x86_64", "metal", None), "not available on linux-x86_64"),
-        (("windows", "aarch64", "cpu", None), "not a supported platform/arch pair"),
-        (("osx", "x86_64", "metal", None), "not available"),
+        (("osx", "arm64", "cuda", "12.4"), "accelerator", "use metal"),
+        (("osx", "x86_64", "cuda", "12.4"), "accelerator", "use metal"),
+        (("linux", "x86_64", "cuda", None), "cudaVersion", "cudaVersion is required"),
+        (("linux", "x86_64", "cpu", "12.4"), "cudaVersion", "only allowed for CUDA"),
+        (("linux", "x86_64", "metal", None), "accelerator", "not available on linux-x86_64"),
+        (("windows", "aarch64", "cpu", None), "arch", "not a supported platform/arch pair"),
+        (("osx", "x86_64", "metal", None), "accelerator", "not available"),
     ],
 )
-def test_unsupported_targets_say_why(spec: tuple[str, str, str, str | None], needle: str) -> None:
-    assert needle in (target_problem(*spec) or "")
-    with pytest.raises(ValueError, match=needle):
-        make_target(*spec)
+def test_unsupported_targets_say_why(spec: tuple[str, str, str, str | None], key: str, needle: str) -> None:
+    [violation] = target_rules(_fields(*spec))
+    assert violation.path == ("target", key) and needle in violation.message and violation.fix
+    with pytest.raises(ValidationError, match=needle):
+        Target.model_validate(_fields(*spec))
 
 
-@pytest.mark.parametrize("text", ["linux-x86_64", "linux-x86_64-cuda", "osx-arm64-cuda12.4", "a-b-c-d", ""])
-def test_bad_target_ids(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_target_id(text)
+def test_cuda_version_format_is_the_field_rule() -> None:
+    assert target_rules(_fields("linux", "x86_64", "cuda", "12")) == []
+    with pytest.raises(ValidationError, match=r"must be MAJOR\.MINOR"):
+        Target.model_validate(_fields("linux", "x86_64", "cuda", "12"))
 
 
 def test_virtual_packages() -> None:
-    cuda = make_target("linux", "x86_64", "cuda", "12.4").virtual_packages()
+    cuda = TargetSpec("linux", "x86_64", "cuda", "12.4").virtual_packages()
     assert cuda["__cuda"] == "12.4" and "__glibc" in cuda and "__linux" in cuda
-    assert "__cuda" not in make_target("linux", "x86_64", "cpu").virtual_packages()
-    assert make_target("windows", "x86_64", "cpu").virtual_packages() == {"__win": "0"}
-    assert make_target("osx", "arm64", "metal").virtual_packages()["__osx"] == "11.0"
-
-
-def test_all_targets_expand_cuda_versions() -> None:
-    ids = {t.target_id for t in all_targets(("12.4", "12.8"))}
-    assert {
-        "linux-x86_64-cuda12.4",
-        "linux-x86_64-cuda12.8",
-        "windows-x86_64-cuda12.8",
-        "osx-arm64-metal",
-    } <= ids
-    assert not any(t.platform == "osx" and t.is_cuda for t in all_targets(("12.4",)))
-
-
-def test_split_recipe_id() -> None:
-    assert split_recipe_id("tiny-mlp-linux-x86_64-cuda12.4") == (
-        "tiny-mlp",
-        TargetSpec("linux", "x86_64", "cuda", "12.4"),
-    )
-    assert split_recipe_id("a.b-osx-arm64-metal") == ("a.b", TargetSpec("osx", "arm64", "metal"))
-    assert split_recipe_id("tiny-mlp") is None
-    assert split_recipe_id("tiny-osx-arm64-cuda12.4") is None
+    assert "__cuda" not in TargetSpec("linux", "x86_64", "cpu").virtual_packages()
+    assert TargetSpec("windows", "x86_64", "cpu").virtual_packages() == {"__win": "0"}
+    assert TargetSpec("osx", "arm64", "metal").virtual_packages()["__osx"] == "11.0"
 
 
 @pytest.mark.parametrize(
