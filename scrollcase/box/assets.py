@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Protocol
 from scrollcase.box.release import ReleaseAsset
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
+from scrollcase.io.files import finish_resumed, resume_path
 from scrollcase.recipe.model import Asset
 
 CHUNK = 1024 * 1024
@@ -69,7 +70,7 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
     if done.is_file() and done.stat().st_size == source.size:
         return done
     cache.mkdir(parents=True, exist_ok=True)
-    part = cache / f"{source.sha256}.part"
+    part = resume_path(done)
     offset = part.stat().st_size if part.is_file() else 0
     if offset > source.size:
         part.unlink()
@@ -79,8 +80,7 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
         with part.open("ab" if offset else "wb") as out:
             _transfer(fetcher, source, out, offset)
     _verify(part, source, progressed=part.stat().st_size > offset)
-    part.replace(done)
-    return done
+    return finish_resumed(part, done)
 
 
 def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int) -> None:

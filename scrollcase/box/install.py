@@ -18,6 +18,8 @@ from typing import Any
 
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
+from scrollcase.io.documents import canonical_json
+from scrollcase.io.files import write_atomic
 
 # Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
 HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")
@@ -150,9 +152,6 @@ def scrub_conda_meta(env: Path) -> int:
     count = 0
     for path in sorted(meta.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(scrub_record(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.chmod(0o644)
-        tmp.replace(path)
+        write_atomic(path, canonical_json(scrub_record(data)), mode=0o644)
         count += 1
     return count

@@ -86,8 +86,14 @@ def usable_cores() -> int:
 
 
 def run(
-    argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 300.0,
+    cwd: Path | None = None,
 ) -> RunResult:
+    """Run ``argv`` (``env``: the whole environment, None to inherit this one; ``timeout``: None waits
+    for ever) with stdout and stderr captured as UTF-8 text; never raises on failure or timeout."""
     start = time.monotonic()
     try:
         done = subprocess.run(
