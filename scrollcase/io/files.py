@@ -158,7 +158,8 @@ class ReadErrors:
     """How one caller reports a file it cannot read: its error class, and the message and fix for a
     missing file and for any other failure.  Messages are templates: ``{path}``, ``{strerror}`` (the
     OS's reason) and ``{exc}`` (the whole exception).  ``missing_problem`` puts the missing file's
-    fix into a located Problem with that message instead of onto the error."""
+    fix into a located Problem with that message instead of onto the error; ``not_utf8`` (for text)
+    reports undecodable bytes with that message and a Problem naming the first bad byte."""
 
     error: type[ScrollcaseError]
     missing: str = "{path} does not exist"
@@ -166,8 +167,13 @@ class ReadErrors:
     missing_problem: str | None = None
     unreadable: str = "cannot read {path}: {strerror}"
     fix: str | None = None
+    not_utf8: str | None = None
+    not_utf8_fix: str | None = None
 
     def build(self, exc: OSError | UnicodeDecodeError, shown: str) -> ScrollcaseError:
+        if isinstance(exc, UnicodeDecodeError) and self.not_utf8 is not None:
+            bad = Problem(message=f"byte {exc.start} is not valid UTF-8", file=shown, fix=self.not_utf8_fix)
+            return self.error(self.not_utf8.format(path=shown), problems=(bad,))
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         if isinstance(exc, FileNotFoundError):
             message = self.missing.format(path=shown, strerror=reason, exc=exc)
