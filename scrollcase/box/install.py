@@ -20,6 +20,7 @@ from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.documents import canonical_json
 from scrollcase.io.files import write_atomic
+from scrollcase.pixi.rattler_errors import rattler_errors
 
 # Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
 HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")
@@ -102,7 +103,7 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
     import rattler
 
     env.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with rattler_errors(lambda exc: _install_error(exc, env, cache_dir)):
         asyncio.run(
             rattler.install(
                 list(records),
@@ -114,17 +115,19 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
                 alternative_target_prefix=placeholder,
             )
         )
-    except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
-        raise BuildError(
-            f"installing the environment into {env} failed",
-            problems=[
-                Problem(
-                    message=f"{type(exc).__name__}: {exc}",
-                    fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
-                )
-            ],
-        ) from None
     (env / "CACHEDIR.TAG").unlink(missing_ok=True)
+
+
+def _install_error(exc: Exception, env: Path, cache_dir: Path) -> BuildError:
+    return BuildError(
+        f"installing the environment into {env} failed",
+        problems=[
+            Problem(
+                message=f"{type(exc).__name__}: {exc}",
+                fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
+            )
+        ],
+    )
 
 
 def scrub_record(data: dict[str, Any]) -> dict[str, Any]:
