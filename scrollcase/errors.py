@@ -191,12 +191,19 @@ EXIT_CODES: dict[str, int] = {
 
 
 def describe_path(path: Path | str | None) -> str | None:
-    """Render a path for messages: relative to the working directory when it is inside it."""
+    """Render a path for messages, the one renderer: a relative path as given (what the user typed;
+    nothing is resolved, so it is cheap enough to call for every file); an absolute one relative to the
+    working directory when it is inside it (also through a symlink, such as macOS's /tmp), else as given."""
     if path is None:
         return None
     p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    cwd = Path.cwd()
+    if p.is_relative_to(cwd):
+        return str(p.relative_to(cwd))
     try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
+        return str(p.resolve().relative_to(cwd.resolve()))
     except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return str(p)
 

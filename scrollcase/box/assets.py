@@ -15,12 +15,16 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from scrollcase.box.release import ReleaseAsset
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
+from scrollcase.io.files import finish_resumed, resume_path
 from scrollcase.recipe.model import Asset
+
+if TYPE_CHECKING:  # boto3-stubs: types only
+    from mypy_boto3_s3 import S3Client
 
 CHUNK = 1024 * 1024
 
@@ -69,7 +73,7 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
     if done.is_file() and done.stat().st_size == source.size:
         return done
     cache.mkdir(parents=True, exist_ok=True)
-    part = cache / f"{source.sha256}.part"
+    part = resume_path(done)
     offset = part.stat().st_size if part.is_file() else 0
     if offset > source.size:
         part.unlink()
@@ -79,8 +83,7 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
         with part.open("ab" if offset else "wb") as out:
             _transfer(fetcher, source, out, offset)
     _verify(part, source, progressed=part.stat().st_size > offset)
-    part.replace(done)
-    return done
+    return finish_resumed(part, done)
 
 
 def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int) -> None:
@@ -193,15 +196,17 @@ def http_fetcher(timeout: float = 60.0, opener: Callable[..., Any] = urllib.requ
     return fetch
 
 
-def s3_fetcher(client: Any) -> Fetcher:
+def s3_fetcher(client: S3Client) -> Fetcher:
     """``s3://bucket/key`` through an injected boto3 S3 client."""
 
     def fetch(url: str, out: BinaryIO, offset: int) -> None:
         parts = urllib.parse.urlsplit(url)
         key = urllib.parse.unquote(parts.path.lstrip("/"))
-        kwargs = {"Range": f"bytes={offset}-"} if offset else {}
         try:
-            body = client.get_object(Bucket=parts.netloc, Key=key, **kwargs)["Body"]
+            if offset:
+                body = client.get_object(Bucket=parts.netloc, Key=key, Range=f"bytes={offset}-")["Body"]
+            else:
+                body = client.get_object(Bucket=parts.netloc, Key=key)["Body"]
         except Exception as exc:  # botocore's ClientError and friends
             raise OSError(f"S3 get_object failed: {exc}") from None
         shutil.copyfileobj(body, out, CHUNK)
@@ -209,7 +214,7 @@ def s3_fetcher(client: Any) -> Fetcher:
     return fetch
 
 
-def default_fetchers(s3_client: Any | None = None) -> dict[str, Fetcher]:
+def default_fetchers(s3_client: S3Client | None = None) -> dict[str, Fetcher]:
     fetchers: dict[str, Fetcher] = {"file": fetch_file, "http": http_fetcher(), "https": http_fetcher()}
     if s3_client is not None:
         fetchers["s3"] = s3_fetcher(client=s3_client)

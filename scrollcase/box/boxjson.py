@@ -6,14 +6,14 @@ the self-test to re-run, and which files embed the install prefix (``relocation`
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.relocate import RelocationInfo
-from scrollcase.errors import IntegrityError, Problem
+from scrollcase.errors import IntegrityError
+from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, RelPath, SelfTest, SemVer, Sha256, Target
 
 BOX_SCHEMA_VERSION = 1
@@ -54,21 +54,16 @@ class BoxJson(_Model):
 
 def dump_box_json(box: BoxJson) -> bytes:
     """Canonical bytes (sorted keys, two-space indent, trailing newline): part of a reproducible archive."""
-    data = box.model_dump(mode="json", exclude_none=True)
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return canonical_json(box.model_dump(mode="json", exclude_none=True))
 
 
 def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
-    try:
-        raw = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IntegrityError(f"{file} is not valid JSON: {exc}", fix="rebuild the box") from None
-    try:
-        return BoxJson.model_validate(raw)
-    except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
-        raise IntegrityError(
-            f"{file} does not describe a box this scrollcase understands",
-            problems=problems,
-            fix="rebuild the box with this scrollcase version",
-        ) from None
+    return parse_json_model(
+        data,
+        BoxJson,
+        file=file,
+        error=IntegrityError,
+        invalid="{file} does not describe a box this scrollcase understands",
+        json_fix="rebuild the box",
+        fix="rebuild the box with this scrollcase version",
+    )

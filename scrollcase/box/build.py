@@ -39,7 +39,7 @@ from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
 from scrollcase.github.junit import write_junit
-from scrollcase.io.files import user_cache_dir
+from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.recipe.loader import RecipeDir
 from scrollcase.recipe.model import Recipe
@@ -243,7 +243,7 @@ def execute_build(
             asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
     with stages.stage("box.json", "describe the box and the files that embed its prefix"):
         box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu)
-        _write_atomic(plan.box_root / "box.json", dump_box_json(box))
+        write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
         packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing)
@@ -447,20 +447,8 @@ def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes) -> None:
     """Archive first, release manifest last: a manifest in the output folder means a complete box."""
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     plan.release_path.unlink(missing_ok=True)  # an old manifest must never describe a new archive
-    part = plan.out_dir / f".{plan.archive_path.name}.part"
-    try:
-        archive.replace(part)
-    except OSError:  # another filesystem: copy beside the target, then rename
-        shutil.copyfile(archive, part)
-    part.replace(plan.archive_path)
-    _write_atomic(plan.release_path, release)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    move_into_place(archive, plan.archive_path)
+    write_atomic(plan.release_path, release)
 
 
 def _fresh_dir(path: Path) -> None:

@@ -18,6 +18,9 @@ from typing import Any
 
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
+from scrollcase.io.documents import canonical_json
+from scrollcase.io.files import write_atomic
+from scrollcase.pixi.rattler_errors import rattler_errors
 
 # Keys of conda-meta/<pkg>.json that name paths on the build machine (or when it indexed).
 HOST_KEYS = ("extracted_package_dir", "package_tarball_full_path", "indexed_timestamp")
@@ -100,7 +103,7 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
     import rattler
 
     env.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with rattler_errors(lambda exc: _install_error(exc, env, cache_dir)):
         asyncio.run(
             rattler.install(
                 list(records),
@@ -112,17 +115,19 @@ def install_records(records: Sequence[Any], env: Path, *, subdir: str, cache_dir
                 alternative_target_prefix=placeholder,
             )
         )
-    except Exception as exc:  # rattler raises its own exception classes for I/O and link failures
-        raise BuildError(
-            f"installing the environment into {env} failed",
-            problems=[
-                Problem(
-                    message=f"{type(exc).__name__}: {exc}",
-                    fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
-                )
-            ],
-        ) from None
     (env / "CACHEDIR.TAG").unlink(missing_ok=True)
+
+
+def _install_error(exc: Exception, env: Path, cache_dir: Path) -> BuildError:
+    return BuildError(
+        f"installing the environment into {env} failed",
+        problems=[
+            Problem(
+                message=f"{type(exc).__name__}: {exc}",
+                fix=f"check free disk space and the package cache {cache_dir}; delete it to start clean",
+            )
+        ],
+    )
 
 
 def scrub_record(data: dict[str, Any]) -> dict[str, Any]:
@@ -150,9 +155,6 @@ def scrub_conda_meta(env: Path) -> int:
     count = 0
     for path in sorted(meta.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(scrub_record(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.chmod(0o644)
-        tmp.replace(path)
+        write_atomic(path, canonical_json(scrub_record(data)), mode=0o644)
         count += 1
     return count

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
-from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
+from scrollcase.errors import IntegrityError, UsageError, describe_path
+from scrollcase.io.documents import canonical_json, parse_json_model
+from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.model import (
     Compatibility,
     Identifier,
@@ -162,42 +163,34 @@ _RUN_TIMINGS: Any = {
 
 def dump_release(manifest: ReleaseManifest) -> bytes:
     """Canonical bytes: sorted keys, two-space indent, trailing newline, no run timings."""
-    data = manifest.model_dump(mode="json", exclude_none=True, exclude=_RUN_TIMINGS)
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return canonical_json(manifest.model_dump(mode="json", exclude_none=True, exclude=_RUN_TIMINGS))
 
 
 def parse_release(data: bytes | str, file: str = "release.json") -> ReleaseManifest:
-    try:
-        raw = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IntegrityError(
-            f"{file} is not valid JSON: {exc}", fix="rebuild the box or re-download the release manifest"
-        ) from None
-    try:
-        return ReleaseManifest.model_validate(raw)
-    except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
-        raise IntegrityError(
-            f"{file} is not a valid release manifest",
-            problems=problems,
-            fix="rebuild the box with this scrollcase version",
-        ) from None
+    return parse_json_model(
+        data,
+        ReleaseManifest,
+        file=file,
+        error=IntegrityError,
+        invalid="{file} is not a valid release manifest",
+        json_fix="rebuild the box or re-download the release manifest",
+        fix="rebuild the box with this scrollcase version",
+    )
+
+
+# A path the user gave: missing is a usage error.
+_READ_RELEASE = ReadErrors(
+    UsageError,
+    missing="cannot read release manifest {path}: no such file",
+    missing_fix="pass the *.release.json that `scrollcase build` wrote (in .scrollcase/dist/)",
+    unreadable="cannot read release manifest {path}: {strerror}",
+    fix="check the path and its permissions",
+)
 
 
 def load_release(path: Path) -> ReleaseManifest:
-    """Read and validate the release manifest at ``path`` (a path the user gave: missing is a usage error)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(
-            f"cannot read release manifest {path}: no such file",
-            fix="pass the *.release.json that `scrollcase build` wrote (in .scrollcase/dist/)",
-        ) from None
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read release manifest {path}: {exc.strerror}", fix="check the path and its permissions"
-        ) from None
-    return parse_release(data, file=describe_path(path) or str(path))
+    """Read and validate the release manifest at ``path``."""
+    return parse_release(read_bytes(path, _READ_RELEASE), file=describe_path(path) or str(path))
 
 
 def release_json_schema() -> dict[str, Any]:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scrollcase.box import paths
 from scrollcase.errors import BuildError, IntegrityError
+from scrollcase.io.files import write_atomic
 
 BOX_PREFIX_PLACEHOLDER = "/opt/scrollcase/" + "_placehold" * 18  # 196 characters
 MAX_SHEBANG = 127  # Linux's BINPRM_BUF_SIZE - 1 before 5.1; still what portable scripts must assume
@@ -222,10 +223,7 @@ def _inside(root: Path, rel: str) -> Path:
 
 
 def _rewrite(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.reloc")
-    tmp.write_bytes(data)
-    os.chmod(tmp, path.stat().st_mode & 0o7777)  # noqa: PTH101 - keep the exact mode bits
-    tmp.replace(path)
+    write_atomic(path, data, mode=path.stat().st_mode & 0o7777)  # keep the exact mode bits
 
 
 def read_relocation(box_json: bytes, file: str = "box.json") -> RelocationInfo | None:

@@ -27,7 +27,6 @@ import queue
 import re
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from scrollcase.errors import (
     UsageError,
     describe_path,
 )
-from scrollcase.io.files import pid_alive
+from scrollcase.io import files
 
 READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
@@ -384,28 +383,22 @@ def unpack_archive(
     return UnpackResult(final, *result, relocated)
 
 
-# The temp folder beside DEST: ".<DEST name, cut to fit>.<pid>-<random>.unpacking".  The pid says which
-# process made it, so the next unpack into the same DEST removes the folders of processes that are gone
-# (killed with SIGKILL, or a machine that lost power) and leaves those of a live concurrent unpack alone.
+# The temp folder beside DEST: ".<DEST name, cut to fit>.<pid>-<random>.unpacking" (io.files' temp
+# names).  The pid says which process made it, so the next unpack into the same DEST removes the folders
+# of processes that are gone (killed with SIGKILL, or a machine that lost power) and leaves those of a
+# live concurrent unpack alone.
 TEMP_SUFFIX = ".unpacking"
-_TEMP_NAME_KEEP = 100  # bytes of DEST's name kept in the temp name: it must stay under NAME_MAX (255)
 NAME_MAX = 255
-
-
-def _temp_stem(final: Path) -> str:
-    return os.fsencode(final.name)[:_TEMP_NAME_KEEP].decode("utf-8", "ignore")
 
 
 def temp_pattern(final: Path) -> re.Pattern[str]:
     """The names of the temp folders an unpack into ``final`` makes (group 1: the pid that made it)."""
-    return re.compile(rf"^\.{re.escape(_temp_stem(final))}\.(\d+)-[A-Za-z0-9_]+{re.escape(TEMP_SUFFIX)}$")
+    return files.temp_pattern(final, TEMP_SUFFIX)
 
 
 def _make_temp(final: Path) -> Path:
     try:
-        return Path(
-            tempfile.mkdtemp(prefix=f".{_temp_stem(final)}.{os.getpid()}-", suffix=TEMP_SUFFIX, dir=final.parent)
-        )
+        return files.make_temp_dir(final, TEMP_SUFFIX)
     except OSError as exc:
         raise BuildError(
             f"cannot create a temp folder in {describe_path(final.parent)}: {exc.strerror}",
@@ -415,18 +408,7 @@ def _make_temp(final: Path) -> Path:
 
 def remove_stale_temps(final: Path) -> list[Path]:
     """Delete the temp folders left beside ``final`` by unpacks whose process no longer runs."""
-    pattern = temp_pattern(final)
-    removed: list[Path] = []
-    try:
-        siblings = list(os.scandir(final.parent))
-    except OSError:
-        return removed
-    for entry in siblings:
-        match = pattern.match(entry.name)
-        if match and entry.is_dir(follow_symlinks=False) and not pid_alive(int(match.group(1))):
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(Path(entry.path))
-    return removed
+    return files.remove_stale_temps(final, TEMP_SUFFIX)
 
 
 def _check_size(archive: Path, label: str, expected: int) -> None:

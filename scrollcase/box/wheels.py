@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
+from scrollcase.io.files import replacing
 from scrollcase.io.proc import usable_cores
 
 if TYPE_CHECKING:  # assets pulls in the release models: 0.1 s of every install's start
@@ -164,13 +165,17 @@ def fetch_wheel(
                 )
             ],
         )
-    done.parent.mkdir(parents=True, exist_ok=True)
-    part = done.with_name(done.name + ".part")
+    with replacing(done) as part:
+        _download(fetcher, source, part, on_bytes)
+        _verify(part, source)  # wrong bytes are never kept in the cache
+    return done
+
+
+def _download(fetcher: Fetcher, source: WheelSource, part: Path, on_bytes: Callable[[int], None] | None) -> None:
     try:
-        with part.open("wb") as out:
+        with part.open("xb") as out:
             fetcher(source.url, cast("BinaryIO", _Counted(out, on_bytes)) if on_bytes else out, 0)
     except (OSError, http.client.HTTPException) as exc:
-        part.unlink(missing_ok=True)
         raise BuildError(
             f"downloading wheel {source.filename} failed",
             problems=[
@@ -182,13 +187,6 @@ def fetch_wheel(
                 )
             ],
         ) from None
-    try:
-        _verify(part, source)
-    except IntegrityError:
-        part.unlink()  # wrong bytes are never kept in the cache
-        raise
-    part.replace(done)
-    return done
 
 
 class _Counted:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_file_path, require_folder_path
+
+if TYPE_CHECKING:  # boto3-stubs: types only
+    from mypy_boto3_s3 import S3Client
 
 NAME = "build"
 
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _s3_client(plan: Any) -> Any | None:
+def _s3_client(plan: Any) -> S3Client | None:
     """A boto3 S3 client only when a bundled asset lives in S3 (credentials from the usual places)."""
     if not plan.bundled or not any(a.url.startswith("s3://") for a in plan.assets):
         return None

@@ -20,6 +20,7 @@ from scrollcase.github.matrix import (
     parse_runner_map,
     plan_matrix,
 )
+from scrollcase.io.files import ReadErrors, read_text
 from scrollcase.recipe.loader import discover_recipes, load_recipe
 
 NAME = "matrix"
@@ -71,16 +72,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.set_defaults(handler=run)
 
 
+_READ_RUNNER_MAP = ReadErrors(
+    UsageError,
+    missing="cannot read runner map {path}: {strerror}",
+    missing_fix="pass an existing YAML/JSON file to --runner-map",
+    unreadable="cannot read runner map {path}: {strerror}",
+    fix="pass an existing YAML/JSON file to --runner-map",
+)
+
+
 def _read_runner_map(path: Path | None) -> RunnerMap | None:
     if path is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read runner map {path}: {exc.strerror}", fix="pass an existing YAML/JSON file to --runner-map"
-        ) from None
-    return parse_runner_map(text, file=str(path))
+    return parse_runner_map(read_text(path, _READ_RUNNER_MAP), file=str(path))
 
 
 def _load_entries(recipes_root: Path, base: Path | None) -> list[RecipeEntry]:

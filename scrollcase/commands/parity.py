@@ -20,6 +20,7 @@ from scrollcase.box.release import ParityReport
 from scrollcase.console import Console
 from scrollcase.errors import ParityError, Problem, UsageError, describe_path
 from scrollcase.github.junit import write_junit
+from scrollcase.io.documents import validation_problems
 from scrollcase.io.pathcheck import require_file_path
 from scrollcase.parity import locate
 from scrollcase.parity.compare import compare_sets
@@ -138,7 +139,7 @@ def _tolerances(args: argparse.Namespace) -> Tolerances:
     try:
         return Tolerances(absolute=args.absolute, relative=args.relative, minimumCosine=args.minimum_cosine)
     except ValidationError as exc:
-        problems = [Problem(message=e["msg"], key=str(e["loc"][0]), value=repr(e.get("input"))) for e in exc.errors()]
+        problems = validation_problems(exc, values=True)
         raise UsageError(
             "invalid tolerances", problems=problems, fix="absolute and relative > 0, 0 < minimum-cosine <= 1"
         ) from None

@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrollcase.box.release import load_release
 from scrollcase.console import Console
@@ -15,6 +15,9 @@ from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
 from scrollcase.store.s3 import S3Store, check_endpoint_url, client_config, parse_s3_url
+
+if TYPE_CHECKING:  # boto3-stubs: types only
+    from mypy_boto3_s3 import S3Client
 
 NAME = "publish"
 DEFAULT_STORE = ".scrollcase/store"
@@ -60,7 +63,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=run)
 
 
-def make_s3_client(endpoint_url: str | None) -> Any:
+def make_s3_client(endpoint_url: str | None) -> S3Client:
     """A boto3 S3 client from the standard credential chain; created only when a command needs it."""
     import boto3
 

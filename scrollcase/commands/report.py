@@ -14,9 +14,14 @@ from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
 from scrollcase.github.junit import JUnitResult, located, read_junit, repo_relative, result_problem
+from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "report"
+_RELEASE_FIX = "pass the *.release.json written by `scrollcase build`"
+_READ_RELEASE = ReadErrors(
+    UsageError, missing="cannot read {path}: {strerror}", missing_fix=_RELEASE_FIX, fix=_RELEASE_FIX
+)
 STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}
 
 
@@ -290,13 +295,7 @@ def _release_path(args: argparse.Namespace) -> Path:
 def run_release(args: argparse.Namespace, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
     path = _release_path(args)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {path}: {exc.strerror}", fix="pass the *.release.json written by `scrollcase build`"
-        ) from None
-    manifest = parse_release(data, file=str(path))
+    manifest = parse_release(read_bytes(path, _READ_RELEASE), file=str(path))
     outputs = release_outputs(manifest, path.resolve())
     table = report.SummaryTable(
         title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",

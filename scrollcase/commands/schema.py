@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from scrollcase.box.release import release_json_schema
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
+from scrollcase.io.documents import canonical_json
+from scrollcase.io.files import write_atomic
 from scrollcase.recipe.model import recipe_json_schema
 from scrollcase.store.index import index_json_schema
 
@@ -37,20 +37,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def render_schema(which: str) -> str:
-    return json.dumps(SCHEMAS[which](), indent=2, sort_keys=True) + "\n"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename, so ``path`` is never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return canonical_json(SCHEMAS[which]()).decode("utf-8")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -59,7 +46,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.result(json.loads(text), text)
         return 0
     try:
-        write_atomically(args.out, text)
+        write_atomic(args.out, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror}", fix="choose a writable --out path") from None
     console.progress(f"wrote {args.which} schema to {args.out}")

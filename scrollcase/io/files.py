@@ -1,31 +1,206 @@
-"""File I/O helpers: atomic writes (a unique temp file beside the target, then rename) and the user cache.
+"""File I/O helpers, the one home for them: atomic writes through temp files beside their target,
+reading a file or raising the caller's error, and the user cache.
 
 A reader never sees a half-written file: the bytes go to a temp file in the same folder (same
-filesystem, so the rename is atomic), which is removed again if anything fails.
+filesystem, so the rename is atomic), which is removed again if anything fails.  Temp names say which
+process made them (``.<name>.<pid>-<random><suffix>``), so the leftovers of a killed process can be
+recognised and removed (:func:`remove_stale_temps`) while those of a live one are left alone.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
+import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+from scrollcase.errors import Problem, ScrollcaseError
 
 CACHE_ENV = "SCROLLCASE_CACHE_DIR"
+TEMP_SUFFIX = ".part"
+_NAME_KEEP = 100  # bytes of the target's name kept in a temp name: it must stay under NAME_MAX (255)
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temp file and a rename; the folder is created if needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:80]}.", suffix=".part", dir=path.parent)
+# --- temp names beside a target ---------------------------------------------------------------------
+
+
+def _stem(target: Path) -> str:
+    return os.fsencode(target.name)[:_NAME_KEEP].decode("utf-8", "ignore")
+
+
+def temp_path(target: Path, suffix: str = TEMP_SUFFIX) -> Path:
+    """A fresh temp name beside ``target`` (not created): ``.<name>.<pid>-<random><suffix>``."""
+    return target.with_name(f".{_stem(target)}.{os.getpid()}-{secrets.token_hex(8)}{suffix}")
+
+
+def make_temp_dir(target: Path, suffix: str = TEMP_SUFFIX) -> Path:
+    """A new empty folder beside ``target``, named like :func:`temp_path`."""
+    return Path(tempfile.mkdtemp(prefix=f".{_stem(target)}.{os.getpid()}-", suffix=suffix, dir=target.parent))
+
+
+def temp_pattern(target: Path, suffix: str = TEMP_SUFFIX) -> re.Pattern[str]:
+    """The names of the temps made for ``target`` with ``suffix`` (group 1: the pid that made them)."""
+    return re.compile(rf"^\.{re.escape(_stem(target))}\.(\d+)-[A-Za-z0-9_]+{re.escape(suffix)}$")
+
+
+def remove_stale_temps(target: Path, suffix: str = TEMP_SUFFIX) -> list[Path]:
+    """Delete the temps (files or folders) beside ``target`` whose process no longer runs."""
+    pattern = temp_pattern(target, suffix)
+    removed: list[Path] = []
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        Path(tmp).replace(path)
+        siblings = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in siblings:
+        match = pattern.match(entry.name)
+        if not match or pid_alive(int(match.group(1))):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with suppress(OSError):
+                os.unlink(entry.path)  # noqa: PTH108
+        removed.append(Path(entry.path))
+    return removed
+
+
+# --- atomic writes ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def replacing(target: Path, *, mode: int | None = None) -> Iterator[Path]:
+    """A temp path beside ``target`` for the caller to create; when the block ends without an error it
+    becomes ``target`` in one rename (with permission bits ``mode`` when given), otherwise it is removed.
+
+    The caller may check the temp file (a digest, a size) inside the block: raising there keeps the
+    old ``target`` and leaves nothing behind.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_path(target)
+    try:
+        yield temp
+        if mode is not None:
+            os.chmod(temp, mode)  # noqa: PTH101 - exact mode bits, not masked by the umask
+        temp.replace(target)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_output(target: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file to stream into; it becomes ``target`` when the block ends without an error."""
+    with replacing(target, mode=mode) as temp, temp.open("xb") as out:
+        yield out
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` through a temp file and a rename; the folder is created if needed."""
+    with atomic_output(path, mode=mode) as out:
+        out.write(data)
     return path
+
+
+def move_into_place(source: Path, target: Path) -> Path:
+    """Move the finished file ``source`` to ``target`` in one rename; from another filesystem it is
+    copied beside ``target`` first (and ``source`` is left where it is)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        source.replace(target)
+    except OSError:  # another filesystem (EXDEV): copy beside the target, then rename
+        with replacing(target) as temp:
+            shutil.copyfile(source, temp)
+    return target
+
+
+@contextmanager
+def replacing_dir(target: Path) -> Iterator[Path]:
+    """A new empty folder beside ``target`` to fill; when the block ends without an error it replaces
+    ``target`` (an existing folder there is removed first), otherwise it is removed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = make_temp_dir(target)
+    try:
+        yield temp
+        if target.exists():
+            shutil.rmtree(target)
+        temp.replace(target)
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+# --- resumable downloads -------------------------------------------------------------------------------
+
+
+def resume_path(target: Path) -> Path:
+    """The fixed-name partial file a resumable download of ``target`` appends to.  Unlike a temp it
+    is kept when the transfer breaks, so the next run can continue from its size."""
+    return target.with_name(target.name + TEMP_SUFFIX)
+
+
+def finish_resumed(part: Path, target: Path) -> Path:
+    """The complete (and checked) partial file becomes ``target`` in one rename."""
+    part.replace(target)
+    return target
+
+
+# --- reading a file or raising the caller's error ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadErrors:
+    """How one caller reports a file it cannot read: its error class, and the message and fix for a
+    missing file and for any other failure.  Messages are templates: ``{path}``, ``{strerror}`` (the
+    OS's reason) and ``{exc}`` (the whole exception).  ``missing_problem`` puts the missing file's
+    fix into a located Problem with that message instead of onto the error; ``not_utf8`` (for text)
+    reports undecodable bytes with that message and a Problem naming the first bad byte."""
+
+    error: type[ScrollcaseError]
+    missing: str = "{path} does not exist"
+    missing_fix: str | None = None
+    missing_problem: str | None = None
+    unreadable: str = "cannot read {path}: {strerror}"
+    fix: str | None = None
+    not_utf8: str | None = None
+    not_utf8_fix: str | None = None
+
+    def build(self, exc: OSError | UnicodeDecodeError, shown: str) -> ScrollcaseError:
+        if isinstance(exc, UnicodeDecodeError) and self.not_utf8 is not None:
+            bad = Problem(message=f"byte {exc.start} is not valid UTF-8", file=shown, fix=self.not_utf8_fix)
+            return self.error(self.not_utf8.format(path=shown), problems=(bad,))
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if isinstance(exc, FileNotFoundError):
+            message = self.missing.format(path=shown, strerror=reason, exc=exc)
+            if self.missing_problem is not None:
+                problem = Problem(message=self.missing_problem, file=shown, fix=self.missing_fix)
+                return self.error(message, problems=(problem,))
+            return self.error(message, fix=self.missing_fix)
+        return self.error(self.unreadable.format(path=shown, strerror=reason, exc=exc), fix=self.fix)
+
+
+def read_bytes(path: Path, errors: ReadErrors, shown: str | None = None) -> bytes:
+    """The bytes of ``path``, or the caller's error (``shown``: the path as messages name it)."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise errors.build(exc, str(path) if shown is None else shown) from None
+
+
+def read_text(path: Path, errors: ReadErrors, shown: str | None = None) -> str:
+    """The UTF-8 text of ``path``, or the caller's error (a file that is not UTF-8 is unreadable)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.build(exc, str(path) if shown is None else shown) from None
+
+
+# --- the user cache and process probes ---------------------------------------------------------------
 
 
 def user_cache_dir(env: Mapping[str, str] | None = None, platform: str | None = None) -> Path:

@@ -1,8 +1,10 @@
-"""Running a box's own interpreter, isolated from the host Python.  The one subprocess module.
+"""The one subprocess module: every child process scrollcase starts (git, pixi, patchelf, the demo's
+channel indexer, a box's own interpreter) goes through :func:`run`, which never raises.
 
-Isolation: ``-I`` (ignore PYTHON* variables, no user site, no script dir on sys.path) *and* an
-environment with every PYTHON* variable removed, so neither the host's site-packages nor its
-PYTHONPATH can make a missing import look present.
+A box's interpreter runs isolated from the host Python (:func:`run_python`).  Isolation: ``-I``
+(ignore PYTHON* variables, no user site, no script dir on sys.path) *and* an environment with every
+PYTHON* variable removed, so neither the host's site-packages nor its PYTHONPATH can make a missing
+import look present.
 """
 
 from __future__ import annotations
@@ -86,8 +88,14 @@ def usable_cores() -> int:
 
 
 def run(
-    argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 300.0,
+    cwd: Path | None = None,
 ) -> RunResult:
+    """Run ``argv`` (``env``: the whole environment, None to inherit this one; ``timeout``: None waits
+    for ever) with stdout and stderr captured as UTF-8 text; never raises on failure or timeout."""
     start = time.monotonic()
     try:
         done = subprocess.run(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.release import ReleaseManifest, dump_release, load_release
 from scrollcase.errors import BuildError, RecipeError, UsageError
+from scrollcase.io.files import write_atomic
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from scrollcase.recipe.model import Parity, Recipe
 
@@ -106,10 +106,7 @@ def unpack_release(release: ReleaseFile, dest: Path) -> Path:
 
 def write_release(release: ReleaseFile, manifest: ReleaseManifest) -> None:
     """Rewrite the manifest atomically (temp file beside it, then rename)."""
-    tmp = release.path.with_name(f".{release.path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(dump_release(manifest))
-        tmp.replace(release.path)
+        write_atomic(release.path, dump_release(manifest))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise BuildError(f"cannot rewrite {release.path}: {exc.strerror}") from None

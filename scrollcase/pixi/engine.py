@@ -21,6 +21,7 @@ from scrollcase.io.files import user_cache_dir, write_atomic
 from scrollcase.pixi import pypi_lockfile
 from scrollcase.pixi.manifest import PixiManifest, load_manifest
 from scrollcase.pixi.pypi_lockfile import PypiLock
+from scrollcase.pixi.rattler_errors import rattler_errors
 from scrollcase.recipe.loader import RecipeDir
 from scrollcase.recipe.targets import TargetSpec
 
@@ -134,24 +135,24 @@ def solve(plan: SolvePlan) -> list[Any]:
             channel_relations="disabled",
         )
 
-    try:
+    with rattler_errors(lambda exc: _solve_error(exc, plan)):
         return asyncio.run(run())
-    except Exception as exc:
-        if not _is_rattler_error(exc):
-            raise
-        raise SolveError(
-            f"cannot solve {plan.recipe_id} for {plan.target_id}",
-            problems=[
-                Problem(
-                    message=_first_lines(str(exc)),
-                    file=plan.manifest_file,
-                    key="dependencies",
-                    value=", ".join(plan.specs),
-                    fix=_solve_fix(plan),
-                )
-            ],
-            fix=plan.describe(),
-        ) from None
+
+
+def _solve_error(exc: Exception, plan: SolvePlan) -> SolveError:
+    return SolveError(
+        f"cannot solve {plan.recipe_id} for {plan.target_id}",
+        problems=[
+            Problem(
+                message=_first_lines(str(exc)),
+                file=plan.manifest_file,
+                key="dependencies",
+                value=", ".join(plan.specs),
+                fix=_solve_fix(plan),
+            )
+        ],
+        fix=plan.describe(),
+    )
 
 
 def manifest_exclude_newer(manifest: PixiManifest) -> str | None:
@@ -159,13 +160,6 @@ def manifest_exclude_newer(manifest: PixiManifest) -> str | None:
     from scrollcase.pypi.resolve import manifest_options
 
     return manifest_options(manifest)[1]
-
-
-def _is_rattler_error(exc: BaseException) -> bool:
-    """rattler's solve/fetch/parse failures (its own exception types), not our programming errors."""
-    return type(exc).__module__.split(".")[0] in ("rattler", "exceptions", "builtins") and not isinstance(
-        exc, (TypeError, AttributeError, NameError)
-    )
 
 
 def _first_lines(text: str, limit: int = 40) -> str:
@@ -283,13 +277,9 @@ def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRON
     shown = describe_path(lock_path)
     if not lock_path.is_file():
         raise LockError(f"{shown} does not exist", fix="run `scrollcase lock <recipeId>` and commit pixi.lock")
-    try:
+    fix = "regenerate it with `scrollcase lock <recipeId>`"
+    with rattler_errors(lambda exc: LockError(f"{shown} cannot be read: {_first_lines(str(exc), 5)}", fix=fix)):
         lock = LockFile.from_path(lock_path)
-    except Exception as exc:  # rattler's parse error types vary by version
-        raise LockError(
-            f"{shown} cannot be read: {_first_lines(str(exc), 5)}",
-            fix="regenerate it with `scrollcase lock <recipeId>`",
-        ) from None
     env = lock.environment(environment)
     if env is None:
         known = ", ".join(name for name, _ in lock.environments())

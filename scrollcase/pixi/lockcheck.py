@@ -27,6 +27,7 @@ from scrollcase.pixi.classify import (
 )
 from scrollcase.pixi.lockfile import LockedPackage, LockFile
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
+from scrollcase.pixi.rattler_errors import rattler_exceptions
 from scrollcase.recipe.targets import TargetSpec
 
 ENVIRONMENT = "default"
@@ -180,7 +181,7 @@ def spec_matches(spec: str, package: LockedPackage) -> bool | str:
     try:
         match_spec = MatchSpec(spec, strict=False)
         record = _record(package)
-    except Exception as exc:  # rattler parse errors have no common base class
+    except rattler_exceptions() as exc:
         return f"{type(exc).__name__}: {exc}"
     if not match_spec.matches(record):  # type: ignore[arg-type]
         return False

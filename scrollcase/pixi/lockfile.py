@@ -18,12 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
 import yaml
 
 from scrollcase.errors import LockError, Problem
+from scrollcase.io.files import ReadErrors, read_text
 
 SUPPORTED_VERSIONS = (3, 4, 5, 6, 7)
 Kind = Literal["conda", "pypi"]
@@ -563,34 +565,19 @@ def parse_lock(
     return _from_yaml(load_yaml(text, file), text, file, version)
 
 
-def read_lock_text(path: Any) -> str:
+_READ_LOCK = ReadErrors(
+    LockError,
+    missing_problem="the recipe has no committed lock",
+    missing_fix="run `scrollcase lock <recipeId>` and commit pixi.lock",
+    not_utf8="{path} is not UTF-8 text",
+    not_utf8_fix=_FIX,
+)
+
+
+def read_lock_text(path: Path) -> str:
     """The text of a lock file, or LockError saying why it cannot be read."""
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LockError(
-            f"{p} does not exist",
-            problems=[
-                Problem(
-                    message="the recipe has no committed lock",
-                    file=str(p),
-                    fix="run `scrollcase lock <recipeId>` and commit pixi.lock",
-                )
-            ],
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise LockError(
-            f"{p} is not UTF-8 text",
-            problems=[Problem(message=f"byte {exc.start} is not valid UTF-8", file=str(p), fix=_FIX)],
-        ) from None
-    except OSError as exc:
-        raise LockError(f"cannot read {p}: {exc.strerror}") from None
+    return read_text(path, _READ_LOCK)
 
 
-def load_lock(path: Any) -> LockFile:
-    from pathlib import Path
-
-    return parse_lock(read_lock_text(path), file=str(Path(path)))
+def load_lock(path: Path) -> LockFile:
+    return parse_lock(read_lock_text(path), file=str(path))

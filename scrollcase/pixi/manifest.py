@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.errors import ManifestError, Problem
+from scrollcase.io.files import ReadErrors, read_text
 from scrollcase.pixi.lockfile import normalize_name
 
 PYPI_SOURCES = ("url", "git", "path")  # a PyPI dependency with one of these keys comes from no index
@@ -380,13 +381,12 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
     )
 
 
+_READ_MANIFEST = ReadErrors(
+    ManifestError,
+    missing_fix="create pixi.toml next to recipe.json (see docs/recipes.md)",
+    unreadable="cannot read {path}: {exc}",
+)
+
+
 def load_manifest(path: Path) -> PixiManifest:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(
-            f"{path} does not exist", fix="create pixi.toml next to recipe.json (see docs/recipes.md)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"cannot read {path}: {exc}") from None
-    return parse_manifest(text, file=str(path))
+    return parse_manifest(read_text(path, _READ_MANIFEST), file=str(path))

@@ -14,6 +14,7 @@ from rattler import Version, VersionSpec
 from scrollcase.errors import Problem
 from scrollcase.pixi.classify import cuda_tag, pytorch_index
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
+from scrollcase.pixi.rattler_errors import rattler_exceptions
 from scrollcase.recipe.model import Recipe
 
 TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
@@ -222,7 +223,7 @@ def python_spec_matches(spec: str, major_minor: str) -> bool:
     major, minor = (int(p) for p in major_minor.split("."))
     try:
         parsed = VersionSpec(spec)
-    except Exception:  # rattler raises its own InvalidVersionSpecError; any failure means "no match"
+    except rattler_exceptions():  # InvalidVersionSpecError and kin: any failure means "no match"
         return False
     inside = [f"{major}.{minor}.{patch}" for patch in range(0, 30)] + [f"{major}.{minor}"]
     outside = [f"{major}.{minor - 1}.{p}" for p in (0, 30)] + [f"{major}.{minor + 1}.0", *_PYTHON_OTHER]

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from scrollcase.errors import HostError, Problem, SolveError
+from scrollcase.io import proc
+from scrollcase.io.files import move_into_place
 from scrollcase.recipe.loader import RecipeDir
 
 
 def pixi_version(executable: str) -> str | None:
     """``0.73.0`` from ``pixi --version`` (prints ``pixi 0.73.0``), None when it does not run."""
-    try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    except OSError:
-        return None
+    out = proc.run([executable, "--version"], timeout=60)
     match = re.search(r"(\d+\.\d+\.\d+)", out.stdout)
     return match.group(1) if match else None
 
@@ -46,12 +44,7 @@ def lock_with_pixi(recipe_dir: RecipeDir) -> Path:
         shutil.copy2(recipe_dir.manifest_file, work / "pixi.toml")
         if recipe_dir.lock_file.exists():
             shutil.copy2(recipe_dir.lock_file, work / "pixi.lock")
-        done = subprocess.run(
-            [executable, "lock", "--manifest-path", str(work / "pixi.toml")],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = proc.run([executable, "lock", "--manifest-path", str(work / "pixi.toml")], timeout=None)
         if done.returncode != 0 or not (work / "pixi.lock").is_file():
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-30:])
             raise SolveError(
@@ -65,5 +58,5 @@ def lock_with_pixi(recipe_dir: RecipeDir) -> Path:
                     )
                 ],
             )
-        (work / "pixi.lock").replace(recipe_dir.lock_file)
+        move_into_place(work / "pixi.lock", recipe_dir.lock_file)
     return recipe_dir.lock_file

@@ -8,17 +8,17 @@ and, when another writer got there first, read again and retry with backoff.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.errors import ConflictError, Problem, StoreError
+from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.store.base import Store
 
@@ -107,24 +107,19 @@ def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexE
 
 
 def dump_index(index: BoxIndex) -> bytes:
-    data = index.model_dump(mode="json", exclude_none=True)
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return canonical_json(index.model_dump(mode="json", exclude_none=True))
 
 
 def parse_index(data: bytes, file: str) -> BoxIndex:
-    try:
-        return BoxIndex.model_validate(json.loads(data))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StoreError(
-            f"{file} is not valid JSON: {exc}", fix="restore the index from the release manifests beside it"
-        ) from None
-    except ValidationError as exc:
-        problems = [Problem(message=e["msg"], file=file, key=".".join(str(p) for p in e["loc"])) for e in exc.errors()]
-        raise StoreError(
-            f"{file} is not a valid scrollcase box index",
-            problems=problems,
-            fix="restore the index from the release manifests beside it",
-        ) from None
+    return parse_json_model(
+        data,
+        BoxIndex,
+        file=file,
+        error=StoreError,
+        invalid="{file} is not a valid scrollcase box index",
+        json_fix="restore the index from the release manifests beside it",
+        fix="restore the index from the release manifests beside it",
+    )
 
 
 def update_index(

@@ -17,16 +17,16 @@ import contextlib
 import os
 import re
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.io import files
 from scrollcase.io.digest import sha256_bytes, sha256_file
-from scrollcase.io.files import pid_alive
 from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback
 
 STALE_LOCK_SECONDS = 60.0
+TEMP_SUFFIX = ".tmp"
 LOCK_WAIT_SECONDS = 30.0
 
 
@@ -141,10 +141,10 @@ class LocalStore:
     @contextlib.contextmanager
     def _temp_beside(self, target: Path) -> Iterator[Path]:
         # Same directory as the target, so link/rename never crosses a filesystem.  The name says which
-        # process made it (".<name>.<pid>-<uuid>.tmp"): those of processes that are gone (a killed
-        # publish) are removed here, by the next write of the same key.
+        # process made it (".<name>.<pid>-<random>.tmp", io.files' temp names): those of processes that
+        # are gone (a killed publish) are removed here, by the next write of the same key.
         remove_stale_temps(target)
-        temp = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+        temp = files.temp_path(target, TEMP_SUFFIX)
         try:
             yield temp
         except OSError as exc:
@@ -155,24 +155,12 @@ class LocalStore:
 
 def temp_pattern(target: Path) -> re.Pattern[str]:
     """The names of the temp files a write of ``target`` makes (group 1: the pid of the writer)."""
-    return re.compile(rf"^\.{re.escape(target.name)}\.(\d+)-[0-9a-f]{{32}}\.tmp$")
+    return files.temp_pattern(target, TEMP_SUFFIX)
 
 
 def remove_stale_temps(target: Path) -> list[Path]:
     """Delete temp files beside ``target`` left by writers whose process no longer runs."""
-    pattern = temp_pattern(target)
-    removed: list[Path] = []
-    try:
-        siblings = list(os.scandir(target.parent))
-    except OSError:
-        return removed
-    for entry in siblings:
-        match = pattern.match(entry.name)
-        if match and not pid_alive(int(match.group(1))):
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)  # noqa: PTH108
-                removed.append(Path(entry.path))
-    return removed
+    return files.remove_stale_temps(target, TEMP_SUFFIX)
 
 
 def _write_synced(path: Path, data: bytes) -> None:

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from botocore.exceptions import (
@@ -33,6 +33,10 @@ from botocore.exceptions import (
 
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError, UsageError
 from scrollcase.store.base import SHA256_METADATA, Blob, ObjectInfo, ProgressCallback
+
+if TYPE_CHECKING:  # boto3-stubs: types only, no client is created here
+    from botocore.config import Config
+    from mypy_boto3_s3 import S3Client
 
 DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFAULT_PART_SIZE
 DEFAULT_WORKERS = 6
@@ -68,7 +72,7 @@ READ_TIMEOUT = 15.0
 
 def client_config(
     *, attempts: int = ATTEMPTS, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT
-) -> Any:
+) -> Config:
     """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too).
     ``attempts`` counts every try of a request, the first included."""
     from botocore.config import Config
@@ -151,7 +155,7 @@ class S3Store:
 
     def __init__(
         self,
-        client: Any,
+        client: S3Client,
         bucket: str,
         prefix: str = "",
         *,

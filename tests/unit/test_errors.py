@@ -1,3 +1,8 @@
+import sys
+from pathlib import Path
+
+import pytest
+
 from scrollcase.errors import (
     EXIT_CODES,
     ConflictError,
@@ -6,6 +11,7 @@ from scrollcase.errors import (
     ScrollcaseError,
     StoreError,
     collect,
+    describe_path,
 )
 
 
@@ -52,3 +58,15 @@ def test_errors_are_exceptions_with_message():
 def test_collect_sorts_by_file_then_line():
     ps = collect([Problem("x", file="b", line=1), Problem("y", file="a", line=9), Problem("z", file="a", line=2)])
     assert [(p.file, p.line) for p in ps] == [("a", 2), ("a", 9), ("b", 1)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_describe_path_keeps_relative_paths_as_given_and_shortens_absolute_ones(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path / "link")
+    assert describe_path(None) is None
+    assert describe_path("../x/recipe.json") == str(Path("../x/recipe.json"))
+    assert describe_path(tmp_path / "link" / "a" / "b.json") == str(Path("a/b.json"))
+    assert describe_path(tmp_path / "real" / "c.json") == "c.json"  # inside the cwd through the symlink
+    assert describe_path(tmp_path / "elsewhere.json") == str(tmp_path / "elsewhere.json")

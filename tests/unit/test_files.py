@@ -1,12 +1,32 @@
-"""Atomic writes and the per-OS user cache folder."""
+"""Atomic writes (temp names beside the target, streaming, moves), read-or-raise, and the user cache."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from scrollcase.io.files import user_cache_dir, write_atomic
+from scrollcase.errors import LockError
+from scrollcase.io.files import (
+    ReadErrors,
+    atomic_output,
+    finish_resumed,
+    make_temp_dir,
+    move_into_place,
+    pid_alive,
+    read_bytes,
+    read_text,
+    remove_stale_temps,
+    replacing,
+    replacing_dir,
+    resume_path,
+    temp_path,
+    temp_pattern,
+    user_cache_dir,
+    write_atomic,
+)
 
 
 def test_write_atomic_replaces_and_leaves_no_temp_file(tmp_path: Path) -> None:
@@ -42,3 +62,151 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
 )
 def test_user_cache_dir_per_os(env: dict[str, str], platform: str, expected: str) -> None:
     assert user_cache_dir(env, platform) == Path(expected)
+
+
+# --- temp names, streaming writes, moves -------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    """A pid no process has (near the highest one the kernel could hand out)."""
+    return next(pid for pid in range(2**22 - 7, 2**22 - 1000, -1) if not pid_alive(pid))
+
+
+def test_temp_names_say_which_process_made_them(tmp_path: Path) -> None:
+    target = tmp_path / "box.tar.zst"
+    temp = temp_path(target)
+    match = temp_pattern(target).match(temp.name)
+    assert temp.parent == tmp_path and match is not None and int(match.group(1)) == os.getpid()
+    assert temp_path(target) != temp, "every temp name is fresh"
+    assert temp_pattern(target, ".unpacking").match(make_temp_dir(target, ".unpacking").name)
+
+
+def test_a_long_name_is_cut_so_the_temp_name_stays_under_name_max(tmp_path: Path) -> None:
+    target = tmp_path / ("é" * 120)  # 240 bytes of UTF-8
+    assert len(os.fsencode(temp_path(target).name)) < 255
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no cheap pid probe on Windows: temps are always kept")
+def test_stale_temps_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    target = tmp_path / "obj"
+    dead = _dead_pid()
+    stale_file = tmp_path / f".obj.{dead}-abc123.part"
+    stale_dir = tmp_path / f".obj.{dead}-def456.part"
+    live = tmp_path / f".obj.{os.getpid()}-abc123.part"
+    other = tmp_path / f".other.{dead}-abc123.part"
+    for path in (stale_file, live, other):
+        path.write_bytes(b"x")
+    stale_dir.mkdir()
+    (stale_dir / "inner").write_bytes(b"x")
+    assert sorted(remove_stale_temps(target)) == sorted([stale_file, stale_dir])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+def test_atomic_output_streams_and_renames_on_success(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "big.bin"
+    with atomic_output(target) as out:
+        out.write(b"a" * 10)
+        out.write(b"b")
+        assert not target.exists(), "nothing is visible before the block ends"
+    assert target.read_bytes() == b"a" * 10 + b"b"
+    assert [p.name for p in target.parent.iterdir()] == ["big.bin"]
+
+
+def test_an_error_inside_the_block_keeps_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_output(target) as out:
+        out.write(b"new")
+        raise RuntimeError("a check of the new bytes failed")
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_replacing_lets_the_caller_check_the_temp_before_it_counts(tmp_path: Path) -> None:
+    target = tmp_path / "wheel.whl"
+    with pytest.raises(ValueError), replacing(target) as temp:
+        temp.write_bytes(b"wrong")
+        raise ValueError("sha256 mismatch")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_mode_sets_exact_permission_bits(tmp_path: Path) -> None:
+    target = write_atomic(tmp_path / "tool", b"#!/bin/sh\n", mode=0o755)
+    assert target.stat().st_mode & 0o7777 == 0o755
+
+
+def test_move_into_place_renames_a_finished_file(tmp_path: Path) -> None:
+    source = tmp_path / "work" / "box.tar.zst"
+    source.parent.mkdir()
+    source.write_bytes(b"archive")
+    target = move_into_place(source, tmp_path / "dist" / "box.tar.zst")
+    assert target.read_bytes() == b"archive" and not source.exists()
+
+
+def test_replacing_dir_swaps_a_whole_folder(tmp_path: Path) -> None:
+    dest = tmp_path / "channel"
+    (dest / "old").mkdir(parents=True)
+    with replacing_dir(dest) as tmp:
+        (tmp / "noarch").mkdir()
+    assert [p.name for p in dest.iterdir()] == ["noarch"] and [p.name for p in tmp_path.iterdir()] == ["channel"]
+    with pytest.raises(RuntimeError), replacing_dir(dest) as tmp:
+        (tmp / "half").mkdir()
+        raise RuntimeError("indexing failed")
+    assert [p.name for p in dest.iterdir()] == ["noarch"] and [p.name for p in tmp_path.iterdir()] == ["channel"]
+
+
+def test_a_resumable_part_has_a_fixed_name_and_is_finished_by_rename(tmp_path: Path) -> None:
+    done = tmp_path / "0"
+    part = resume_path(done)
+    assert part == tmp_path / "0.part" and resume_path(done) == part
+    part.write_bytes(b"complete")
+    assert finish_resumed(part, done).read_bytes() == b"complete" and not part.exists()
+
+
+# --- read or raise --------------------------------------------------------------------------------------
+
+
+_ERRORS = ReadErrors(LockError, missing_fix="create it", unreadable="cannot read {path}: {strerror}", fix="check it")
+
+
+def test_a_missing_file_raises_the_callers_error_and_fix(tmp_path: Path) -> None:
+    with pytest.raises(LockError) as caught:
+        read_bytes(tmp_path / "pixi.lock", _ERRORS, shown="pixi.lock")
+    assert caught.value.message == "pixi.lock does not exist" and caught.value.fix == "create it"
+
+
+def test_a_missing_file_can_be_a_located_problem(tmp_path: Path) -> None:
+    errors = ReadErrors(LockError, missing_problem="the recipe has no committed lock", missing_fix="lock it")
+    with pytest.raises(LockError) as caught:
+        read_text(tmp_path / "pixi.lock", errors, shown="pixi.lock")
+    (problem,) = caught.value.problems
+    assert (problem.message, problem.file, problem.fix, caught.value.fix) == (
+        "the recipe has no committed lock",
+        "pixi.lock",
+        "lock it",
+        None,
+    )
+
+
+def test_an_unreadable_path_names_the_os_reason(tmp_path: Path) -> None:
+    with pytest.raises(LockError) as caught:
+        read_bytes(tmp_path, _ERRORS)  # a folder
+    assert caught.value.message.startswith(f"cannot read {tmp_path}: ") and caught.value.fix == "check it"
+
+
+def test_text_that_is_not_utf8_is_unreadable_or_names_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "pixi.toml"
+    path.write_bytes(b"ok\xff")
+    with pytest.raises(LockError) as caught:
+        read_text(path, ReadErrors(LockError, unreadable="cannot read {path}: {exc}"))
+    assert "can't decode byte 0xff in position 2" in caught.value.message
+    with pytest.raises(LockError) as caught:
+        read_text(path, ReadErrors(LockError, not_utf8="{path} is not UTF-8 text", not_utf8_fix="regenerate"))
+    assert caught.value.message == f"{path} is not UTF-8 text"
+    assert [(p.message, p.fix) for p in caught.value.problems] == [("byte 2 is not valid UTF-8", "regenerate")]
+
+
+def test_text_is_read_with_universal_newlines(tmp_path: Path) -> None:
+    path = tmp_path / "pixi.lock"
+    path.write_bytes(b"a\r\nb\n")
+    assert read_text(path, _ERRORS) == "a\nb\n"

@@ -9,7 +9,8 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from scrollcase.box.release import release_json_schema
-from scrollcase.commands.schema import render_schema, write_atomically
+from scrollcase.commands.schema import render_schema
+from scrollcase.io.files import write_atomic
 from scrollcase.recipe.model import recipe_json_schema
 from tests.recipe_samples import cuda_recipe
 
@@ -61,6 +62,6 @@ def test_render_and_write(tmp_path: Path) -> None:
     text = render_schema("release")
     assert json.loads(text)["title"] == "scrollcase release manifest"
     out = tmp_path / "sub" / "recipe.schema.json"
-    write_atomically(out, render_schema("recipe"))
+    write_atomic(out, render_schema("recipe").encode("utf-8"))
     assert json.loads(out.read_text(encoding="utf-8"))["title"] == "scrollcase recipe.json"
     assert [p.name for p in out.parent.iterdir()] == ["recipe.schema.json"]
