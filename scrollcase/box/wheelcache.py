@@ -31,7 +31,7 @@ from installer.sources import WheelContentElement, WheelSource
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scrollcase.box import wheelinstall
-from scrollcase.io.files import pid_alive
+from scrollcase.io.files import creating_dir
 from scrollcase.io.proc import usable_cores
 
 ENTRY_FILE = "entry.json"
@@ -143,15 +143,9 @@ class CachedWheel(WheelSource):
         return layout
 
     def _save_layout(self, job: wheelinstall.Job, placed: Sequence[wheelinstall.Placed]) -> None:
-        final = self.root / LAYOUTS / job.layout_key
-        temp = final.with_name(f".{final.name}.{os.getpid()}.recording")
-        shutil.rmtree(temp, ignore_errors=True)
-        try:
+        with creating_dir(self.root / LAYOUTS / job.layout_key, LAYOUT_FILE) as temp:
             files = [self._keep(job, item, temp, n) for n, item in enumerate(placed)]
             (temp / LAYOUT_FILE).write_text(InstallLayout(files=tuple(files)).model_dump_json(), encoding="utf-8")
-            _move_into_place(temp, final, LAYOUT_FILE)
-        finally:
-            shutil.rmtree(temp, ignore_errors=True)
 
     def _keep(self, job: wheelinstall.Job, item: wheelinstall.Placed, temp: Path, n: int) -> PlacedFile:
         """A placed file as the layout lists it; a generated one is copied into the entry."""
@@ -243,16 +237,9 @@ class WheelCache:
 
     def fill(self, wheel: Path, sha256: str, cancel: threading.Event, umask: int) -> CachedWheel:
         """Unpack ``wheel`` (already checked against the lock's ``sha256``) into a new entry."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        _remove_stale_fills(self.root, sha256)
-        temp = self.root / f".{sha256}.{os.getpid()}.filling"
-        shutil.rmtree(temp, ignore_errors=True)
-        try:
+        with creating_dir(self.root / sha256, ENTRY_FILE) as temp:
             entry = _unpack_checked(wheel, sha256, temp / FILES, cancel, umask)
             (temp / ENTRY_FILE).write_text(entry.model_dump_json(), encoding="utf-8")
-            _move_into_place(temp, self.root / sha256)
-        finally:
-            shutil.rmtree(temp, ignore_errors=True)
         cached = self.load(sha256)
         if cached is None:
             raise OSError(f"the unpacked wheel cache entry {self.root / sha256} vanished while it was used")
@@ -275,29 +262,12 @@ def _place(job: wheelinstall.Job, links: Sequence[tuple[str, str]]) -> None:
         job.linker.place(source, target)
 
 
-def _move_into_place(temp: Path, final: Path, marker: str = ENTRY_FILE) -> None:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        temp.rename(final)
-    except OSError:
-        if not (final / marker).is_file():  # not another build's complete one: a real failure
-            raise
-
-
 def _changed(path: Path, size: int, mtime_ns: int) -> bool:
     try:
         st = path.stat()
     except OSError:
         return True
     return st.st_size != size or st.st_mtime_ns != mtime_ns
-
-
-def _remove_stale_fills(root: Path, sha256: str) -> None:
-    """Temp folders of fills whose process is gone (killed builds): pid-named, so recognisable."""
-    for temp in root.glob(f".{sha256}.*.filling"):
-        pid = temp.name.split(".")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-            shutil.rmtree(temp, ignore_errors=True)
 
 
 def _unpack_checked(wheel: Path, sha256: str, files: Path, cancel: threading.Event, umask: int) -> CacheEntry:

@@ -135,6 +135,27 @@ def replacing_dir(target: Path) -> Iterator[Path]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
+@contextmanager
+def creating_dir(target: Path, complete: str) -> Iterator[Path]:
+    """A new empty folder beside ``target`` to fill; when the block ends without an error it becomes
+    ``target`` — unless another process made ``target`` first (it holds the file ``complete``), which
+    is kept: content-addressed folders never change once they are there.  Temps of killed runs for
+    the same target are removed first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target)
+    temp = make_temp_dir(target)
+    try:
+        yield temp
+        try:
+            temp.rename(target)
+        except OSError:
+            if not (target / complete).is_file():  # not another run's complete folder: a real failure
+                raise
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp, ignore_errors=True)
+
+
 # --- resumable downloads -------------------------------------------------------------------------------
 
 

@@ -157,7 +157,7 @@ def test_a_tampered_wheel_never_becomes_an_entry(tmp_path: Path) -> None:
 def test_a_killed_fill_leaves_a_temp_folder_the_next_fill_removes(tmp_path: Path) -> None:
     [wheel] = wheels(tmp_path / "wheels")[:1]
     digest = sha(wheel)
-    stale = tmp_path / "cache" / f".{digest}.999999999.filling"
+    stale = tmp_path / "cache" / f".{digest}.999999999-abc123.part"
     (stale / "files").mkdir(parents=True)
     filled(WheelCache(tmp_path / "cache"), [wheel])
     assert not stale.exists()
