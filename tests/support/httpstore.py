@@ -1,0 +1,109 @@
+"""A static file server on 127.0.0.1 that honours ``Range: bytes=N-`` (or, on request, ignores it), counts
+the body bytes it sends, and can break a transfer off after a budget of bytes (as a server that dies
+mid-download would).  Started and stopped by the tests, in a thread of the test process."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+
+
+@dataclass
+class ServerState:
+    """What the handler does and what it did; the tests change and read it between requests."""
+
+    honour_range: bool = True
+    budget: int | None = None  # body bytes it sends in all; then every transfer breaks off (a dead server)
+    sent: int = 0  # body bytes sent
+    requests: list[str] = field(default_factory=list)  # "GET <path> <Range or ->"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, wanted: int) -> int:
+        """How many of ``wanted`` bytes may still be sent (the rest: the connection breaks off)."""
+        with self.lock:
+            allowed = wanted if self.budget is None else max(0, min(wanted, self.budget - self.sent))
+            self.sent += allowed
+            return allowed
+
+
+class RangeHandler(SimpleHTTPRequestHandler):
+    state: ServerState  # set on the per-server subclass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        state = self.state
+        wanted = self.headers.get("Range")
+        state.requests.append(f"GET {self.path} {wanted or '-'}")
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return
+        size = path.stat().st_size
+        found = _RANGE.match(wanted or "") if state.honour_range else None
+        start = int(found.group(1)) if found else 0
+        if found and start >= size:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(206 if found else 200)
+        if found:
+            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        self.send_header("Content-Length", str(size - start))
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        self._send_body(path, start, size)
+
+    def _send_body(self, path: Path, start: int, size: int) -> None:
+        with path.open("rb") as stream:
+            stream.seek(start)
+            left = size - start
+            while left:
+                chunk = stream.read(min(left, 256 * 1024))
+                allowed = self.state.take(len(chunk))
+                self.wfile.write(chunk[:allowed])
+                if allowed < len(chunk):
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # the server "dies" mid-body
+                    return
+                left -= len(chunk)
+
+
+@dataclass
+class HttpStoreServer:
+    url: str
+    state: ServerState
+    server: ThreadingHTTPServer
+
+
+@contextlib.contextmanager
+def serve(root: Path, state: ServerState | None = None) -> Iterator[HttpStoreServer]:
+    """Serve ``root`` at ``http://127.0.0.1:<free port>`` until the block ends."""
+    state = state or ServerState()
+    handler = type("Handler", (RangeHandler,), {"state": state})
+
+    def make(*args: Any) -> RangeHandler:
+        return handler(*args, directory=str(root))  # type: ignore[no-any-return]
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="http-store", daemon=True)
+    thread.start()
+    try:
+        yield HttpStoreServer(f"http://127.0.0.1:{server.server_address[1]}", state, server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
