@@ -59,6 +59,7 @@ class Candidate:
     entry: IndexEntry
     reasons: tuple[str, ...]  # why it does not fit this machine; empty when it fits
     gpu: GpuCheckResult | None = None  # the GPU check's verdict for a CUDA release
+    unwanted: bool = False  # left out by --version or --target (not a fact about this machine)
 
     @property
     def target_id(self) -> str:
@@ -126,6 +127,9 @@ def judge(version: str, entry: IndexEntry, host: HostView, wanted: Wanted) -> Ca
     reasons: list[str] = []
     if not SEMVER_RE.fullmatch(version):
         return Candidate(version, entry, (f"{version!r} is not a semantic version",))
+    unwanted = (wanted.version is not None and version != wanted.version) or (
+        wanted.target is not None and entry.targetId != wanted.target
+    )
     if wanted.version is not None and version != wanted.version:
         reasons.append(f"not the requested --version {wanted.version}")
     elif wanted.version is None and is_prerelease(version) and not wanted.pre:
@@ -139,7 +143,7 @@ def judge(version: str, entry: IndexEntry, host: HostView, wanted: Wanted) -> Ca
     gpu = _gpu_verdict(entry, host, wanted)
     if gpu is not None:
         reasons.extend(p.message for p in gpu.errors)
-    return Candidate(version, entry, tuple(reasons), gpu)
+    return Candidate(version, entry, tuple(reasons), gpu, unwanted)
 
 
 def _gpu_verdict(entry: IndexEntry, host: HostView, wanted: Wanted) -> GpuCheckResult | None:
@@ -169,9 +173,11 @@ def require_choice(selection: Selection, index: BoxIndex, wanted: Wanted, store:
     _check_named(index, wanted, store)
     if selection.chosen is not None:
         return selection.chosen
+    # Only the releases the options asked for: those --version/--target left out are no news.
     problems = [
-        Problem(message="; ".join(c.reasons), key=f"{c.version}/{c.target_id}", value=None)
+        Problem(message="; ".join(c.reasons), key=f"{c.version}/{c.target_id}")
         for c in selection.candidates
+        if not c.unwanted
     ]
     raise HostError(
         f"no release of {index.boxId} in {store} fits this machine ({len(problems)} considered)",

@@ -22,16 +22,25 @@ class ServerState:
 
     honour_range: bool = True
     budget: int | None = None  # body bytes it sends in all; then every transfer breaks off (a dead server)
+    budget_suffix: str = ""  # the budget applies to paths ending so (e.g. ".tar.zst"); others are never cut
     sent: int = 0  # body bytes sent
+    sent_by_path: dict[str, int] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)  # "GET <path> <Range or ->"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def take(self, wanted: int) -> int:
-        """How many of ``wanted`` bytes may still be sent (the rest: the connection breaks off)."""
+    def take(self, path: str, wanted: int) -> int:
+        """How many of ``wanted`` bytes of ``path`` may still be sent (the rest: the connection breaks off)."""
         with self.lock:
-            allowed = wanted if self.budget is None else max(0, min(wanted, self.budget - self.sent))
+            limited = self.budget is not None and path.endswith(self.budget_suffix)
+            spent = sum(n for p, n in self.sent_by_path.items() if p.endswith(self.budget_suffix))
+            allowed = max(0, min(wanted, self.budget - spent)) if limited and self.budget is not None else wanted
             self.sent += allowed
+            self.sent_by_path[path] = self.sent_by_path.get(path, 0) + allowed
             return allowed
+
+    def sent_for(self, suffix: str) -> int:
+        with self.lock:
+            return sum(n for p, n in self.sent_by_path.items() if p.endswith(suffix))
 
 
 class RangeHandler(SimpleHTTPRequestHandler):
@@ -71,7 +80,7 @@ class RangeHandler(SimpleHTTPRequestHandler):
             left = size - start
             while left:
                 chunk = stream.read(min(left, 256 * 1024))
-                allowed = self.state.take(len(chunk))
+                allowed = self.state.take(self.path, len(chunk))
                 self.wfile.write(chunk[:allowed])
                 if allowed < len(chunk):
                     self.wfile.flush()
