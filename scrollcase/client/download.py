@@ -183,9 +183,12 @@ def _size_mismatch(url: str, got: object, size: int) -> IntegrityError:
 
 
 def _kept(exc: StoreError, partial: Path, have: int, size: int) -> StoreError:
-    kept = f"; {have} of {size} bytes are kept in {partial}" if have else ""
+    if not have:
+        return exc  # nothing to resume: the store's own error says it all
     return StoreError(
-        f"{exc.message}{kept}", problems=exc.problems, fix=f"{exc.fix or 'rerun'} (a rerun resumes the download)"
+        f"{exc.message}; {have} of {size} bytes are kept in {partial}",
+        problems=exc.problems,
+        fix=f"{exc.fix or 'rerun'} (a rerun resumes the download)",
     )
 
 

@@ -87,6 +87,8 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A scratch cwd with its own download cache and a PATH without nvidia-smi (a CPU-only machine)."""
     for key in [k for k in os.environ if k.startswith(("AWS_", "SCROLLCASE_", "GITHUB_"))]:
         monkeypatch.delenv(key)
+    for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
     monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))

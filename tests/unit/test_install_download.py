@@ -19,6 +19,12 @@ SHA = hashlib.sha256(DATA).hexdigest()
 KEY = "boxes/demo/1.0.0/linux-x86_64-cpu/demo.tar.zst"
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
+
+
 @pytest.fixture
 def store_root(tmp_path: Path) -> Path:
     root = tmp_path / "store"

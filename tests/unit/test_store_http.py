@@ -3,6 +3,7 @@ URLs, Range requests, and every failure as a StoreError naming the URL."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -17,6 +18,12 @@ from scrollcase.store.locations import open_read_store
 from tests.support.httpstore import HttpStoreServer, ServerState, serve
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
 
 
 @pytest.fixture
