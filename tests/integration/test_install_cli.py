@@ -322,3 +322,11 @@ def test_install_from_s3_resumes_with_a_ranged_get(
     assert_installed(result, release, host / "box")
     assert result["resumedFrom"] == 500_000 and result["bytesDownloaded"] == result["size"] - 500_000
     assert result["archive"] == f"s3://{bucket}/releases/{release.manifest.keys.archive}"
+
+
+def test_plain_output_and_progress_on_stderr(store_dir: Path, host: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["install", "--store", str(store_dir), "--box", BOX, "box"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"installed {BOX} 1.1.0 ({CPU}) into {(host / 'box').resolve()}")
+    assert "verified" in out and "1 relocated" in out
+    assert f"installing {BOX} 1.1.0 ({CPU}) from {store_dir}" in err
