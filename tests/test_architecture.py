@@ -32,7 +32,7 @@ KNOWN_LONG_FUNCTIONS = {
     "store/publish.py::box_problems",
 }
 
-LIBRARY_ROOMS = {"recipe/", "pixi/", "pypi/", "box/", "host/", "parity/", "store/", "io/", "demo/"}
+LIBRARY_ROOMS = {"recipe/", "pixi/", "pypi/", "box/", "host/", "parity/", "store/", "client/", "io/", "demo/"}
 EDGE = {"cli.py", "__main__.py", "console.py", "commands/", "github/"}
 RESULT_ROOMS = {"pixi/", "pypi/", "box/", "host/", "parity/", "store/", "demo/"}
 

@@ -425,6 +425,11 @@ def _check_size(archive: Path, label: str, expected: int) -> None:
         )
 
 
+def prepare_dest(dest: Path) -> Path:
+    """Check DEST as :func:`unpack_archive` will, before an installer downloads anything for it."""
+    return _prepare_dest(dest)
+
+
 def _prepare_dest(dest: Path) -> Path:
     """DEST's absolute path with its parent folder created; UsageError for a DEST that cannot be one."""
     shown = describe_path(dest) or str(dest)

@@ -9,10 +9,14 @@ when it still holds the version that was read.  A failed condition raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from scrollcase.errors import StoreError
 
 CHUNK = 1024 * 1024
 SHA256_METADATA = "scrollcase-sha256"  # stored as x-amz-meta-scrollcase-sha256 on S3
@@ -103,6 +107,57 @@ class Store(Protocol):
         exactly the bytes that were checked.
         """
         ...
+
+
+@dataclass(frozen=True)
+class RangeRead:
+    """The bytes of one object from an offset on, as they arrive.  ``total`` is the object's whole size
+    when the store says (Content-Range, Content-Length, the file's size), so a reader can refuse an
+    object of the wrong size before it writes a byte.  ``chunks`` raises StoreError when the transfer
+    breaks off (connection lost, timeout)."""
+
+    offset: int
+    total: int | None
+    chunks: Iterator[bytes]
+
+
+class RangeNotSupportedError(StoreError):
+    """The server answered a ranged request with the whole object: a download cannot resume there."""
+
+
+class ReadableStore(Protocol):
+    """What an installer needs from a store: small objects whole, large ones from an offset on.
+
+    ``LocalStore``, ``S3Store`` and the read-only ``HttpStore`` (any static file server or CDN) implement it.
+    """
+
+    @property
+    def url(self) -> str: ...
+
+    def url_for(self, key: str) -> str: ...
+
+    def get_bytes(self, key: str) -> Blob | None:
+        """The bytes of a small object; None when it does not exist."""
+        ...
+
+    def read_from(self, key: str, offset: int = 0) -> contextlib.AbstractContextManager[RangeRead]:
+        """Stream ``key`` from byte ``offset`` to its end (HTTP Range, S3 ranged GET, a seek).
+
+        StoreError when the key does not exist or the store fails; :class:`RangeNotSupportedError` when
+        ``offset`` > 0 and the server ignores ranges."""
+        ...
+
+
+_CONTENT_RANGE = re.compile(r"^bytes\s+(\d+)-(\d+)/(\d+|\*)$")
+
+
+def parse_content_range(value: str | None) -> tuple[int, int, int | None] | None:
+    """``bytes 100-999/1000`` -> (100, 999, 1000); the total is None for ``/*``; None when unparsable."""
+    found = _CONTENT_RANGE.match((value or "").strip())
+    if found is None:
+        return None
+    start, end, total = found.groups()
+    return int(start), int(end), None if total == "*" else int(total)
 
 
 def sidecar_text(sha256: str, file_name: str) -> bytes:

@@ -23,7 +23,7 @@ from pathlib import Path
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
 from scrollcase.io.digest import sha256_bytes, sha256_file
-from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback
+from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, RangeRead
 
 STALE_LOCK_SECONDS = 60.0
 TEMP_SUFFIX = ".tmp"
@@ -77,6 +77,23 @@ class LocalStore:
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc}", fix="check the store directory's permissions") from None
         return Blob(data=data, etag=sha256_bytes(data))
+
+    @contextlib.contextmanager
+    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+        """The file from byte ``offset`` on (an installer continues an interrupted copy this way)."""
+        path = self.path_for(key)
+        try:
+            stream = path.open("rb")
+        except FileNotFoundError:
+            raise StoreError(
+                f"{path} does not exist", fix="check --store and --box; publish the release to this store"
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}", fix="check the store directory's permissions") from None
+        with stream:
+            stream.seek(offset)
+            total = os.fstat(stream.fileno()).st_size
+            yield RangeRead(offset, total, iter(lambda: stream.read(CHUNK), b""))
 
     def put_bytes(
         self,

@@ -32,7 +32,16 @@ from botocore.exceptions import (
 )
 
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError, UsageError
-from scrollcase.store.base import SHA256_METADATA, Blob, ObjectInfo, ProgressCallback
+from scrollcase.store.base import (
+    CHUNK,
+    SHA256_METADATA,
+    Blob,
+    ObjectInfo,
+    ProgressCallback,
+    RangeNotSupportedError,
+    RangeRead,
+    parse_content_range,
+)
 
 if TYPE_CHECKING:  # boto3-stubs: types only, no client is created here
     from botocore.config import Config
@@ -208,6 +217,41 @@ class S3Store:
         except _NotFoundError:
             return None
         return Blob(data=data, etag=str(response["ETag"]))
+
+    @contextlib.contextmanager
+    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+        """A ranged GET (``Range: bytes=OFFSET-``): an interrupted download resumes where it stopped."""
+        args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key)}
+        if offset:
+            args["Range"] = f"bytes={offset}-"
+        try:
+            with self._errors("GET", key):
+                response = self.client.get_object(**args)
+        except _NotFoundError:
+            raise StoreError(
+                f"{self.url_for(key)} does not exist", fix="check --store and --box; publish the release to this store"
+            ) from None
+        body = response["Body"]
+        try:
+            total = self._range_total(key, response, offset)
+            yield RangeRead(offset, total, self._chunks(key, body))
+        finally:
+            body.close()
+
+    def _range_total(self, key: str, response: Mapping[str, Any], offset: int) -> int:
+        if not offset:
+            return int(response["ContentLength"])
+        found = parse_content_range(response.get("ContentRange"))
+        if found is None or found[0] != offset or found[2] is None:
+            raise RangeNotSupportedError(
+                f"{self.url_for(key)}: the server ignored the ranged GET (bytes={offset}-)",
+                fix="use an S3 server that honours Range requests; the download restarts from the beginning",
+            )
+        return found[2]
+
+    def _chunks(self, key: str, body: Any) -> Iterator[bytes]:
+        with self._errors("GET", key):
+            yield from body.iter_chunks(CHUNK)
 
     # ----------------------------------------------------------------------------------- writes
 

@@ -110,6 +110,24 @@ CASES = [
     Case("publish-unknown-scheme", ("publish", R, "--to", "ftp://host/x"), 2),
     Case("publish-store-is-a-file", ("publish", R, "--to", "afile"), 9),
     Case("publish-missing-manifest", ("publish", "nope.release.json", "--to", "store"), 2),
+    # install
+    Case("install-without-dest", ("install", "--store", "empty", "--box", "demo-box"), 2),
+    Case("install-without-box", ("install", "--store", "empty", "box"), 2),
+    Case("install-without-store", ("install", "--box", "demo-box", "box"), 2),
+    Case("install-store-empty", ("install", "--store", "", "--box", "demo-box", "box"), 2),
+    Case("install-unknown-scheme", ("install", "--store", "ftp://host/x", "--box", "demo-box", "box"), 2),
+    Case("install-store-url-with-query", ("install", "--store", "https://h/x?sig=1", "--box", "demo-box", "box"), 2),
+    Case(
+        "install-endpoint-with-directory",
+        ("install", "--store", "empty", "--box", "b", "box", "--endpoint-url", "http://x:1"),
+        2,
+    ),
+    Case("install-list-with-dest", ("install", "--list", "--store", "empty", "--box", "demo-box", "box"), 2),
+    Case("install-dest-symlink", ("install", "--store", "empty", "--box", "demo-box", "link"), 2),
+    Case("install-dest-not-empty", ("install", "--store", "empty", "--box", "demo-box", "full"), 2),
+    Case("install-store-without-the-box", ("install", "--store", "empty", "--box", "demo-box", "box"), 9),
+    Case("install-store-is-a-file", ("install", "--store", "afile", "--box", "demo-box", "box"), 9),
+    Case("install-nothing-listens", ("install", "--store", "http://127.0.0.1:9/s", "--box", "demo-box", "box"), 9),
     # build
     Case("build-out-is-a-file", (*RECIPE, "--out", "afile"), 2),
     Case("build-state-dir-is-a-file", (*RECIPE, "--state-dir", "afile"), 2),
@@ -154,7 +172,7 @@ def test_misuse_fails_cleanly(
 
 def test_enough_cases_across_commands() -> None:
     assert len(CASES) >= 30
-    assert {c.argv[0] for c in CASES if c.argv} >= {"unpack", "verify", "publish", "build", "lock", "demo"}
+    assert {c.argv[0] for c in CASES if c.argv} >= {"unpack", "verify", "publish", "install", "build", "lock", "demo"}
 
 
 def test_long_dest_name_unpacks_although_the_temp_name_beside_it_would_be_too_long(

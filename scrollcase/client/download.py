@@ -1,0 +1,235 @@
+"""A release archive into the download cache: resumable, and checked as the bytes arrive.
+
+The cache (``<user cache dir>/downloads``) is keyed by the archive's sha256 from the release manifest:
+``<sha256>.tar.zst.part`` grows while the bytes arrive and becomes ``<sha256>.tar.zst`` only when all
+``size`` bytes are there and their sha256 matched.  An interrupted download (a dead server, a lost
+connection, Ctrl-C) keeps the partial file; the next try asks the store for the missing bytes only
+(HTTP ``Range``, S3 ranged GET, a seek in a local file), after hashing what the partial file holds.
+More bytes than the manifest's size, an object of another size or a wrong sha256 are an IntegrityError
+and the partial file is deleted: it can never become right.  A lock file (``<sha256>.lock``, holding the
+pid) keeps two installs from writing the same partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
+from scrollcase.io.files import pid_alive, user_cache_dir
+from scrollcase.progress import MeterFactory, silent_meter
+from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
+
+ATTEMPTS = 3  # tries within one run; each that got bytes earns the next
+DOWNLOADS = "downloads"
+
+
+@dataclass(frozen=True)
+class CachePaths:
+    complete: Path
+    partial: Path
+    lock: Path
+
+
+@dataclass(frozen=True)
+class Download:
+    path: Path  # the complete archive, its size and sha256 checked
+    downloaded: int  # bytes fetched from the store by this run
+    resumed_from: int  # bytes the partial file already held
+    cached: bool  # the complete archive was already in the cache (nothing fetched)
+
+
+def cache_paths(sha256: str, cache_dir: Path | None = None) -> CachePaths:
+    folder = (cache_dir or user_cache_dir()) / DOWNLOADS
+    return CachePaths(
+        folder / f"{sha256}.tar.zst", folder / f"{sha256}.tar.zst.part", folder / f"{sha256}.tar.zst.lock"
+    )
+
+
+def download_archive(
+    store: ReadableStore,
+    key: str,
+    *,
+    size: int,
+    sha256: str,
+    cache_dir: Path | None = None,
+    meter: MeterFactory = silent_meter,
+    progress: Callable[[str], None] = lambda _: None,
+    attempts: int = ATTEMPTS,
+) -> Download:
+    """The archive at ``key`` as a checked file in the cache (fetched, resumed or already there)."""
+    paths = cache_paths(sha256, cache_dir)
+    if _complete(paths.complete, size):
+        return Download(paths.complete, 0, 0, cached=True)
+    _mkdir(paths.partial.parent)
+    with _locked(paths.lock):
+        start = _partial_size(paths.partial, size)
+        if start:
+            progress(f"resuming the download at {start} of {size} bytes ({paths.partial})")
+        fetched = _fetch(store, key, paths.partial, size, sha256, meter, progress, attempts)
+        paths.partial.replace(paths.complete)
+    return Download(paths.complete, fetched, start, cached=False)
+
+
+def _fetch(
+    store: ReadableStore,
+    key: str,
+    partial: Path,
+    size: int,
+    sha256: str,
+    meter: MeterFactory,
+    progress: Callable[[str], None],
+    attempts: int,
+) -> int:
+    """Append the missing bytes to ``partial`` until it holds ``size``, retrying while tries make progress."""
+    digest, have = _hash_partial(partial)
+    fetched, tries = 0, 0
+    while have < size:
+        tries += 1
+        before = have
+        try:
+            have = _append(store, key, partial, have, size, digest, meter)
+        except RangeNotSupportedError as exc:
+            if not have:
+                raise
+            progress(f"warning: {exc.message}; starting over")
+            partial.unlink(missing_ok=True)
+            digest, have, before = hashlib.sha256(), 0, 0
+        except StoreError as exc:
+            have = partial.stat().st_size if partial.exists() else 0
+            fetched += have - before
+            if have > before and tries < attempts:
+                progress(f"{exc.message}; resuming at {have} of {size} bytes")
+                continue
+            raise _kept(exc, partial, have, size) from None
+        fetched += have - before
+    _check_digest(partial, digest.hexdigest(), sha256, store.url_for(key))
+    return fetched
+
+
+def _append(
+    store: ReadableStore, key: str, partial: Path, have: int, size: int, digest: hashlib._Hash, meter: MeterFactory
+) -> int:
+    """One ranged read from ``have`` on, each chunk hashed, size-checked and written; the new length."""
+    url = store.url_for(key)
+    bar = meter("downloading", size - have)
+    with store.read_from(key, have) as stream, partial.open("ab") as out:
+        if stream.total is not None and stream.total != size:
+            partial.unlink(missing_ok=True)
+            raise _size_mismatch(url, stream.total, size)
+        for chunk in stream.chunks:
+            if have + len(chunk) > size:
+                partial.unlink(missing_ok=True)
+                raise _size_mismatch(url, f"more than {size}", size)
+            out.write(chunk)
+            digest.update(chunk)
+            have += len(chunk)
+            bar(len(chunk))
+    bar.finish()
+    if have < size:
+        raise StoreError(f"{url} ended after {have} of {size} bytes", fix="rerun: the download resumes")
+    return have
+
+
+def _hash_partial(partial: Path) -> tuple[hashlib._Hash, int]:
+    digest = hashlib.sha256()
+    have = 0
+    with contextlib.suppress(FileNotFoundError), partial.open("rb") as stream:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+            have += len(chunk)
+    return digest, have
+
+
+def _partial_size(partial: Path, size: int) -> int:
+    """Bytes a partial file holds; one longer than the archive cannot be a prefix of it and is deleted."""
+    try:
+        have = partial.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if have > size:
+        partial.unlink()
+        return 0
+    return have
+
+
+def _complete(path: Path, size: int) -> bool:
+    # The sha256 was checked before it got this name; unpack checks it again while extracting.
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
+def _check_digest(partial: Path, actual: str, expected: str, url: str) -> None:
+    if actual != expected:
+        partial.unlink(missing_ok=True)
+        raise IntegrityError(
+            f"refusing {url}: its sha256 is {actual}, the release manifest says {expected}; the download "
+            "was deleted and nothing was installed",
+            fix="the archive in the store is corrupt or was tampered with: republish it (or use another store)",
+        )
+
+
+def _size_mismatch(url: str, got: object, size: int) -> IntegrityError:
+    return IntegrityError(
+        f"refusing {url}: the store holds {got} bytes, the release manifest says {size}; nothing was installed",
+        fix="the store's archive and release manifest disagree: republish the release (or use another store)",
+    )
+
+
+def _kept(exc: StoreError, partial: Path, have: int, size: int) -> StoreError:
+    if not have:
+        return exc  # nothing to resume: the store's own error says it all
+    return StoreError(
+        f"{exc.message}; {have} of {size} bytes are kept in {partial}",
+        problems=exc.problems,
+        fix=f"{exc.fix or 'rerun'} (a rerun resumes the download)",
+    )
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScrollcaseError(
+            f"cannot create the download cache {folder}: {exc.strerror}",
+            fix="set SCROLLCASE_CACHE_DIR to a writable folder",
+        ) from None
+
+
+@contextlib.contextmanager
+def _locked(lock: Path) -> Iterator[None]:
+    """One writer per partial file; a lock whose process is gone (killed) is taken over."""
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            owner = _lock_owner(lock)
+            if owner is not None and pid_alive(owner):
+                raise ScrollcaseError(
+                    f"another scrollcase (pid {owner}) is downloading this archive into {lock.parent} now",
+                    fix=f"wait for it to finish, then rerun (or delete {lock} if no such process runs)",
+                ) from None
+            lock.unlink(missing_ok=True)
+    else:
+        raise ScrollcaseError(f"cannot take {lock}", fix=f"delete {lock} and rerun")
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.close(fd)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _lock_owner(lock: Path) -> int | None:
+    try:
+        text = lock.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None

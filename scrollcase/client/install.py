@@ -1,0 +1,85 @@
+"""The reads an installer makes before it downloads an archive: the box index, this machine, the
+release manifest — each checked against the others, so a store whose files disagree is refused early.
+
+``scrollcase install`` (:mod:`scrollcase.commands.install`) strings these together with
+:func:`~scrollcase.client.select.select_release`, :func:`~scrollcase.client.download.download_archive`
+and :func:`~scrollcase.box.unpack.unpack_archive`; a host app can do the same from Python.
+"""
+
+from __future__ import annotations
+
+from scrollcase.box.release import ReleaseManifest, parse_release
+from scrollcase.client.select import Candidate, HostView
+from scrollcase.errors import IntegrityError, Problem, StoreError
+from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
+from scrollcase.store.base import ReadableStore
+from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
+
+
+def read_box_index(store: ReadableStore, box_id: str) -> BoxIndex:
+    """``boxes/<box_id>/index.json``; StoreError when the store has none (or another box's)."""
+    key = index_key(box_id)
+    blob = store.get_bytes(key)
+    if blob is None:
+        raise StoreError(
+            f"{store.url} has no box {box_id!r}: {store.url_for(key)} does not exist",
+            fix="check --store (the folder or prefix that holds boxes/) and --box; `scrollcase publish` "
+            "writes the index",
+        )
+    index = parse_index(blob.data, store.url_for(key))
+    check_index_box(index, box_id, store.url_for(key))
+    return index
+
+
+def needs_gpus(index: BoxIndex, skip_gpu_check: bool) -> bool:
+    """Whether nvidia-smi must be asked: some release is a CUDA box and the check is not skipped."""
+    entries = (entry for targets in index.versions.values() for entry in targets.values())
+    return not skip_gpu_check and any(entry.target.accelerator == "cuda" for entry in entries)
+
+
+def host_view(probes: HostProbes, ask_gpus: bool) -> HostView:
+    """This machine's platform, arch and (only when ``ask_gpus``) NVIDIA GPUs and driver."""
+    plat, arch = probes.platform()
+    return HostView(plat, arch, gather_gpus(probes) if ask_gpus else GpuFacts())
+
+
+def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> ReleaseManifest:
+    """The chosen release's manifest; IntegrityError when it is not the release the index describes."""
+    entry = candidate.entry
+    url = store.url_for(entry.release)
+    blob = store.get_bytes(entry.release)
+    if blob is None:
+        raise StoreError(
+            f"{url} does not exist, although the index lists {candidate.version} {entry.targetId}",
+            fix="republish the release (the index entry is dangling), or pick another with --version/--target",
+        )
+    manifest = parse_release(blob.data, file=url)
+    wanted: dict[str, object] = {
+        "boxId": box_id,
+        "version": candidate.version,
+        "targetId": entry.targetId,
+        "archive.sha256": entry.sha256,
+        "archive.size": entry.size,
+        "keys.archive": entry.archive,
+    }
+    found: dict[str, object] = {
+        "boxId": manifest.boxId,
+        "version": manifest.version,
+        "targetId": manifest.targetId,
+        "archive.sha256": manifest.archive.sha256,
+        "archive.size": manifest.archive.size,
+        "keys.archive": manifest.keys.archive,
+    }
+    problems = [
+        Problem(message="the release manifest and the box index disagree", file=url, key=key, value=f"{found[key]!r}")
+        for key in wanted
+        if found[key] != wanted[key]
+    ]
+    if problems:
+        raise IntegrityError(
+            f"refusing {url}: it is not the release the index lists ({candidate.version} {entry.targetId}, "
+            f"sha256 {entry.sha256}); nothing was downloaded",
+            problems=problems,
+            fix="the store's index and release manifest disagree: republish the release, or use another store",
+        )
+    return manifest

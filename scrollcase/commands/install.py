@@ -1,0 +1,233 @@
+"""``scrollcase install --store STORE --box BOXID DEST``: choose, download and unpack a published release.
+
+Reads the box index, picks the release that fits this machine (:mod:`scrollcase.client.select`),
+checks the GPU against the release manifest before a byte of the archive is fetched, downloads it
+resumably into the cache with size and sha256 checked as it arrives (:mod:`scrollcase.client.download`),
+then unpacks it exactly as ``scrollcase unpack`` does.  ``--list`` shows what the store offers and why
+each release does or does not fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from scrollcase.box.release import ReleaseManifest
+from scrollcase.box.unpack import prepare_dest, unpack_archive
+from scrollcase.client.download import Download, download_archive
+from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
+from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
+from scrollcase.commands.unpack import check_identity, report_gpu, to_json
+from scrollcase.console import Console
+from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
+from scrollcase.host.facts import HostProbes
+from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.store.base import ReadableStore
+from scrollcase.store.locations import open_read_store
+
+NAME = "install"
+STORE_ENV = "SCROLLCASE_STORE"
+
+DESCRIPTION = """\
+Install the release of BOXID that fits this machine from STORE into DEST (which must not
+exist, or be an empty folder).  STORE is a directory, s3://bucket/prefix (with --endpoint-url
+for MinIO, R2, SeaweedFS…) or an http(s):// URL of the same layout served by any static file
+server or CDN.  The newest release whose platform, arch and accelerator fit is chosen (a CUDA
+box only when nvidia-smi shows a driver >= its minNvidiaDriverVersion and a GPU its archList
+runs on; CUDA before metal before cpu; no pre-releases unless --pre or --version).  The archive
+is downloaded into the user cache ($SCROLLCASE_CACHE_DIR), resuming an interrupted download,
+with its size and sha256 checked before anything appears at DEST; then it is unpacked and
+relocated as `scrollcase unpack` does.  --list shows every release and why it fits or not.
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="install the release of a box that fits this machine from a store",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dest", metavar="DEST", type=Path, nargs="?", help="folder to create (not with --list)")
+    p.add_argument(
+        "--store", metavar="STORE", default=None, help=f"directory, s3:// or http(s):// (default: ${STORE_ENV})"
+    )
+    p.add_argument("--box", metavar="BOXID", required=True, help="the box to install")
+    p.add_argument("--version", metavar="V", default=None, help="this version (a pre-release too), not the newest")
+    p.add_argument("--target", metavar="TARGET_ID", default=None, help="this target, whatever this machine is")
+    p.add_argument("--pre", action="store_true", help="consider pre-releases (1.1.0-rc.1) too")
+    p.add_argument("--list", action="store_true", help="list every release and whether it fits; install nothing")
+    p.add_argument(
+        "--endpoint-url", default=None, help="S3-compatible endpoint (default: AWS, or $AWS_ENDPOINT_URL_S3)"
+    )
+    p.add_argument(
+        "--skip-gpu-check",
+        action="store_true",
+        help="treat CUDA boxes as fitting without asking nvidia-smi (prints a warning)",
+    )
+    p.add_argument("--keep-download", action="store_true", help="keep the checked archive in the download cache")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+    if not args.list:
+        if args.dest is None:
+            raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
+        prepare_dest(args.dest)  # before any byte is downloaded
+    elif args.dest is not None:
+        raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
+    store = open_read_store(_location(args.store), args.endpoint_url)
+    index = read_box_index(store, args.box)
+    wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
+    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
+    selection = select_release(index, host, wanted)
+    if args.list:
+        console.result(list_json(store, args.box, host, selection), render_list(store, args.box, host, selection))
+        return 0
+    chosen = require_choice(selection, index, wanted, store.url)
+    return install(args, console, store, chosen, host)
+
+
+def _location(option: str | None) -> str:
+    location = option if option is not None else os.environ.get(STORE_ENV)
+    if location is None:
+        raise UsageError(
+            "install needs --store",
+            fix=f"pass --store DIRECTORY|s3://bucket/prefix|https://host/path or set ${STORE_ENV}",
+        )
+    return location
+
+
+def install(args: argparse.Namespace, console: Console, store: ReadableStore, chosen: Candidate, host: HostView) -> int:
+    manifest = fetch_manifest(store, args.box, chosen)
+    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
+    if check.errors:
+        raise refuse(manifest, check)
+    report_gpu(console, check)
+    info = manifest.archive
+    console.progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
+    start = time.monotonic()
+    download = download_archive(
+        store, manifest.keys.archive, size=info.size, sha256=info.sha256, meter=console.meter, progress=console.progress
+    )
+    try:
+        check_identity(manifest, download.path)
+        meter = console.meter("unpacking", info.size)
+        result = unpack_archive(
+            download.path, args.dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
+        )
+        meter.finish()
+    except IntegrityError:
+        download.path.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
+        raise
+    if not args.keep_download:
+        download.path.unlink(missing_ok=True)
+    seconds = time.monotonic() - start
+    data = install_json(
+        manifest, store, download, args.keep_download, check, {**to_json(result, download.path, seconds)}
+    )
+    console.result(data, render_install(data))
+    return 0
+
+
+def check_gpu(manifest: ReleaseManifest, host: HostView, skip: bool, source: str) -> GpuCheckResult:
+    """unpack's install-time check, on the manifest (authoritative) with the GPUs selection already saw."""
+    spec = manifest.target.spec
+    if skip and spec.is_cuda:
+        warning = Problem(
+            message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
+            "this machine's NVIDIA driver and GPUs; it may not run here",
+            file=source,
+            severity="warning",
+        )
+        return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+    return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host.gpus, source)
+
+
+def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
+    return HostError(
+        f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
+        "cannot run it; nothing was downloaded",
+        problems=result.problems,
+        fix=f"fix the problems above, use the box for another target (--target), or {SKIP_FIX}",
+    )
+
+
+def install_json(
+    manifest: ReleaseManifest,
+    store: ReadableStore,
+    download: Download,
+    kept: bool,
+    check: GpuCheckResult,
+    unpacked: dict[str, Any],
+) -> dict[str, object]:
+    return {
+        "boxId": manifest.boxId,
+        "version": manifest.version,
+        "targetId": manifest.targetId,
+        "store": store.url,
+        "archive": store.url_for(manifest.keys.archive),
+        "sha256": manifest.archive.sha256,
+        "size": manifest.archive.size,
+        "bytesDownloaded": download.downloaded,
+        "resumedFrom": download.resumed_from,
+        "fromCache": download.cached,
+        "cachedArchive": str(download.path) if kept else None,
+        "dest": unpacked["dest"],
+        "files": unpacked["files"],
+        "uncompressedBytes": unpacked["uncompressedBytes"],
+        "relocatedFiles": unpacked["relocatedFiles"],
+        "seconds": unpacked["seconds"],
+        "gpuCheck": check.to_json(),
+    }
+
+
+def render_install(data: dict[str, Any]) -> str:
+    fetched = "taken from the download cache" if data["fromCache"] else f"downloaded {data['bytesDownloaded']} bytes"
+    resumed = f" (resumed at {data['resumedFrom']})" if data["resumedFrom"] else ""
+    return (
+        f"installed {data['boxId']} {data['version']} ({data['targetId']}) into {data['dest']} in "
+        f"{data['seconds']:.1f}s: {fetched}{resumed}; sha256 {data['sha256']} verified; {data['files']} files, "
+        f"{data['relocatedFiles']} relocated"
+    )
+
+
+def host_json(host: HostView) -> dict[str, object]:
+    return {
+        "platform": host.platform,
+        "arch": host.arch,
+        "gpus": [gpu.to_json() for gpu in host.gpus.gpus],
+        "gpuError": host.gpus.error,
+    }
+
+
+def list_json(store: ReadableStore, box_id: str, host: HostView, selection: Selection) -> dict[str, object]:
+    chosen = selection.chosen
+    return {
+        "boxId": box_id,
+        "store": store.url,
+        "host": host_json(host),
+        "selected": {"version": chosen.version, "targetId": chosen.target_id} if chosen else None,
+        "releases": [c.to_json() for c in selection.candidates],
+    }
+
+
+def render_list(store: ReadableStore, box_id: str, host: HostView, selection: Selection) -> str:
+    gpus = "; ".join(g.label() for g in host.gpus.gpus) or host.gpus.error or "GPUs not asked"
+    lines = [f"{box_id} in {store.url} (this machine: {host.platform}-{host.arch}; {gpus})"]
+    for c in selection.candidates:
+        mark = "*" if c is selection.chosen else " "
+        verdict = "fits" if c.fits else "does not fit: " + "; ".join(c.reasons)
+        lines.append(f"{mark} {c.version:<14} {c.target_id:<26} {verdict}")
+    if not selection.candidates:
+        lines.append("  (no releases)")
+    lines.append(
+        f"install would choose {selection.chosen.version} {selection.chosen.target_id}"
+        if selection.chosen
+        else "no release fits this machine"
+    )
+    return "\n".join(lines)

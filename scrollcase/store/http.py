@@ -1,0 +1,151 @@
+"""A store served over plain HTTP(S) by any static file server or CDN: read-only, stdlib only.
+
+The layout is the one ``publish`` writes (``<base>/boxes/<boxId>/index.json`` …), so a directory store
+or a public bucket behind ``python -m http.server``, nginx or a CDN is an install source as it is.
+Downloads resume with ``Range: bytes=N-``; a server that answers it with the whole object (200 instead
+of 206) raises :class:`~scrollcase.store.base.RangeNotSupportedError`.  Every failure (404, refused
+connection, timeout, a connection lost mid-body) is a StoreError naming the URL and the fix.
+The opener is injected (tests and host apps may pass their own); none exists at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import IO
+from urllib.parse import quote, urlsplit
+
+from scrollcase.errors import StoreError, UsageError
+from scrollcase.io.digest import sha256_bytes
+from scrollcase.store.base import CHUNK, Blob, RangeNotSupportedError, RangeRead, parse_content_range
+
+# The longest silence between two socket operations, as for S3 (scrollcase.store.s3.READ_TIMEOUT): a large
+# download keeps going as long as bytes move; a server that accepts and never answers fails in 15 s.
+TIMEOUT = 15.0
+_REACH_FIX = "check the store URL and that the server is running and reachable from this machine, then rerun"
+
+
+def check_base_url(url: str) -> str:
+    """The base URL without a trailing slash; UsageError unless it is ``http(s)://host[:port][/path]``."""
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = urlsplit(""), False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query or parts.fragment:
+        raise UsageError(
+            f"--store {url!r} is not a store URL",
+            fix="pass http(s)://host[:port]/path (the folder holding boxes/), s3://bucket/prefix or a directory",
+        )
+    return url.rstrip("/")
+
+
+class HttpStore:
+    """Objects are ``<base_url>/<key>``; only reads (an installer's store)."""
+
+    def __init__(
+        self, base_url: str, *, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT
+    ) -> None:
+        self.base_url = check_base_url(base_url)
+        self.opener = opener or urllib.request.build_opener()
+        self.timeout = timeout
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def url_for(self, key: str) -> str:
+        return f"{self.base_url}/{quote(key, safe='/')}"
+
+    def get_bytes(self, key: str) -> Blob | None:
+        url = self.url_for(key)
+        response = self._open(url, {})
+        if response is None:
+            return None
+        with response:
+            data = b"".join(_chunks(response, url))
+        return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
+
+    @contextlib.contextmanager
+    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+        url = self.url_for(key)
+        response = self._open(url, {"Range": f"bytes={offset}-"} if offset else {})
+        if response is None:
+            raise StoreError(
+                f"{url} does not exist (HTTP 404)", fix="check --store and --box, and that it is published"
+            )
+        with response:
+            yield RangeRead(offset, _total(response, url, offset), _chunks(response, url))
+
+    def _open(self, url: str, headers: dict[str, str]) -> http.client.HTTPResponse | None:
+        # identity: a server must not gzip the archive (the sha256 is of the bytes as stored).
+        # The scheme is http(s), checked by check_base_url.
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "identity", **headers})  # noqa: S310
+        try:
+            response: http.client.HTTPResponse = self.opener.open(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            if exc.code == 404:
+                return None
+            raise StoreError(
+                f"GET {url} failed: HTTP {exc.code} {exc.reason}",
+                fix="check the store URL and that the server lets this machine read it"
+                if exc.code in (401, 403)
+                else _REACH_FIX,
+            ) from None
+        except urllib.error.URLError as exc:
+            raise StoreError(f"cannot reach {url}: {_why(exc.reason)}", fix=_REACH_FIX) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise StoreError(f"cannot reach {url}: {_why(exc)}", fix=_REACH_FIX) from None
+        return response
+
+
+def _why(reason: object) -> str:
+    if isinstance(reason, TimeoutError | socket.timeout):
+        return f"no answer within {TIMEOUT:.0f} s (timed out)"
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused (is the server running?)"
+    return str(reason) or type(reason).__name__
+
+
+def _total(response: http.client.HTTPResponse, url: str, offset: int) -> int | None:
+    """The object's whole size, from Content-Range (206) or Content-Length (200)."""
+    if offset and response.status != 206:
+        raise RangeNotSupportedError(
+            f"{url}: the server ignored the Range request (bytes={offset}-) and sent the whole file "
+            f"(HTTP {response.status})",
+            fix="serve the store with a server that honours Range requests (nginx, caddy, any CDN); "
+            "the download restarts from the beginning",
+        )
+    if response.status == 206:
+        found = parse_content_range(response.headers.get("Content-Range"))
+        if found is None or found[0] != offset:
+            raise StoreError(
+                f"{url}: HTTP 206 with Content-Range {response.headers.get('Content-Range')!r}, not bytes {offset}-…",
+                fix="the server's Range support is broken: serve the store with another server",
+            )
+        return found[2]
+    length = response.headers.get("Content-Length")
+    return int(length) if length and length.isdigit() else None
+
+
+def _chunks(response: IO[bytes], url: str) -> Iterator[bytes]:
+    received = 0
+    try:
+        while chunk := response.read(CHUNK):
+            received += len(chunk)
+            yield chunk
+        # http.client ends a body cut short by the server quietly (b""); what is left of Content-Length says.
+        left = getattr(response, "length", None)
+        if left:
+            raise http.client.IncompleteRead(b"", left)
+    except (OSError, http.client.HTTPException) as exc:
+        # IncompleteRead, a reset or a timeout: the server stopped sending before the body's end.
+        raise StoreError(
+            f"the connection to {url} broke off after {received} bytes of this request: {_why(exc)}",
+            fix="rerun: the download resumes where it stopped",
+        ) from None

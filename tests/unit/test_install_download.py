@@ -1,0 +1,148 @@
+"""The resumable, verified download into the cache, from a directory store and a static HTTP server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from scrollcase.client.download import cache_paths, download_archive
+from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
+from scrollcase.store.http import HttpStore
+from scrollcase.store.local import LocalStore
+from tests.support.httpstore import ServerState, serve
+
+DATA = os.urandom(3 * 1024 * 1024 + 17)
+SHA = hashlib.sha256(DATA).hexdigest()
+KEY = "boxes/demo/1.0.0/linux-x86_64-cpu/demo.tar.zst"
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
+
+
+@pytest.fixture
+def store_root(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    (root / KEY).parent.mkdir(parents=True)
+    (root / KEY).write_bytes(DATA)
+    return root
+
+
+def test_fresh_download_then_the_cache(store_root: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache)
+    assert (got.downloaded, got.resumed_from, got.cached) == (len(DATA), 0, False)
+    assert got.path == cache / "downloads" / f"{SHA}.tar.zst" and got.path.read_bytes() == DATA
+    assert sorted(p.name for p in got.path.parent.iterdir()) == [f"{SHA}.tar.zst"]  # no partial, no lock
+    again = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache)
+    assert (again.downloaded, again.cached) == (0, True)
+
+
+def test_a_local_copy_continues_from_the_partial_file(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.partial.parent.mkdir(parents=True)
+    paths.partial.write_bytes(DATA[:1_000_000])
+    said: list[str] = []
+    got = download_archive(
+        LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
+    )
+    assert (got.downloaded, got.resumed_from) == (len(DATA) - 1_000_000, 1_000_000)
+    assert got.path.read_bytes() == DATA and "resuming the download at 1000000" in said[0]
+
+
+def test_http_resume_asks_only_for_the_missing_bytes(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.partial.parent.mkdir(parents=True)
+    paths.partial.write_bytes(DATA[:2_000_000])
+    with serve(store_root) as server:
+        got = download_archive(HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert server.state.sent == len(DATA) - 2_000_000 == got.downloaded
+    assert server.state.requests == [f"GET /{KEY} bytes=2000000-"]
+
+
+def test_a_broken_connection_is_resumed_within_the_run(store_root: Path, tmp_path: Path) -> None:
+    state = ServerState(budget=1_500_000)
+    said: list[str] = []
+    with serve(store_root, state) as server:
+
+        def reopen(message: str) -> None:
+            said.append(message)
+            state.budget = None  # the server is back
+
+        got = download_archive(
+            HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen
+        )
+    assert got.path.read_bytes() == DATA and state.sent == len(DATA) == got.downloaded
+    assert state.requests == [f"GET /{KEY} -", f"GET /{KEY} bytes=1500000-"]
+    assert "resuming at 1500000" in said[0]
+
+
+def test_a_dead_server_keeps_the_partial_for_a_rerun(store_root: Path, tmp_path: Path) -> None:
+    state = ServerState(budget=1_000_000)
+    with serve(store_root, state) as server:
+        store = HttpStore(server.url)
+        with pytest.raises(StoreError) as raised:
+            download_archive(store, KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+        paths = cache_paths(SHA, tmp_path)
+        assert paths.partial.stat().st_size == 1_000_000 and not paths.lock.exists()
+        assert "1000000 of" in raised.value.message and "resumes" in (raised.value.fix or "")
+        state.budget, state.sent = None, 0
+        got = download_archive(store, KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert state.sent == len(DATA) - 1_000_000 and got.resumed_from == 1_000_000
+
+
+def test_a_tampered_archive_is_refused_and_the_partial_deleted(store_root: Path, tmp_path: Path) -> None:
+    tampered = bytearray(DATA)
+    tampered[-5] ^= 1
+    (store_root / KEY).write_bytes(bytes(tampered))
+    with pytest.raises(IntegrityError, match="its sha256 is") as raised:
+        download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert "nothing was installed" in raised.value.message
+    assert list((tmp_path / "downloads").iterdir()) == []
+
+
+def test_an_object_of_another_size_is_refused_before_a_byte_is_kept(store_root: Path, tmp_path: Path) -> None:
+    with pytest.raises(IntegrityError, match=f"the release manifest says {len(DATA) + 1}"):
+        download_archive(LocalStore(store_root), KEY, size=len(DATA) + 1, sha256=SHA, cache_dir=tmp_path)
+    assert list((tmp_path / "downloads").iterdir()) == []
+
+
+def test_a_partial_longer_than_the_archive_is_started_over(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.partial.parent.mkdir(parents=True)
+    paths.partial.write_bytes(DATA + b"junk")
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert got.resumed_from == 0 and got.path.read_bytes() == DATA
+
+
+def test_a_server_without_range_support_starts_over(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.partial.parent.mkdir(parents=True)
+    paths.partial.write_bytes(DATA[:100])
+    said: list[str] = []
+    with serve(store_root, ServerState(honour_range=False)) as server:
+        got = download_archive(
+            HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
+        )
+    assert got.path.read_bytes() == DATA and any("starting over" in line for line in said)
+
+
+def test_a_live_lock_is_refused_and_a_stale_one_taken_over(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.lock.parent.mkdir(parents=True)
+    paths.lock.write_text(f"{os.getppid()}\n")  # a live process: our parent
+    with pytest.raises(ScrollcaseError, match="is downloading this archive"):
+        download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    paths.lock.write_text("999999999\n")  # no such process
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert got.path.read_bytes() == DATA and not paths.lock.exists()
+
+
+def test_a_missing_archive_names_it(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        download_archive(LocalStore(tmp_path / "empty"), KEY, size=10, sha256=SHA, cache_dir=tmp_path)
