@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 LIVE_INTERVAL = 0.25
@@ -79,3 +80,23 @@ class ByteMeter:
 def silent_meter(label: str, total: int | None) -> ByteMeter:
     """A meter that shows nothing (library default when no console is given)."""
     return ByteMeter(label, total, lambda _: None, interval=float("inf"))
+
+
+@contextmanager
+def waiting(emit: Emit, what: str, *, every: float = LOG_INTERVAL) -> Iterator[None]:
+    """While the block runs, say every ``every`` seconds how long it has waited for ``what``: a
+    request to a silent server shows that it is waiting, and on what, until its timeout ends it."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            emit(f"still waiting for {what}: {human_seconds(time.monotonic() - start)}")
+
+    ticker = threading.Thread(target=tick, name="scrollcase-waiting", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()

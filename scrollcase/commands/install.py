@@ -25,6 +25,7 @@ from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
 from scrollcase.host.facts import HostProbes
 from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.locations import open_read_store
 
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = 
     elif args.dest is not None:
         raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
     store = open_read_store(_location(args.store), args.endpoint_url)
-    index = read_box_index(store, args.box)
+    with waiting(console.progress, store.url):
+        index = read_box_index(store, args.box)
     wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
     host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
     selection = select_release(index, host, wanted)
@@ -103,7 +105,8 @@ def _location(option: str | None) -> str:
 
 
 def install(args: argparse.Namespace, console: Console, store: ReadableStore, chosen: Candidate, host: HostView) -> int:
-    manifest = fetch_manifest(store, args.box, chosen)
+    with waiting(console.progress, store.url):
+        manifest = fetch_manifest(store, args.box, chosen)
     check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
     if check.errors:
         raise refuse(manifest, check)

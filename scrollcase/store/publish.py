@@ -21,7 +21,7 @@ from scrollcase.box.peek import read_box_json
 from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
-from scrollcase.progress import MeterFactory
+from scrollcase.progress import MeterFactory, waiting
 from scrollcase.store.base import ObjectInfo, Store, sidecar_text
 from scrollcase.store.index import (
     BoxIndex,
@@ -376,8 +376,10 @@ def publish(
     check_archive(manifest, archive, manifest_file)
     archive = read_box(archive)
     check_box(manifest, archive, manifest_file)
-    store.check()
-    plan = plan_publish(manifest, archive, read_remote_state(store, manifest), manifest_file)
+    with waiting(progress, store.url):
+        store.check()
+        remote = read_remote_state(store, manifest)
+    plan = plan_publish(manifest, archive, remote, manifest_file)
     for warning in plan.warnings:
         progress(f"warning: {warning}")
     if dry_run:
@@ -387,7 +389,8 @@ def publish(
         if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress, meter):
             uploaded.append(step.key)
     progress(f"updating {store.url_for(plan.index_key)}")
-    written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
+    with waiting(progress, store.url):
+        written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
     return PublishResult(plan, store.url, False, tuple(uploaded), written)
 
 
@@ -415,7 +418,8 @@ def _execute_upload(
             if sent:
                 sent.finish()
         else:
-            store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
+            with waiting(progress, store.url_for(step.key)):
+                store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
         return True
     except ConflictError:
         # Lost a race with another publisher: fine if it wrote exactly our bytes.

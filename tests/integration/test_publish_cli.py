@@ -273,3 +273,4 @@ def test_defect7_silent_endpoint_fails_within_a_minute_naming_it(tmp_path: Path)
     assert time.monotonic() - start < 60
     assert done.returncode == 9, done.stderr
     assert endpoint in json.loads(done.stdout)["message"]
+    assert "still waiting for s3://bucket/p: 5 s" in done.stderr  # not a silent minute

@@ -60,3 +60,26 @@ def test_console_redraws_a_live_line_on_a_terminal_and_prints_lines_in_a_log() -
     assert log.getvalue() == "a: 1 B\n" and plain.meter("x", 1).interval == 5.0
     assert console.meter("x", 1).interval == 0.25
     assert Console(stderr=Tty(), quiet=True).interactive is False
+
+
+def test_waiting_says_how_long_it_has_waited_until_the_block_ends() -> None:
+    import time
+
+    from scrollcase.progress import waiting
+
+    said: list[str] = []
+    with waiting(said.append, "s3://bucket", every=0.05):
+        time.sleep(0.18)
+    count = len(said)
+    time.sleep(0.12)
+    assert count >= 2 and len(said) == count  # it stops with the block
+    assert said[0] == "still waiting for s3://bucket: 0 s"
+
+
+def test_waiting_is_silent_for_a_quick_block() -> None:
+    from scrollcase.progress import waiting
+
+    said: list[str] = []
+    with waiting(said.append, "x", every=5):
+        pass
+    assert said == []

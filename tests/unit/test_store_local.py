@@ -122,3 +122,12 @@ def test_defect6_temp_files_of_killed_publishers_are_removed_by_the_next_write(t
     store.put_bytes("boxes/b/obj", b"data", if_none_match=True)
     assert not stale.exists() and live.exists() and other.exists()
     assert sorted(p.name for p in folder.iterdir()) == sorted(["obj", live.name, other.name])
+
+
+def test_a_key_whose_name_nearly_fills_name_max_still_gets_a_temp_name(tmp_path: Path) -> None:
+    """The temp beside a 250-byte name keeps only part of it: the write works, nothing is left over."""
+    store = LocalStore(tmp_path)
+    key = "boxes/" + "a" * 250
+    store.put_bytes(key, b"{}", if_none_match=True, content_type="application/json")
+    assert (tmp_path / key).read_bytes() == b"{}"
+    assert [p.name for p in (tmp_path / "boxes").iterdir()] == ["a" * 250]
