@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 
 @dataclass(frozen=True)
@@ -190,22 +191,27 @@ EXIT_CODES: dict[str, int] = {
 }
 
 
+@overload
+def describe_path(path: Path | str) -> str: ...
+@overload
+def describe_path(path: None) -> None: ...
 def describe_path(path: Path | str | None) -> str | None:
     """Render a path for messages, the one renderer: a relative path as given (what the user typed;
     nothing is resolved, so it is cheap enough to call for every file); an absolute one relative to the
-    working directory when it is inside it (also through a symlink, such as macOS's /tmp), else as given."""
+    working directory when it is inside it (also through a symlink, such as macOS's /tmp), else as given.
+    Always with forward slashes, on Windows too: messages and JSON read the same on every runner."""
     if path is None:
         return None
     p = Path(path)
     if not p.is_absolute():
-        return str(p)
+        return p.as_posix()
     cwd = Path.cwd()
     if p.is_relative_to(cwd):
-        return str(p.relative_to(cwd))
+        return p.relative_to(cwd).as_posix()
     try:
-        return str(p.resolve().relative_to(cwd.resolve()))
+        return p.resolve().relative_to(cwd.resolve()).as_posix()
     except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-        return str(p)
+        return p.as_posix()
 
 
 def collect(problems: Iterable[Problem]) -> tuple[Problem, ...]:

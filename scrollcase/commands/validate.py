@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.console import Console
-from scrollcase.errors import Problem, RecipeError, UsageError
-from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes, display_path
+from scrollcase.errors import Problem, RecipeError, UsageError, describe_path
+from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes
 
 NAME = "validate"
 
@@ -85,7 +85,7 @@ def validate_paths(files: list[Path]) -> list[Outcome]:
     for file in files:
         recipe, problems = check_recipe_dir(file)
         recipe_id = recipe.recipeId if recipe is not None else None
-        outcomes.append(Outcome(display_path(file), recipe_id, tuple(problems)))
+        outcomes.append(Outcome(describe_path(file), recipe_id, tuple(problems)))
     return outcomes
 
 

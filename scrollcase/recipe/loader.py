@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from scrollcase.errors import Problem, RecipeError, UsageError, collect
+from scrollcase.errors import Problem, RecipeError, UsageError, collect, describe_path
 from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
 from scrollcase.recipe.model import RULES_CHECKED, Recipe
 from scrollcase.recipe.rules import RuleViolation, recipe_rules
@@ -375,17 +375,6 @@ def folder_problems(recipe: Recipe, file: str, exists: Callable[[str], bool], te
 # --- reading from disk ----------------------------------------------------------------------------
 
 
-def display_path(path: Path) -> str:
-    """``path`` as messages show it: as given when relative, else relative to the working directory
-    when inside it.  Cheap (no resolve of relative paths): validate calls it for every recipe."""
-    if not path.is_absolute():
-        return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
 def folder_name_of(file: Path) -> str:
     parent = file.parent
     return parent.name if parent.name not in ("", ".", "..") else parent.resolve().name
@@ -393,7 +382,7 @@ def folder_name_of(file: Path) -> str:
 
 def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES, shown: str | None = None) -> bytes:
     """The bytes of ``path``; refuses (by size, before reading) anything over ``limit``."""
-    shown = shown or display_path(path)
+    shown = shown or describe_path(path)
     too_big = RecipeError(
         f"{shown} is larger than {limit} bytes; a recipe.json is small metadata",
         fix="recipe.json holds metadata only: move large data into assets",
@@ -421,7 +410,7 @@ def check_recipe_dir(path: Path) -> tuple[Recipe | None, list[Problem]]:
     """Everything ``validate`` checks for one folder (or recipe.json path): the file and the folder.
     The recipe is returned whenever recipe.json itself is valid, even if the folder has problems."""
     file = path / RECIPE_FILE if path.is_dir() else path
-    shown = display_path(file)
+    shown = describe_path(file)
     try:
         data = read_recipe_bytes(file, shown=shown)
     except RecipeError as error:
@@ -436,7 +425,7 @@ def check_recipe_dir(path: Path) -> tuple[Recipe | None, list[Problem]]:
 def load_recipe(path: Path) -> Recipe:
     """Read and validate ``path`` (a recipe.json or a recipe folder); RecipeError lists every problem."""
     file = path / RECIPE_FILE if path.is_dir() else path
-    shown = display_path(file)
+    shown = describe_path(file)
     data = read_recipe_bytes(file, shown=shown)
     return parse_recipe(data, file=shown, folder_name=folder_name_of(file))
 
