@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
-from scrollcase.io.files import pid_alive, user_cache_dir
+from scrollcase.io.files import lock_owner, pid_alive, try_lock, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
 
@@ -206,30 +205,18 @@ def _mkdir(folder: Path) -> None:
 def _locked(lock: Path) -> Iterator[None]:
     """One writer per partial file; a lock whose process is gone (killed) is taken over."""
     for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        if try_lock(lock):
             break
-        except FileExistsError:
-            owner = _lock_owner(lock)
-            if owner is not None and pid_alive(owner):
-                raise ScrollcaseError(
-                    f"another scrollcase (pid {owner}) is downloading this archive into {lock.parent} now",
-                    fix=f"wait for it to finish, then rerun (or delete {lock} if no such process runs)",
-                ) from None
-            lock.unlink(missing_ok=True)
+        owner = lock_owner(lock)
+        if owner is not None and pid_alive(owner):
+            raise ScrollcaseError(
+                f"another scrollcase (pid {owner}) is downloading this archive into {lock.parent} now",
+                fix=f"wait for it to finish, then rerun (or delete {lock} if no such process runs)",
+            )
+        lock.unlink(missing_ok=True)
     else:
         raise ScrollcaseError(f"cannot take {lock}", fix=f"delete {lock} and rerun")
     try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.close(fd)
         yield
     finally:
         lock.unlink(missing_ok=True)
-
-
-def _lock_owner(lock: Path) -> int | None:
-    try:
-        text = lock.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None

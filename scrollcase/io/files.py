@@ -156,6 +156,30 @@ def creating_dir(target: Path, complete: str) -> Iterator[Path]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
+# --- lock files ----------------------------------------------------------------------------------------
+
+
+def try_lock(lock: Path) -> bool:
+    """Create ``lock`` exclusively, holding this process's pid (so a dead owner can be recognised);
+    False when it already exists."""
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as out:
+        out.write(f"{os.getpid()}\n")
+    return True
+
+
+def lock_owner(lock: Path) -> int | None:
+    """The pid written into ``lock``, if it can be read."""
+    try:
+        text = lock.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 # --- resumable downloads -------------------------------------------------------------------------------
 
 

@@ -231,21 +231,15 @@ def _claim_then_replace(temp: Path, target: Path) -> None:
 def _key_lock(target: Path) -> Iterator[None]:
     lock = target.with_name(target.name + ".lock")
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            _break_stale(lock)
-            if time.monotonic() > deadline:
-                raise StoreError(
-                    f"{lock} has been held for over {LOCK_WAIT_SECONDS:.0f}s",
-                    fix=f"if no publish is running, delete {lock}",
-                ) from None
-            time.sleep(0.02)
+    while not files.try_lock(lock):
+        _break_stale(lock)
+        if time.monotonic() > deadline:
+            raise StoreError(
+                f"{lock} has been held for over {LOCK_WAIT_SECONDS:.0f}s",
+                fix=f"if no publish is running, delete {lock}",
+            )
+        time.sleep(0.02)
     try:
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.close(fd)
         yield
     finally:
         lock.unlink(missing_ok=True)
