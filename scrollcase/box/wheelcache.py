@@ -97,6 +97,9 @@ class CachedWheel(WheelSource):
         self.root, self.entry = root, entry
         self.name, self.size = entry.wheel, entry.wheelSize
 
+    def __str__(self) -> str:  # errors name the entry, as they name a wheel file
+        return str(self.root)
+
     def install_into(self, job: wheelinstall.Job) -> None:
         """Replay the links of an earlier install into this layout, or install with pypa/installer
         (linking the members) and note what it placed for the next time."""

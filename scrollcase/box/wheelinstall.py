@@ -295,7 +295,8 @@ class Job:
 
     @property
     def env(self) -> str:
-        return self.scheme["data"]
+        """The environment's absolute path: every target is compared (claims) and recorded absolute."""
+        return os.path.abspath(self.scheme["data"])  # noqa: PTH100
 
     @functools.cached_property
     def layout_key(self) -> str:
@@ -303,7 +304,7 @@ class Job:
         environment; on Windows installer writes absolute paths into RECORD, so absolute there),
         the interpreter and the launcher kind."""
         env = Path(self.env)
-        scheme = {k: Path(v).relative_to(env).as_posix() for k, v in sorted(self.scheme.items())}
+        scheme = {k: Path(os.path.abspath(v)).relative_to(env).as_posix() for k, v in sorted(self.scheme.items())}  # noqa: PTH100
         absolute = sorted(self.scheme.items()) if os.name == "nt" else None
         text = repr((scheme, absolute, self.interpreter, self.kind))
         return hashlib.sha256(text.encode()).hexdigest()[:32]

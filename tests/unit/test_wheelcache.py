@@ -215,3 +215,28 @@ def test_a_planted_layout_cannot_link_outside_the_environment(tmp_path: Path, ta
     with pytest.raises(BuildError, match="outside of the target directory"):
         install_wheels(unpacked, LINUX, tmp_path / "second", placeholder=PLACEHOLDER, arch="x86_64")
     assert not (tmp_path / "outside.py").exists()
+
+
+def test_an_environment_given_relative_is_recorded_and_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scrollcase build` with a relative --state-dir installs into a relative environment path."""
+    paths = wheels(tmp_path / "wheels")
+    cache = WheelCache(tmp_path / "cache")
+    unpacked = filled(cache, paths)
+    install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
+    monkeypatch.chdir(tmp_path)
+    for env in ("rel/recorded", "rel/replayed"):
+        install_wheels(unpacked, LINUX, Path(env), placeholder=PLACEHOLDER, arch="x86_64")
+    assert tree(tmp_path / "rel/replayed") == tree(tmp_path / "direct")
+
+
+def test_replayed_and_recorded_wheels_in_one_install_share_files_and_claims(tmp_path: Path) -> None:
+    """Two wheels replayed, two installed by installer, all four shipping nvidia/__init__.py."""
+    paths = wheels(tmp_path / "wheels")
+    cache = WheelCache(tmp_path / "cache")
+    unpacked = filled(cache, paths)
+    install_wheels(unpacked[:2], LINUX, tmp_path / "half", placeholder=PLACEHOLDER, arch="x86_64")
+    install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
+    install_wheels(unpacked, LINUX, tmp_path / "mixed", placeholder=PLACEHOLDER, arch="x86_64", workers=4)
+    assert tree(tmp_path / "mixed") == tree(tmp_path / "direct")
