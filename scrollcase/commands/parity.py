@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from scrollcase.box.release import ParityReport
 from scrollcase.console import Console
 from scrollcase.errors import ParityError, Problem, UsageError, describe_path
-from scrollcase.github.junit import write_junit
 from scrollcase.io.pathcheck import require_file_path
 from scrollcase.parity import locate
 from scrollcase.parity.compare import compare_sets
@@ -28,6 +27,7 @@ from scrollcase.parity.report import junit_cases, render_table
 from scrollcase.parity.runner import RunRecord, run_parity
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from scrollcase.recipe.model import Tolerances
+from scrollcase.reports.junit import write_junit
 
 NAME = "parity"
 COMPARE = "compare"

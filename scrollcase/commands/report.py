@@ -13,8 +13,9 @@ from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
-from scrollcase.github.junit import JUnitResult, located, read_junit, repo_relative, result_problem
+from scrollcase.github.paths import located, repo_relative
 from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.reports.junit import JUnitResult, read_junit, result_problem
 
 NAME = "report"
 STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}

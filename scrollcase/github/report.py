@@ -18,7 +18,8 @@ from typing import IO
 from actions_toolkit.file_command import prepare_key_value_message
 
 from scrollcase.errors import GitHubError, ParityError, Problem, ScrollcaseError, SelfTestError
-from scrollcase.github.junit import located, read_junit
+from scrollcase.github.paths import located
+from scrollcase.reports.junit import read_junit
 
 # GitHub shows at most 10 annotations of each level per step; the rest vanish silently.
 ANNOTATIONS_PER_LEVEL = 10
@@ -283,32 +284,6 @@ def set_outputs(values: Mapping[str, OutputValue], env: RunnerEnv | None = None)
             fix="GITHUB_OUTPUT must name a writable file",
         ) from None
     return True
-
-
-def read_outputs(text: str) -> dict[str, str]:
-    """Parse a ``GITHUB_OUTPUT`` file the way the runner does (``k=v`` and ``k<<DELIM`` blocks)."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            try:
-                end = lines.index(delimiter, i + 1)
-            except ValueError:
-                raise GitHubError(
-                    f"output {name!r} opens a {delimiter!r} block that never closes",
-                    fix="end the value with a line holding only the delimiter",
-                ) from None
-            out[name] = "\n".join(lines[i + 1 : end])
-            i = end + 1
-            continue
-        if "=" in line:
-            name, value = line.split("=", 1)
-            out[name] = value
-        i += 1
-    return out
 
 
 # --- pull request head ----------------------------------------------------------------------------

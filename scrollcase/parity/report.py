@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scrollcase.box.release import ParityOutcome, ParityReport
-from scrollcase.github.junit import JUnitCase
+from scrollcase.reports.junit import JUnitCase
 
 COLUMNS = ("accelerator", "output", "result", "max abs", "max rel", "cosine", "worst index")
 
@@ -70,7 +68,3 @@ def junit_cases(report: ParityReport, script_file: str, recipe_id: str) -> list[
         )
         for o in report.results
     ]
-
-
-def failure_lines(results: Sequence[ParityOutcome]) -> list[str]:
-    return [f"{o.accelerator} {o.output}: {o.message}" for o in results if not o.passed]

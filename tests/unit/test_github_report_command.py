@@ -4,7 +4,7 @@ from pathlib import Path
 
 from scrollcase.box.release import ReleaseManifest, object_keys
 from scrollcase.commands.report import release_outputs, summary_table, tally
-from scrollcase.github.junit import JUnitResult
+from scrollcase.reports.junit import JUnitResult
 from tests.github_helpers import recipe_data
 
 SHA = "ab" * 32

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import GitHubError
-from scrollcase.github.junit import JUnitCase, junit_xml, parse_junit, repo_relative, result_problem
+from scrollcase.github.paths import repo_relative
+from scrollcase.reports.junit import JUnitCase, junit_xml, parse_junit, result_problem
 
 
 def test_written_cases_read_back_with_file_and_line() -> None:
