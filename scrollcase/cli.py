@@ -42,6 +42,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`")
 
 
+class ResultShownError(ScrollcaseError):
+    """``error``, raised after a command printed its result in ``--json`` mode: that one JSON document
+    already says what failed, so :func:`main` exits with ``error``'s code and prints nothing more."""
+
+    def __init__(self, error: ScrollcaseError) -> None:
+        super().__init__(error.message, error.problems, error.fix)
+        self.exit_code = error.exit_code
+
+
+def fail_after_result(console: Console, error: ScrollcaseError) -> NoReturn:
+    """The one policy for a failure whose result is already printed: under ``--json`` the result is the
+    report (no second document, no error line); otherwise ``error`` is rendered as every error is."""
+    if console.json_mode:
+        raise ResultShownError(error)
+    raise error
+
+
 class _Terminated(KeyboardInterrupt):  # SIGTERM, cleaned up exactly like SIGINT
     pass
 
@@ -94,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         console = Console(json_mode=args.json, quiet=args.quiet)
         code: int = args.handler(args, console)
+    except ResultShownError as shown:
+        return shown.exit_code
     except ScrollcaseError as error:
         return _fail(error, console, args)
     except _Terminated:

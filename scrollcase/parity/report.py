@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scrollcase.box.release import ParityOutcome, ParityReport
+from scrollcase.errors import Problem
 from scrollcase.reports.junit import JUnitCase
 
 COLUMNS = ("accelerator", "output", "result", "max abs", "max rel", "cosine", "worst index")
@@ -67,4 +68,13 @@ def junit_cases(report: ParityReport, script_file: str, recipe_id: str) -> list[
             properties=_properties(o),
         )
         for o in report.results
+    ]
+
+
+def failure_problems(report: ParityReport, script_file: str | None) -> list[Problem]:
+    """Each failed outcome as a problem located at the parity script (None: two saved sets compared)."""
+    return [
+        Problem(message=o.message, file=script_file, key=f"{o.accelerator}.{o.output}")
+        for o in report.results
+        if not o.passed
     ]

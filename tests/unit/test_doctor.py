@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.commands.doctor import diagnose
 from scrollcase.errors import Problem
 from scrollcase.host.facts import GIB, Gpu, HostFacts, HostProbes, dotted_key, gather_facts, gather_gpus, host_checks
 from scrollcase.io.proc import RunResult
 from scrollcase.pixi.manifest import parse_manifest
 from scrollcase.pixi.rules import manifest_problems
 from scrollcase.recipe.loader import parse_recipe
+from scrollcase.reports.doctor import diagnose
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 
 CUDA = parse_recipe(to_text(cuda_recipe()))  # minNvidiaDriverVersion 550.54.14, pixiVersion 0.73.0
