@@ -177,3 +177,30 @@ def result_problem(result: JUnitResult, fallback_file: str | None = None) -> Pro
         line=result.line,
         severity="error" if result.failed else "notice",
     )
+
+
+@dataclass(frozen=True)
+class Tally:
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+    files: int = 1
+
+    @property
+    def conclusion(self) -> str:
+        """failure, success, or missing when no report was found (the step died before writing one)."""
+        if self.failed:
+            return "failure"
+        return "success" if self.files else "missing"
+
+
+def tally(results: Sequence[JUnitResult], files: int = 1) -> Tally:
+    """How many cases passed, failed and were skipped, over ``files`` reports read."""
+    return Tally(
+        total=len(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.failed for r in results),
+        skipped=sum(r.status == "skipped" for r in results),
+        files=files,
+    )
