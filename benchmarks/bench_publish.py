@@ -38,7 +38,7 @@ from tests.support.s3servers import S3Server, seaweedfs  # noqa: E402
 
 def child_scrollcase(endpoint: str, bucket: str, archive: Path, manifest_json: Path) -> dict[str, float]:
     from scrollcase.box.release import parse_release
-    from scrollcase.commands.publish import make_s3_client
+    from scrollcase.store.factory import make_s3_client
     from scrollcase.store.publish import publish
     from scrollcase.store.s3 import S3Store
 

@@ -20,6 +20,7 @@ from scrollcase.console import Console
 from scrollcase.errors import (
     EXIT_CODES,
     InternalError,
+    ResultShownError,
     ScrollcaseError,
     UsageError,
     from_os_error,
@@ -94,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         console = Console(json_mode=args.json, quiet=args.quiet)
         code: int = args.handler(args, console)
+    except ResultShownError as shown:
+        return shown.exit_code
     except ScrollcaseError as error:
         return _fail(error, console, args)
     except _Terminated:

@@ -273,3 +273,12 @@ def from_value_error(exc: ValueError) -> UsageError:
         fix="check the command line's arguments and the environment "
         "variables it reads (set SCROLLCASE_DEBUG=1 for a traceback)",
     )
+
+
+class ResultShownError(ScrollcaseError):
+    """``error``, raised after a command printed its result in ``--json`` mode: that one JSON document
+    already says what failed, so :func:`main` exits with ``error``'s code and prints nothing more."""
+
+    def __init__(self, error: ScrollcaseError) -> None:
+        super().__init__(error.message, error.problems, error.fix)
+        self.exit_code = error.exit_code

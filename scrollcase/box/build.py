@@ -38,12 +38,12 @@ from scrollcase.box.release import (
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
-from scrollcase.github.junit import write_junit
 from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.recipe.loader import RecipeDir
 from scrollcase.recipe.model import Recipe
 from scrollcase.recipe.targets import host_platform
+from scrollcase.reports.junit import write_junit
 
 Weights = Literal["bundled", "on-demand"]
 STAGES = ("install", "prune", "bytecode", "evidence", "assets", "box.json", "pack", "self-test", "release")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from scrollcase.box.release import CheckOutcome, SelfTestReport
 from scrollcase.errors import Problem, SelfTestError
-from scrollcase.github.junit import JUnitCase
 from scrollcase.io.proc import RunResult, run_python
 from scrollcase.recipe.model import SelfTest
+from scrollcase.reports.junit import JUnitCase
 
 DEFAULT_TIMEOUT = 300.0
 _PREFIX_CODE = "import sys; print(sys.prefix)"

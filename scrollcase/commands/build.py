@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_file_path, require_folder_path
 
 if TYPE_CHECKING:  # boto3-stubs: types only
     from mypy_boto3_s3 import S3Client
 
+    from scrollcase.box.build import BuildPlan, Weights
+
 NAME = "build"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class BuildArgs(CommandArgs):
+    recipe: str
+    weights: Weights
+    out: Path
+    state_dir: Path
+    recipes_root: Path
+    junit: Path | None
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -48,10 +62,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="self-test JUnit report (default: .scrollcase/reports/selftest-<recipeId>.xml)",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(BuildArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: BuildArgs, console: Console) -> int:
     from scrollcase.box.assets import default_fetchers
     from scrollcase.box.build import execute_build, locked_install, plan_build
     from scrollcase.recipe.loader import resolve_recipe
@@ -88,10 +102,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _s3_client(plan: Any) -> S3Client | None:
-    """A boto3 S3 client only when a bundled asset lives in S3 (credentials from the usual places)."""
+def _s3_client(plan: BuildPlan) -> S3Client | None:
+    """The store's S3 client, only when a bundled asset lives in S3 (credentials from the usual places)."""
     if not plan.bundled or not any(a.url.startswith("s3://") for a in plan.assets):
         return None
-    import boto3
+    from scrollcase.store.factory import make_s3_client
 
-    return boto3.client("s3")
+    return make_s3_client()

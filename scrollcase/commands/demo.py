@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_folder_path
 
 NAME = "demo"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class DemoArgs(CommandArgs):
+    workdir: Path
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -29,10 +35,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=Path("scrollcase-demo"),
         help="folder for the demo's recipe, channel and outputs (default: %(default)s)",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(DemoArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: DemoArgs, console: Console) -> int:
     from scrollcase.demo.run import run_demo
 
     require_folder_path(args.workdir, "--workdir")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import describe_path
 from scrollcase.pixi.classify import classify_torch
@@ -14,7 +16,13 @@ from scrollcase.pixi.lockfile import LockFile, load_lock
 NAME = "inspect"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class InspectArgs(CommandArgs):
+    lock: Path
+    environment: tuple[str, ...] | None
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -27,7 +35,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-e", "--environment", action="append", default=None, help="only this environment (repeatable; default: all)"
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(InspectArgs, run))
 
 
 def report(lock: LockFile) -> dict[str, Any]:
@@ -62,7 +70,7 @@ def render(data: dict[str, Any], file: str) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: InspectArgs, console: Console) -> int:
     path: Path = args.lock / "pixi.lock" if args.lock.is_dir() else args.lock
     lock = load_lock(path)
     data = report(lock)

@@ -27,7 +27,7 @@ from scrollcase.host.facts import HostProbes
 from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
 from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
-from scrollcase.store.locations import open_read_store
+from scrollcase.store.factory import open_read_store
 
 NAME = "install"
 STORE_ENV = "SCROLLCASE_STORE"

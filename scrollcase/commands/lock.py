@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, describe_path
 from scrollcase.pixi import engine
@@ -16,7 +17,16 @@ from scrollcase.recipe.loader import resolve_recipe
 NAME = "lock"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class LockArgs(CommandArgs):
+    recipe: str
+    recipes_root: Path
+    channel_override: tuple[str, ...]
+    exclude_newer: str | None
+    use_pixi: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -49,10 +59,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the pixi binary on PATH (must match pixiVersion) instead of py-rattler",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(LockArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: LockArgs, console: Console) -> int:
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     overrides = engine.overrides_from_env(args.channel_override)
     target = recipe_dir.recipe.target.spec

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
 from scrollcase.pixi import engine
@@ -19,44 +20,22 @@ from scrollcase.pixi.lockcheck import ENVIRONMENT, LockCheckInput, LockCheckResu
 from scrollcase.pixi.lockfile import parse_lock, read_lock_text
 from scrollcase.pixi.manifest import load_manifest
 from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
+from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "lock-check"
 
 
 @dataclass(frozen=True)
-class Outcome:
-    path: str
-    recipe_id: str | None
-    result: LockCheckResult | None
-    problems: tuple[Problem, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not any(p.severity == "error" for p in self.problems)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "recipeId": self.recipe_id,
-            "ok": self.ok,
-            "platform": self.result.platform if self.result else None,
-            "torch": self.result.torch.to_json() if self.result else None,
-            "problems": [p.to_json() for p in self.problems],
-        }
-
-    def line(self) -> str:
-        status = "OK  " if self.ok else "FAIL"
-        torch = self.result.torch if self.result else None
-        what = (
-            f"torch {torch.version} {torch.build or ''} -> {torch.accelerator}".replace("  ", " ")
-            if torch and torch.provider
-            else "no torch"
-        )
-        tail = what if self.ok else f"{len(self.problems)} problem(s)"
-        return f"{status}  {self.recipe_id or self.path}: {tail}"
+class LockCheckArgs(CommandArgs):
+    recipes: tuple[str, ...]
+    recipes_root: Path
+    channel_override: tuple[str, ...]
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+Outcome = RecipeOutcome[LockCheckResult]
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -82,10 +61,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="NAME=URL",
         help=f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(LockCheckArgs, run))
 
 
-def recipe_folders(args: argparse.Namespace) -> list[Path]:
+def recipe_folders(args: LockCheckArgs) -> list[Path]:
     if args.recipes:
         return [resolve_recipe(r, args.recipes_root).path for r in args.recipes]
     found = discover_recipes(args.recipes_root)
@@ -123,17 +102,35 @@ def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
         )
         result = check_lock(inp)
     except ScrollcaseError as error:
-        return Outcome(shown, recipe_id, None, problems_of(error, shown))
-    return Outcome(shown, recipe_id, result, result.problems)
+        return Outcome(shown, recipe_id, problems_of(error, shown))
+    return Outcome(shown, recipe_id, result.problems, result)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def facts(outcome: Outcome) -> dict[str, Any]:
+    """What lock-check learned of one recipe besides its problems, for ``--json``."""
+    result = outcome.detail
+    return {"platform": result.platform if result else None, "torch": result.torch.to_json() if result else None}
+
+
+def line(outcome: Outcome) -> str:
+    status = "OK  " if outcome.ok else "FAIL"
+    torch = outcome.detail.torch if outcome.detail else None
+    what = (
+        f"torch {torch.version} {torch.build or ''} -> {torch.accelerator}".replace("  ", " ")
+        if torch and torch.provider
+        else "no torch"
+    )
+    tail = what if outcome.ok else f"{len(outcome.problems)} problem(s)"
+    return f"{status}  {outcome.recipe_id or outcome.path}: {tail}"
+
+
+def run(args: LockCheckArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
     outcomes = [check_folder(folder, overrides) for folder in recipe_folders(args)]
-    failed = [o for o in outcomes if not o.ok]
+    failed = failures(outcomes)
     if failed:
         for outcome in outcomes:
-            console.progress(outcome.line())
+            console.progress(line(outcome))
         problems = collect(p for o in failed for p in o.problems)
         raise LockError(
             f"lock-check: {len(failed)} of {len(outcomes)} recipe(s) failed ({len(problems)} problem(s))",
@@ -141,7 +138,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             fix="fix pixi.toml if needed, then `scrollcase lock <recipeId>` and commit pixi.lock",
         )
     console.result(
-        {"ok": True, "recipes": [o.to_json() for o in outcomes]},
-        "\n".join(o.line() for o in outcomes) + f"\n{len(outcomes)} lock(s) OK",
+        {"ok": True, "recipes": [o.to_json(facts(o)) for o in outcomes]},
+        "\n".join(line(o) for o in outcomes) + f"\n{len(outcomes)} lock(s) OK",
     )
     return 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, RecipeError, UsageError
 from scrollcase.github import gitdiff, report
@@ -27,7 +29,16 @@ NAME = "matrix"
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class MatrixArgs(CommandArgs):
+    recipes: Path
+    changed_since: str | None
+    runner_map: Path | None
+    all_on: tuple[str, ...]
+    hosted_only: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     defaults = "; ".join(f"{k} -> {', '.join(v)}" for k, v in DEFAULT_RUNNERS.items())
     p = sub.add_parser(
         NAME,
@@ -69,7 +80,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         action="store_true",
         help="leave out jobs for self-hosted runners (use for pull requests from forks)",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(MatrixArgs, run))
 
 
 _READ_RUNNER_MAP = ReadErrors(
@@ -137,7 +148,7 @@ def _text(plan: MatrixPlan) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: MatrixArgs, console: Console) -> int:
     if not args.recipes.is_dir():
         raise UsageError(f"no recipes folder {args.recipes}", fix="run from the repository root or pass --recipes")
     runner_map = _read_runner_map(args.runner_map)

@@ -8,8 +8,6 @@ two saved output sets.
 from __future__ import annotations
 
 import argparse
-import tempfile
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,17 +15,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from scrollcase.box.release import ParityReport
+from scrollcase.commands import CommandArgs, SubParsers, fail_after_result, handler
 from scrollcase.console import Console
-from scrollcase.errors import ParityError, Problem, UsageError, describe_path
-from scrollcase.github.junit import write_junit
+from scrollcase.errors import ParityError, UsageError
 from scrollcase.io.documents import validation_problems
 from scrollcase.io.pathcheck import require_file_path
-from scrollcase.parity import locate
-from scrollcase.parity.compare import compare_sets
-from scrollcase.parity.outputs import open_outputs
-from scrollcase.parity.report import junit_cases, render_table
-from scrollcase.parity.runner import RunRecord, run_parity
-from scrollcase.recipe.loader import RecipeDir, resolve_recipe
+from scrollcase.parity.gate import GateOptions, compare_saved, run_gate
+from scrollcase.parity.report import failure_problems, render_table
 from scrollcase.recipe.model import Tolerances
 
 NAME = "parity"
@@ -51,7 +45,23 @@ FAIL_FIX = (
 )
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class ParityArgs(CommandArgs):
+    target: str
+    paths: tuple[str, ...]
+    accelerators: str | None
+    junit: Path | None
+    timeout: float
+    box: Path | None
+    python: Path | None
+    recipe_dir: Path | None
+    keep_outputs: Path | None
+    absolute: float | None
+    relative: float | None
+    minimum_cosine: float | None
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -96,21 +106,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     cmp.add_argument("--absolute", type=float, metavar="A", help="absolute tolerance")
     cmp.add_argument("--relative", type=float, metavar="R", help="relative tolerance (times |ref|)")
     cmp.add_argument("--minimum-cosine", type=float, metavar="C", help="least cosine similarity")
-    p.set_defaults(handler=run_command)
+    p.set_defaults(handler=handler(ParityArgs, run_command))
 
 
 RUN_OPTIONS = ("accelerators", "junit", "box", "python", "recipe_dir", "keep_outputs")
 COMPARE_OPTIONS = ("absolute", "relative", "minimum_cosine")
 
 
-def _reject(args: argparse.Namespace, names: tuple[str, ...], form: str, fix: str) -> None:
+def _reject(args: ParityArgs, names: tuple[str, ...], form: str, fix: str) -> None:
     given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is not None]
     if given:
         raise UsageError(f"{', '.join(given)} cannot be used with {form}", fix=fix)
 
 
-def run_command(args: argparse.Namespace, console: Console) -> int:
-    if getattr(args, "junit", None) is not None:
+def run_command(args: ParityArgs, console: Console) -> int:
+    if args.junit is not None:
         require_file_path(args.junit, "--junit")
     if args.target == COMPARE:
         _reject(args, RUN_OPTIONS, "`parity compare`", "compare takes only REF CAND and the tolerances")
@@ -127,17 +137,18 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
 # ------------------------------------------------------------------------------------ compare
 
 
-def _tolerances(args: argparse.Namespace) -> Tolerances:
+def _tolerances(args: ParityArgs) -> Tolerances:
     missing = [
         f"--{n.replace('_', '-')}" for n in ("absolute", "relative", "minimum_cosine") if getattr(args, n) is None
     ]
-    if missing:
+    absolute, relative, cosine = args.absolute, args.relative, args.minimum_cosine
+    if missing or absolute is None or relative is None or cosine is None:
         raise UsageError(
             f"parity compare needs {', '.join(missing)}",
             fix="e.g. --absolute 1e-4 --relative 1e-3 --minimum-cosine 0.9999",
         )
     try:
-        return Tolerances(absolute=args.absolute, relative=args.relative, minimumCosine=args.minimum_cosine)
+        return Tolerances(absolute=absolute, relative=relative, minimumCosine=cosine)
     except ValidationError as exc:
         problems = validation_problems(exc, values=True)
         raise UsageError(
@@ -145,115 +156,45 @@ def _tolerances(args: argparse.Namespace) -> Tolerances:
         ) from None
 
 
-def _compare(args: argparse.Namespace, console: Console) -> int:
+def _compare(args: ParityArgs, console: Console) -> int:
     if len(args.paths) != 2:
         raise UsageError(
             f"parity compare takes two output sets, got {len(args.paths)}",
             fix="scrollcase parity compare REF.npz CAND.npz --absolute A --relative R --minimum-cosine C",
         )
     tol = _tolerances(args)
-    ref, cand = (open_outputs(Path(p)) for p in args.paths)
-    results = compare_sets(ref, cand, "candidate", tol)
-    report = ParityReport(
-        passed=all(r.passed for r in results),
-        reference="reference",
-        accelerators=["reference", "candidate"],
-        tolerances=tol.model_dump(),
-        results=results,
-    )
+    report = compare_saved(Path(args.paths[0]), Path(args.paths[1]), tol)
     return _finish(console, report, {"reference": args.paths[0], "candidate": args.paths[1]}, None)
 
 
 # --------------------------------------------------------------------------------------- gate
 
 
-@dataclass(frozen=True)
-class _Subject:
-    recipe_dir: RecipeDir
-    release: locate.ReleaseFile | None
-
-
-def _subject(args: argparse.Namespace) -> _Subject:
-    if locate.is_release_arg(args.target):
-        release = locate.read_release(Path(args.target))
-        return _Subject(locate.recipe_for_release(release.manifest, args.recipe_dir), release)
-    recipe_dir = resolve_recipe(args.target)
-    built = locate.built_release(recipe_dir.recipe)
-    return _Subject(recipe_dir, locate.read_release(built) if built else None)
-
-
-def _interpreter(
-    args: argparse.Namespace, subject: _Subject, stack: ExitStack, console: Console
-) -> tuple[Path, Path | None]:
-    """(python, box folder) from --python, --box, or by unpacking the release into a temp folder."""
-    entry = subject.release.manifest.pythonEntryPoint if subject.release else subject.recipe_dir.recipe.pythonEntryPoint
-    if args.python:
-        return args.python, args.box
-    if args.box:
-        return locate.box_python(args.box, entry), args.box
-    if subject.release is None:
-        recipe_id = subject.recipe_dir.recipe.recipeId
-        raise UsageError(
-            f"no built release of {recipe_id} in {locate.DIST_DIR}",
-            fix=f"run `scrollcase build {recipe_id}` first, or pass --box DIR or --python PATH",
-        )
-    temp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scrollcase-parity-box-")))
-    console.progress(f"parity: unpacking {subject.release.manifest.archive.name}")
-    box = locate.unpack_release(subject.release, temp / "box")
-    return locate.box_python(box, entry), box
-
-
-def _gate(args: argparse.Namespace, console: Console) -> int:
-    subject = _subject(args)
-    parity = locate.parity_block(subject.recipe_dir)
-    accelerators = locate.parse_accelerators(args.accelerators, list(parity.accelerators))
-    script = subject.recipe_dir.path / parity.script
-    with ExitStack() as stack:
-        python, box = _interpreter(args, subject, stack, console)
-        out_root = args.keep_outputs or Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="scrollcase-parity-out-"))
-        )
-
-        def on_run(record: RunRecord) -> None:
-            state = "ok" if record.outcome.passed else "FAILED"
-            console.progress(f"parity: {record.run.accelerator}: {state}: {record.outcome.message}")
-
-        console.progress(f"parity: running {parity.script} on {', '.join(accelerators)} with {python}")
-        report = run_parity(
-            script, python, accelerators, parity.tolerances, out_root, timeout=args.timeout, box_dir=box, on_run=on_run
-        )
-    return _record(args, console, subject, report, script)
-
-
-def _record(args: argparse.Namespace, console: Console, subject: _Subject, report: ParityReport, script: Path) -> int:
-    """Write JUnit and the release manifest, then print the result."""
-    recipe_id = subject.recipe_dir.recipe.recipeId
-    script_file = (describe_path(script) or str(script)).replace("\\", "/")
-    extra: dict[str, Any] = {"recipeId": recipe_id}
-    if args.junit:
-        write_junit(
-            args.junit,
-            f"parity {recipe_id}",
-            junit_cases(report, script_file, recipe_id),
-            properties={"recipeId": recipe_id, "reference": report.reference},
-        )
-        extra["junit"] = str(args.junit)
-    if subject.release and not args.python:
-        locate.write_release(subject.release, subject.release.manifest.model_copy(update={"parity": report}))
-        extra["release"] = str(subject.release.path)
-    return _finish(console, report, extra, script_file)
+def _gate(args: ParityArgs, console: Console) -> int:
+    options = GateOptions(
+        target=args.target,
+        recipe_dir=args.recipe_dir,
+        accelerators=args.accelerators,
+        timeout=args.timeout,
+        box=args.box,
+        python=args.python,
+        keep_outputs=args.keep_outputs,
+        junit=args.junit,
+    )
+    result = run_gate(options, console.progress)
+    extra: dict[str, Any] = {"recipeId": result.recipe_id}
+    if result.junit:
+        extra["junit"] = str(result.junit)
+    if result.release:
+        extra["release"] = str(result.release)
+    return _finish(console, result.report, extra, result.script_file)
 
 
 def _finish(console: Console, report: ParityReport, extra: dict[str, Any], script_file: str | None) -> int:
     data = {**extra, "report": report.model_dump(mode="json", exclude_none=True)}
     console.result(data, render_table(report))
-    if report.passed:
-        return 0
-    if console.json_mode:  # the report above is the one JSON document on stdout
-        return ParityError.exit_code
-    problems = [
-        Problem(message=o.message, file=script_file, key=f"{o.accelerator}.{o.output}")
-        for o in report.results
-        if not o.passed
-    ]
-    raise ParityError(f"parity failed: {len(problems)} failure(s)", problems=problems, fix=FAIL_FIX)
+    if not report.passed:
+        problems = failure_problems(report, script_file)
+        error = ParityError(f"parity failed: {len(problems)} failure(s)", problems=problems, fix=FAIL_FIX)
+        fail_after_result(console, error)
+    return 0

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from scrollcase.box.release import load_release
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
-from scrollcase.errors import IntegrityError, UsageError, describe_path
-from scrollcase.store.base import Store
-from scrollcase.store.local import LocalStore
+from scrollcase.errors import IntegrityError, describe_path
+from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
 from scrollcase.store.publish import PublishResult, publish
-from scrollcase.store.s3 import S3Store, check_endpoint_url, client_config, parse_s3_url
-
-if TYPE_CHECKING:  # boto3-stubs: types only
-    from mypy_boto3_s3 import S3Client
 
 NAME = "publish"
-DEFAULT_STORE = ".scrollcase/store"
-STORE_ENV = "SCROLLCASE_STORE"
 
 DESCRIPTION = """\
 Publish one release (archive, .sha256 sidecar, release manifest) under
@@ -33,7 +26,16 @@ S3 credentials come from the standard AWS chain (environment, profile, OIDC web 
 """
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class PublishArgs(CommandArgs):
+    release: Path
+    to: str | None
+    archive: Path | None
+    endpoint_url: str | None
+    dry_run: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -60,38 +62,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="S3-compatible endpoint such as MinIO or R2 (default: AWS, or $AWS_ENDPOINT_URL_S3)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(PublishArgs, run))
 
 
-def make_s3_client(endpoint_url: str | None) -> S3Client:
-    """A boto3 S3 client from the standard credential chain; created only when a command needs it."""
-    import boto3
-
-    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=client_config())
-
-
-def make_store(destination: str | None, endpoint_url: str | None) -> Store:
-    if destination is not None and not destination.strip():
-        raise UsageError(
-            "--to is empty: it names no store (an unset CI variable?)",
-            fix=f"pass --to s3://bucket/prefix or a directory; omit --to for ${STORE_ENV} or {DEFAULT_STORE}",
-        )
-    target = destination or os.environ.get(STORE_ENV) or DEFAULT_STORE
-    if target.startswith("s3://"):
-        bucket, prefix = parse_s3_url(target)
-        check_endpoint_url(endpoint_url, os.environ)
-        return S3Store(make_s3_client(endpoint_url), bucket, prefix, endpoint_url=endpoint_url)
-    if "://" in target:
-        raise UsageError(f"--to {target}: unsupported store URL", fix="use s3://bucket/prefix or a directory path")
-    if endpoint_url is not None:
-        raise UsageError(
-            "--endpoint-url only applies to s3:// stores",
-            fix=f"drop it, or publish to --to s3://... instead of {target}",
-        )
-    return LocalStore(Path(target))
-
-
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: PublishArgs, console: Console) -> int:
     manifest_file = describe_path(args.release) or str(args.release)
     manifest = load_release(args.release)
     archive = args.archive or args.release.with_name(manifest.archive.name)
@@ -100,7 +74,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"{archive} (named by {manifest_file}) does not exist",
             fix="keep the archive beside its release manifest, or pass --archive PATH",
         )
-    store = make_store(args.to, args.endpoint_url)
+    store = open_store(args.to, args.endpoint_url)
     result = publish(
         store,
         manifest,

@@ -9,23 +9,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import ReleaseManifest, parse_release
+from scrollcase.box.release import parse_release
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
-from scrollcase.github.junit import JUnitResult, located, read_junit, repo_relative, result_problem
+from scrollcase.github.paths import located, repo_relative
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.reports.junit import JUnitResult, read_junit, result_problem, tally
 
 NAME = "report"
 _RELEASE_FIX = "pass the *.release.json written by `scrollcase build`"
 _READ_RELEASE = ReadErrors(
     UsageError, missing="cannot read {path}: {strerror}", missing_fix=_RELEASE_FIX, fix=_RELEASE_FIX
 )
-STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class ReportJunitArgs(CommandArgs):
+    files: tuple[Path, ...]
+    check_run_name: str | None
+    title: str | None
+    sha: str | None
+    repo: str | None
+    api_url: str | None
+    token_env: str
+    missing_ok: bool
+    strict: bool
+
+
+@dataclass(frozen=True)
+class ReportReleaseArgs(CommandArgs):
+    release: Path | None
+    recipe: str | None
+    out: Path
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -33,6 +54,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         description="Turn results into GitHub annotations, a step summary, step outputs and optionally a check run.",
     )
     kinds = p.add_subparsers(dest="report_kind", metavar="KIND", required=True)
+    _register_junit(kinds, common)
+    _register_release(kinds, common)
+
+
+def _register_junit(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
     j = kinds.add_parser(
         "junit",
         parents=[common],
@@ -63,7 +89,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         help="skip files that do not exist (a step that failed before writing its report)",
     )
     j.add_argument("--strict", action="store_true", help="exit 1 when any case failed")
-    j.set_defaults(handler=run)
+    j.set_defaults(handler=handler(ReportJunitArgs, run))
+
+
+def _register_release(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
     r = kinds.add_parser(
         "release",
         parents=[common],
@@ -87,52 +116,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         metavar="DIR",
         help="where build wrote the release (default: .scrollcase/dist)",
     )
-    r.set_defaults(handler=run_release)
-
-
-@dataclass(frozen=True)
-class Tally:
-    total: int
-    passed: int
-    failed: int
-    skipped: int
-    files: int = 1
-
-    @property
-    def conclusion(self) -> str:
-        """failure, success, or missing when no report was found (the step died before writing one)."""
-        if self.failed:
-            return "failure"
-        return "success" if self.files else "missing"
-
-
-def tally(results: Sequence[JUnitResult], files: int = 1) -> Tally:
-    return Tally(
-        total=len(results),
-        passed=sum(r.status == "passed" for r in results),
-        failed=sum(r.failed for r in results),
-        skipped=sum(r.status == "skipped" for r in results),
-        files=files,
-    )
-
-
-def summary_table(title: str, results: Sequence[JUnitResult], counts: Tally) -> report.SummaryTable:
-    """Failures first, so a truncated summary still shows what broke."""
-    ordered = sorted(results, key=lambda r: (not r.failed, r.status == "skipped"))
-    rows = [
-        [
-            r.suite,
-            f"{r.classname}.{r.name}" if r.classname else r.name,
-            STATUS_ICONS[r.status],
-            f"{r.seconds:.2f}s",
-            (r.message or "")[:500],
-        ]
-        for r in ordered
-    ]
-    lead = f"**{counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped** of {counts.total}"
-    return report.SummaryTable(
-        title=title, columns=["Suite", "Case", "Status", "Time", "Message"], rows=rows, lead=lead
-    )
+    r.set_defaults(handler=handler(ReportReleaseArgs, run_release))
 
 
 def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult], list[Problem], int]:
@@ -151,7 +135,8 @@ def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult
 
 
 def _check_run(
-    args: argparse.Namespace,
+    args: ReportJunitArgs,
+    name: str,
     env: report.RunnerEnv,
     problems: Sequence[Problem],
     summary: str,
@@ -172,7 +157,7 @@ def _check_run(
             fix="run under GitHub Actions, or pass --repo OWNER/NAME and --sha SHA",
         )
     plan = checks.plan_check_run(
-        args.check_run_name,
+        name,
         sha,
         problems,
         summary,
@@ -183,13 +168,13 @@ def _check_run(
     return checks.publish_check_run(checks.repository(client, repo), plan)
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: ReportJunitArgs, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
     results, problems, read = _read_all(args.files, args.missing_ok)
     counts = tally(results, read)
     title = args.title or args.check_run_name or "scrollcase results"
     if read:
-        markdown = report.render_summary([summary_table(title, results, counts)], report.summary_room(env))
+        markdown = report.render_summary([report.summary_table(title, results, counts)], report.summary_room(env))
     else:  # the step died before it wrote a report: say so instead of an empty "0 of 0" table
         names = ", ".join(str(f) for f in args.files)
         markdown = f"### {title}\n\nNo results: {names} was not written (the step failed before reporting).\n\n"
@@ -214,7 +199,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         {k: v for k, v in data.items() if k in ("total", "passed", "failed", "skipped", "conclusion")}, env
     )
     if args.check_run_name and read:
-        data["checkRun"] = _check_run_or_warn(args, env, problems, markdown, title, console)
+        data["checkRun"] = _check_run_or_warn(args, args.check_run_name, env, problems, markdown, title, console)
     elif args.check_run_name:
         console.progress(f"no check run {args.check_run_name!r}: there are no results to report")
     text = f"{title}: {counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped"
@@ -225,7 +210,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _check_run_or_warn(
-    args: argparse.Namespace,
+    args: ReportJunitArgs,
+    name: str,
     env: report.RunnerEnv,
     problems: Sequence[Problem],
     markdown: str,
@@ -239,10 +225,10 @@ def _check_run_or_warn(
     """
     fallback = repo_relative(args.files[0])
     try:
-        result = _check_run(args, env, problems, markdown, title, fallback)
+        result = _check_run(args, name, env, problems, markdown, title, fallback)
     except checks.CheckRunRefusedError as refused:
         warning = Problem(
-            message=f"no check run {args.check_run_name!r}: the token may not write checks "
+            message=f"no check run {name!r}: the token may not write checks "
             "(pull requests from forks get a read-only GITHUB_TOKEN); the results are in "
             "the annotations and the step summary",
             severity="warning",
@@ -251,52 +237,26 @@ def _check_run_or_warn(
         if env.in_actions:
             report.annotate([warning], sys.stderr if console.json_mode else console.stdout, title="check run")
         return {"refused": refused.status, "message": refused.message}
-    console.progress(
-        f"check run {args.check_run_name!r}: {result.annotations} annotation(s) in {result.requests} request(s)"
-    )
+    console.progress(f"check run {name!r}: {result.annotations} annotation(s) in {result.requests} request(s)")
     return {"id": result.id, "url": result.url, "annotations": result.annotations, "requests": result.requests}
 
 
-def _gate(report_passed: bool | None) -> str:
-    return "not run" if report_passed is None else ("passed" if report_passed else "failed")
+def _release_path(args: ReportReleaseArgs) -> Path:
+    if args.release is not None and args.recipe is None:
+        return args.release
+    if args.recipe is not None and args.release is None:
+        return args.out / resolve_recipe(args.recipe).recipe.release_name
+    raise UsageError(
+        "give either RELEASE.json or --recipe",
+        fix="e.g. `scrollcase report release --recipe tiny-mlp-linux-x86_64-cpu --out .scrollcase/dist`",
+    )
 
 
-def release_outputs(manifest: ReleaseManifest, release_path: Path) -> dict[str, object]:
-    """Step outputs for a release manifest; the archive lies next to it (build's --out folder)."""
-    return {
-        "release": str(release_path),
-        "archive": str(release_path.with_name(manifest.archive.name)),
-        "sha256": manifest.archive.sha256,
-        "size": manifest.archive.size,
-        "box-id": manifest.boxId,
-        "version": manifest.version,
-        "target-id": manifest.targetId,
-        "recipe-id": manifest.recipeId,
-        "archive-key": manifest.keys.archive,
-        "release-key": manifest.keys.release,
-        "self-test": _gate(manifest.selfTest.passed if manifest.selfTest else None),
-        "parity": _gate(manifest.parity.passed if manifest.parity else None),
-    }
-
-
-def _release_path(args: argparse.Namespace) -> Path:
-    if (args.release is None) == (args.recipe is None):
-        raise UsageError(
-            "give either RELEASE.json or --recipe",
-            fix="e.g. `scrollcase report release --recipe tiny-mlp-linux-x86_64-cpu --out .scrollcase/dist`",
-        )
-    if args.release is not None:
-        path: Path = args.release
-        return path
-    out: Path = args.out
-    return out / resolve_recipe(args.recipe).recipe.release_name
-
-
-def run_release(args: argparse.Namespace, console: Console) -> int:
+def run_release(args: ReportReleaseArgs, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
     path = _release_path(args)
     manifest = parse_release(read_bytes(path, _READ_RELEASE), file=str(path))
-    outputs = release_outputs(manifest, path.resolve())
+    outputs = report.release_outputs(manifest, path.resolve())
     table = report.SummaryTable(
         title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
         columns=["Field", "Value"],

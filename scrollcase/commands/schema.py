@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from scrollcase.box.release import release_json_schema
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
 from scrollcase.io.documents import canonical_json
@@ -19,7 +20,13 @@ NAME = "schema"
 SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema, "index": index_json_schema}
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class SchemaArgs(CommandArgs):
+    which: str
+    out: Path | None
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -33,14 +40,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)",
     )
     p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(SchemaArgs, run))
 
 
 def render_schema(which: str) -> str:
     return canonical_json(SCHEMAS[which]()).decode("utf-8")
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: SchemaArgs, console: Console) -> int:
     text = render_schema(args.which)
     if args.out is None:
         console.result(json.loads(text), text)

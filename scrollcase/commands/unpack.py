@@ -8,24 +8,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.peek import read_member
 from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.box.unpack import UnpackResult, unpack_archive
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
 from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
 from scrollcase.io.files import ReadErrors, read_bytes
+from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
 
 NAME = "unpack"
-_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class UnpackArgs(CommandArgs):
+    source: Path
+    dest: Path
+    sha256: str | None
+    size: int | None
+    skip_gpu_check: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -53,7 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
         action="store_true",
         help="install a CUDA box without checking this machine's NVIDIA driver and GPUs (prints a warning)",
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(UnpackArgs, run))
 
 
 def read_manifest(source: Path) -> ReleaseManifest | None:
@@ -78,7 +88,7 @@ def expected_digest(
         info = (manifest or _parse(source)).archive
         return source.parent / info.name, info.size, info.sha256
     digest = sha256 or _sidecar(source)
-    if not _SHA256.match(digest):
+    if not SHA256_HEX.match(digest):
         raise UsageError(
             f"--sha256 must be 64 hex digits (got {digest!r})",
             fix="copy the digest from the release manifest or the .sha256 file",
@@ -98,19 +108,13 @@ def _read(path: Path) -> bytes:
 
 
 def _sidecar(archive: Path) -> str:
-    sidecar = archive.with_name(archive.name + ".sha256")
-    if not sidecar.is_file():
+    digest = read_sidecar(archive)
+    if digest is None:
         raise UsageError(
-            f"no sha256 for {describe_path(archive)}: pass --sha256 or provide {describe_path(sidecar)}",
+            f"no sha256 for {describe_path(archive)}: pass --sha256 or provide {describe_path(sidecar_path(archive))}",
             fix="unpack the .release.json instead, or pass --sha256 HEX",
         )
-    words = sidecar.read_text(encoding="utf-8", errors="replace").split()
-    if not words or not _SHA256.match(words[0]):
-        raise IntegrityError(
-            f"{describe_path(sidecar)} does not start with a sha256 digest",
-            fix="the file should read '<64 hex digits>  <archive name>'",
-        )
-    return words[0]
+    return digest
 
 
 def identity_problems(manifest: ReleaseManifest, box: object, file: str) -> list[Problem]:
@@ -196,7 +200,7 @@ def report_gpu(console: Console, result: GpuCheckResult) -> None:
             console.progress(problem.render())
 
 
-def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+def run(args: UnpackArgs, console: Console, probes: HostProbes | None = None) -> int:
     if args.source.name in ("", ".", ".."):
         raise UsageError(
             f"ARCHIVE|RELEASE.json must name a file (got {str(args.source)!r})",

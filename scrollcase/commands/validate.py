@@ -3,43 +3,26 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, fail_after_result, handler
 from scrollcase.console import Console
-from scrollcase.errors import Problem, RecipeError, UsageError, describe_path
+from scrollcase.errors import RecipeError, UsageError, describe_path
 from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes
+from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "validate"
 
 
 @dataclass(frozen=True)
-class Outcome:
-    path: str
-    recipe_id: str | None
-    problems: tuple[Problem, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not any(p.severity == "error" for p in self.problems)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "recipeId": self.recipe_id,
-            "ok": self.ok,
-            "problems": [p.to_json() for p in self.problems],
-        }
-
-    def line(self) -> str:
-        name = f" ({self.recipe_id})" if self.recipe_id else ""
-        if self.ok:
-            return f"OK    {self.path}{name}"
-        return f"FAIL  {self.path}{name}: {len(self.problems)} problem(s)"
+class ValidateArgs(CommandArgs):
+    paths: tuple[str, ...]
+    recipes_root: Path
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -55,10 +38,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="recipe folders or recipe.json files (default: every recipe under --recipes-root)",
     )
     p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(ValidateArgs, run))
 
 
-def targets_to_check(paths: list[str], root: Path) -> list[Path]:
+def targets_to_check(paths: Sequence[str], root: Path) -> list[Path]:
     """The recipe.json files to validate for the command line ``paths``."""
     if not paths:
         found = discover_recipes(root)
@@ -80,28 +63,36 @@ def targets_to_check(paths: list[str], root: Path) -> list[Path]:
     return out
 
 
-def validate_paths(files: list[Path]) -> list[Outcome]:
-    outcomes = []
+def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
+    outcomes: list[RecipeOutcome[None]] = []
     for file in files:
         recipe, problems = check_recipe_dir(file)
         recipe_id = recipe.recipeId if recipe is not None else None
-        outcomes.append(Outcome(describe_path(file), recipe_id, tuple(problems)))
+        outcomes.append(RecipeOutcome(describe_path(file), recipe_id, tuple(problems)))
     return outcomes
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    outcomes = validate_paths(targets_to_check(list(args.paths), args.recipes_root))
-    failed = [o for o in outcomes if not o.ok]
+def line(outcome: RecipeOutcome[None]) -> str:
+    name = f" ({outcome.recipe_id})" if outcome.recipe_id else ""
+    if outcome.ok:
+        return f"OK    {outcome.path}{name}"
+    return f"FAIL  {outcome.path}{name}: {len(outcome.problems)} problem(s)"
+
+
+def run(args: ValidateArgs, console: Console) -> int:
+    outcomes = validate_paths(targets_to_check(args.paths, args.recipes_root))
+    failed = failures(outcomes)
     summary = f"{len(outcomes) - len(failed)} of {len(outcomes)} recipe(s) valid"
-    if console.json_mode:
-        console.result({"recipes": [o.to_json() for o in outcomes], "ok": not failed})
-        return RecipeError.exit_code if failed else 0
-    console.result(None, "\n".join([*(o.line() for o in outcomes), summary]))
+    console.result(
+        {"recipes": [o.to_json() for o in outcomes], "ok": not failed},
+        "\n".join([*(line(o) for o in outcomes), summary]),
+    )
     if failed:
         problems = [p for o in failed for p in o.problems]
-        raise RecipeError(
+        error = RecipeError(
             f"{len(failed)} of {len(outcomes)} recipe(s) failed validation",
             problems=problems,
             fix="fix each problem above; docs/recipes.md describes every field",
         )
+        fail_after_result(console, error)
     return 0

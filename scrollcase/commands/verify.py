@@ -4,16 +4,24 @@ optionally re-run the self-test with the box's own interpreter."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from scrollcase.commands import CommandArgs, SubParsers, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_file_path
 
 NAME = "verify"
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class VerifyArgs(CommandArgs):
+    release: Path
+    self_test: bool
+    junit: Path | None
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         NAME,
         parents=[common],
@@ -26,10 +34,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("release", type=Path, help="the .release.json written by `scrollcase build`")
     p.add_argument("--self-test", action="store_true", help="re-run the recipe's self-test in the unpacked box")
     p.add_argument("--junit", type=Path, default=None, help="write the self-test as JUnit XML to PATH")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(VerifyArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
+def run(args: VerifyArgs, console: Console) -> int:
     from scrollcase.box.verify import verify_release
 
     if args.junit is not None:

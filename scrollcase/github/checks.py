@@ -30,13 +30,6 @@ class CheckRunRefusedError(GitHubError):
     status: int = 403
 
 
-class CheckRunLike(Protocol):
-    id: int
-    html_url: str
-
-    def edit(self, **kwargs: Any) -> None: ...
-
-
 class RepositoryLike(Protocol):
     def create_check_run(self, **kwargs: Any) -> Any: ...
 

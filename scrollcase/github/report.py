@@ -17,8 +17,10 @@ from typing import IO
 
 from actions_toolkit.file_command import prepare_key_value_message
 
+from scrollcase.box.release import ReleaseManifest
 from scrollcase.errors import GitHubError, ParityError, Problem, ScrollcaseError, SelfTestError
-from scrollcase.github.junit import located, read_junit
+from scrollcase.github.paths import located
+from scrollcase.reports.junit import JUnitResult, Tally, read_junit
 
 # GitHub shows at most 10 annotations of each level per step; the rest vanish silently.
 ANNOTATIONS_PER_LEVEL = 10
@@ -285,32 +287,6 @@ def set_outputs(values: Mapping[str, OutputValue], env: RunnerEnv | None = None)
     return True
 
 
-def read_outputs(text: str) -> dict[str, str]:
-    """Parse a ``GITHUB_OUTPUT`` file the way the runner does (``k=v`` and ``k<<DELIM`` blocks)."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            try:
-                end = lines.index(delimiter, i + 1)
-            except ValueError:
-                raise GitHubError(
-                    f"output {name!r} opens a {delimiter!r} block that never closes",
-                    fix="end the value with a line holding only the delimiter",
-                ) from None
-            out[name] = "\n".join(lines[i + 1 : end])
-            i = end + 1
-            continue
-        if "=" in line:
-            name, value = line.split("=", 1)
-            out[name] = value
-        i += 1
-    return out
-
-
 # --- pull request head ----------------------------------------------------------------------------
 
 
@@ -327,3 +303,47 @@ def head_sha(env: RunnerEnv) -> str | None:
             if isinstance(sha, str) and sha:
                 return sha
     return env.sha
+
+
+# --- results as GitHub shows them ---------------------------------------------------------------
+
+STATUS_ICONS = {"passed": "✅ passed", "failed": "❌ failed", "error": "❌ error", "skipped": "⏭ skipped"}
+
+
+def summary_table(title: str, results: Sequence[JUnitResult], counts: Tally) -> SummaryTable:
+    """Failures first, so a truncated summary still shows what broke."""
+    ordered = sorted(results, key=lambda r: (not r.failed, r.status == "skipped"))
+    rows = [
+        [
+            r.suite,
+            f"{r.classname}.{r.name}" if r.classname else r.name,
+            STATUS_ICONS[r.status],
+            f"{r.seconds:.2f}s",
+            (r.message or "")[:500],
+        ]
+        for r in ordered
+    ]
+    lead = f"**{counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped** of {counts.total}"
+    return SummaryTable(title=title, columns=["Suite", "Case", "Status", "Time", "Message"], rows=rows, lead=lead)
+
+
+def _gate(report_passed: bool | None) -> str:
+    return "not run" if report_passed is None else ("passed" if report_passed else "failed")
+
+
+def release_outputs(manifest: ReleaseManifest, release_path: Path) -> dict[str, object]:
+    """Step outputs for a release manifest; the archive lies next to it (build's --out folder)."""
+    return {
+        "release": str(release_path),
+        "archive": str(release_path.with_name(manifest.archive.name)),
+        "sha256": manifest.archive.sha256,
+        "size": manifest.archive.size,
+        "box-id": manifest.boxId,
+        "version": manifest.version,
+        "target-id": manifest.targetId,
+        "recipe-id": manifest.recipeId,
+        "archive-key": manifest.keys.archive,
+        "release-key": manifest.keys.release,
+        "self-test": _gate(manifest.selfTest.passed if manifest.selfTest else None),
+        "parity": _gate(manifest.parity.passed if manifest.parity else None),
+    }

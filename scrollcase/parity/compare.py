@@ -39,7 +39,7 @@ class ArrayInfo:
 
 
 class OutputSet(Protocol):
-    """Named arrays that can be read chunk by chunk (a saved ``outputs.npz``, a folder, memory)."""
+    """Named arrays that can be read chunk by chunk (a saved ``outputs.npz``, a folder of ``.npy``)."""
 
     @property
     def label(self) -> str: ...
@@ -49,22 +49,6 @@ class OutputSet(Protocol):
     def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
         """Flat chunks of ``size`` elements (the last may be shorter), in the file's memory order."""
         ...
-
-
-@dataclass(frozen=True)
-class MemoryOutputs:
-    """Arrays already in memory: for tests and for callers that computed outputs themselves."""
-
-    arrays: Mapping[str, NDArray[np.generic]]
-    label: str = "<memory>"
-
-    def infos(self) -> Mapping[str, ArrayInfo]:
-        return {name: ArrayInfo(tuple(a.shape), a.dtype) for name, a in self.arrays.items()}
-
-    def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
-        flat = np.ascontiguousarray(self.arrays[name]).reshape(-1)
-        for start in range(0, flat.size, size):
-            yield flat[start : start + size]
 
 
 # Four float64 buffers of one chunk each: reference, candidate, |difference|, scratch.

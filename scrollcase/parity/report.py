@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scrollcase.box.release import ParityOutcome, ParityReport
-from scrollcase.github.junit import JUnitCase
+from scrollcase.errors import Problem
+from scrollcase.reports.junit import JUnitCase
 
 COLUMNS = ("accelerator", "output", "result", "max abs", "max rel", "cosine", "worst index")
 
@@ -72,5 +71,10 @@ def junit_cases(report: ParityReport, script_file: str, recipe_id: str) -> list[
     ]
 
 
-def failure_lines(results: Sequence[ParityOutcome]) -> list[str]:
-    return [f"{o.accelerator} {o.output}: {o.message}" for o in results if not o.passed]
+def failure_problems(report: ParityReport, script_file: str | None) -> list[Problem]:
+    """Each failed outcome as a problem located at the parity script (None: two saved sets compared)."""
+    return [
+        Problem(message=o.message, file=script_file, key=f"{o.accelerator}.{o.output}")
+        for o in report.results
+        if not o.passed
+    ]

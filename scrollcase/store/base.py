@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from scrollcase.errors import StoreError
+from scrollcase.errors import IntegrityError, StoreError, describe_path
 
 CHUNK = 1024 * 1024
 SHA256_METADATA = "scrollcase-sha256"  # stored as x-amz-meta-scrollcase-sha256 on S3
@@ -163,3 +163,29 @@ def parse_content_range(value: str | None) -> tuple[int, int, int | None] | None
 def sidecar_text(sha256: str, file_name: str) -> bytes:
     """The ``.sha256`` sidecar in ``sha256sum`` format, checkable with ``sha256sum -c``."""
     return f"{sha256}  {file_name}\n".encode()
+
+
+SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+SIDECAR_SUFFIX = ".sha256"
+
+
+def sidecar_path(archive: Path) -> Path:
+    """Where the ``.sha256`` sidecar of ``archive`` lies: beside it, named after it."""
+    return archive.with_name(archive.name + SIDECAR_SUFFIX)
+
+
+def read_sidecar(archive: Path) -> str | None:
+    """The digest the sidecar of ``archive`` starts with (as written); None when there is no sidecar.
+
+    IntegrityError when the sidecar does not start with 64 hex digits.
+    """
+    sidecar = sidecar_path(archive)
+    if not sidecar.is_file():
+        return None
+    words = sidecar.read_text(encoding="utf-8", errors="replace").split()
+    if not words or not SHA256_HEX.match(words[0]):
+        raise IntegrityError(
+            f"{describe_path(sidecar)} does not start with a sha256 digest",
+            fix="the file should read '<64 hex digits>  <archive name>'",
+        )
+    return words[0]

@@ -1,6 +1,6 @@
 """Any S3-compatible bucket (AWS S3, MinIO, Cloudflare R2, SeaweedFS) as an object store.
 
-The boto3 client is injected (see ``scrollcase.commands.publish.make_s3_client``); nothing here
+The boto3 client is injected (see ``scrollcase.store.factory.make_s3_client``); nothing here
 creates one.  Integrity: every request carries a SHA-256 checksum the server verifies
 (``ChecksumSHA256`` on PutObject and on every UploadPart; the multipart object gets a composite
 checksum), and the whole archive's sha256 is stored as ``x-amz-meta-scrollcase-sha256`` so a later

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from scrollcase.github.report import read_outputs
+from tests.support.outputs import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = re.compile(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.cli import build_parser
-from scrollcase.github.junit import JUnitCase, write_junit
+from scrollcase.reports.junit import JUnitCase, write_junit
 from tests.github_helpers import write_recipe
 from tests.integration.action_harness import ROOT, ActionResult, Harness, scrollcase_venv, standard_uses
 

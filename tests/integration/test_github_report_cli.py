@@ -11,10 +11,11 @@ from pathlib import Path
 
 from junitparser import Attr, IntAttr, JUnitXml, TestCase
 
-from scrollcase.github.junit import JUnitCase, write_junit
-from scrollcase.github.report import SUMMARY_LIMIT_BYTES, read_outputs
+from scrollcase.github.report import SUMMARY_LIMIT_BYTES
+from scrollcase.reports.junit import JUnitCase, write_junit
 from tests.github_helpers import write_recipe
 from tests.integration.github_api import fake_github
+from tests.support.outputs import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 

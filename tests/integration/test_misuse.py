@@ -249,7 +249,6 @@ SIGTERM_MIDWAY = """
 import os, signal, sys
 from scrollcase import cli
 from scrollcase.box import unpack as unpack_mod
-from scrollcase.commands import unpack as command
 
 real = unpack_mod.unpack_archive
 
@@ -257,7 +256,8 @@ def killed_midway(*args, **kwargs):
     kwargs["on_bytes"] = lambda count: os.kill(os.getpid(), signal.SIGTERM)
     return real(*args, **kwargs)
 
-command.unpack_archive = killed_midway
+# The library function, patched before cli.main imports the command modules (they bind it then).
+unpack_mod.unpack_archive = killed_midway
 sys.exit(cli.main(sys.argv[1:]))
 """
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase import cli
+from scrollcase import cli, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +60,49 @@ def test_an_interrupt_while_the_commands_load_is_exit_130_without_a_traceback(
     assert cli.main(["validate"]) == 130
     err = capsys.readouterr().err
     assert err.strip() == "interrupted" and "Traceback" not in err
+
+
+def _run_with(handler: object, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
+    real_parse = cli._Parser.parse_args
+
+    def parse(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        ns = real_parse(self, args, namespace)
+        ns.handler = handler
+        return ns
+
+    monkeypatch.setattr(cli._Parser, "parse_args", parse)
+    return cli.main(argv)
+
+
+@pytest.mark.parametrize("json_mode", [True, False])
+def test_a_failure_after_the_result_prints_once_and_exits_with_its_code(
+    json_mode: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json: the printed result is the one document (no error object, no error line); text: the error
+    is rendered as every error is."""
+    from scrollcase.errors import ParityError
+
+    def handler(args: object, console: object) -> int:
+        console.result({"ok": False}, "the table")  # type: ignore[attr-defined]
+        commands.fail_after_result(console, ParityError("parity failed: 1 failure(s)"))  # type: ignore[arg-type]
+
+    argv = ["verify", "x.release.json", *(["--json"] if json_mode else [])]
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    assert _run_with(handler, argv, monkeypatch) == 7
+    out, err = capsys.readouterr()
+    if json_mode:
+        assert out == '{\n  "ok": false\n}\n' and err == ""
+    else:
+        assert out == "the table\n" and err == "error: parity failed: 1 failure(s)\n"
+
+
+def test_command_args_are_built_from_the_namespace_frozen() -> None:
+    import argparse
+    import dataclasses
+
+    from scrollcase.commands.validate import ValidateArgs
+
+    args = ValidateArgs.from_namespace(argparse.Namespace(paths=["a", "b"], recipes_root=Path("r"), json=True))
+    assert args == ValidateArgs(paths=("a", "b"), recipes_root=Path("r"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.paths = ()  # type: ignore[misc]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.commands.doctor import diagnose
 from scrollcase.errors import Problem
+from scrollcase.host.doctor import diagnose
 from scrollcase.host.facts import GIB, Gpu, HostFacts, HostProbes, dotted_key, gather_facts, gather_gpus, host_checks
 from scrollcase.io.proc import RunResult
 from scrollcase.pixi.manifest import parse_manifest

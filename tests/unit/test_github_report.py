@@ -10,6 +10,7 @@ import pytest
 from scrollcase.errors import GitHubError, Problem, RecipeError
 from scrollcase.github import report
 from scrollcase.github.report import RunnerEnv
+from tests.support.outputs import read_outputs
 
 
 def test_annotation_escapes_data_and_properties() -> None:
@@ -86,7 +87,7 @@ def test_outputs_roundtrip_with_random_delimiters(tmp_path: Path) -> None:
     raw = out.read_text()
     delimiters = re.findall(r"<<(ghadelimiter_[0-9a-f-]+)", raw)
     assert len(delimiters) == len(set(delimiters)) == len(values)
-    assert report.read_outputs(raw) == {
+    assert read_outputs(raw) == {
         "matrix": '{"include":[{"a":1}]}',
         "empty": "false",
         "count": "3",

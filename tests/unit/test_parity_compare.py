@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from scrollcase.box.release import ParityOutcome
-from scrollcase.parity.compare import MemoryOutputs, compare_output, compare_sets
+from scrollcase.parity.compare import compare_output, compare_sets
 from scrollcase.recipe.model import Tolerances
+from tests.support.arrays import MemoryOutputs
 
 TOL = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=0.9999)
 

@@ -13,8 +13,8 @@ import pytest
 
 from scrollcase.errors import StoreError, UsageError
 from scrollcase.store.base import RangeNotSupportedError, parse_content_range
+from scrollcase.store.factory import open_read_store
 from scrollcase.store.http import HttpStore, check_base_url
-from scrollcase.store.locations import open_read_store
 from tests.support.httpstore import HttpStoreServer, ServerState, serve
 
 DATA = bytes(range(256)) * 4096  # 1 MiB

@@ -1,10 +1,12 @@
+"""Results as GitHub shows them: a release as step outputs, JUnit results as a summary table."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from scrollcase.box.release import ReleaseManifest, object_keys
-from scrollcase.commands.report import release_outputs, summary_table, tally
-from scrollcase.github.junit import JUnitResult
+from scrollcase.github.report import release_outputs, summary_table
+from scrollcase.reports.junit import JUnitResult, tally
 from tests.github_helpers import recipe_data
 
 SHA = "ab" * 32
@@ -48,14 +50,6 @@ def test_release_outputs_name_the_archive_next_to_the_manifest() -> None:
 
 def result(status: str, name: str = "c") -> JUnitResult:
     return JUnitResult(suite="s", name=name, classname="k", status=status, message=f"{name} {status}")
-
-
-def test_tally_and_conclusion() -> None:
-    counts = tally([result("passed"), result("failed"), result("error"), result("skipped")])
-    assert (counts.total, counts.passed, counts.failed, counts.skipped) == (4, 1, 2, 1)
-    assert counts.conclusion == "failure"
-    assert tally([result("passed")]).conclusion == "success"
-    assert tally([], files=0).conclusion == "missing"
 
 
 def test_summary_table_lists_failures_first() -> None:

@@ -1,10 +1,13 @@
-"""JUnit XML for self-test and parity results (junit-xml), with repo-relative file/line per case."""
+"""JUnit XML for self-test and parity results (junit-xml), and reading any JUnit file back.
+
+A report format, not GitHub: the build, the self-test and the parity gate write it; ``github/`` renders
+what is read back as annotations (its file paths made repository-relative by :mod:`scrollcase.github.paths`).
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -173,46 +176,28 @@ def result_problem(result: JUnitResult, fallback_file: str | None = None) -> Pro
     )
 
 
-def workspace_root() -> Path:
-    """The repository root on a runner (GITHUB_WORKSPACE), else the current folder."""
-    return Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd()).resolve()
+@dataclass(frozen=True)
+class Tally:
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+    files: int = 1
+
+    @property
+    def conclusion(self) -> str:
+        """failure, success, or missing when no report was found (the step died before writing one)."""
+        if self.failed:
+            return "failure"
+        return "success" if self.files else "missing"
 
 
-def annotation_path(file: str | None, root: Path | None = None) -> str | None:
-    """``file`` as GitHub attaches annotations: relative to the repository root, not the working directory.
-
-    scrollcase names files relative to the folder it ran in (an action's ``working-directory``), so a
-    relative path is read from there; one that only exists under the root is already root-relative.
-    Paths outside the repository stay as they are.
-    """
-    if not file:
-        return file
-    base = (root or workspace_root()).resolve()
-    path = Path(file)
-    if not path.is_absolute():
-        here = Path.cwd() / path
-        if not here.exists() and (base / path).exists():
-            return path.as_posix()
-        path = here
-    try:
-        return path.resolve().relative_to(base).as_posix()
-    except (ValueError, OSError):
-        return file
-
-
-def located(problems: Sequence[Problem], root: Path | None = None) -> list[Problem]:
-    """``problems`` with repository-relative files (see :func:`annotation_path`)."""
-    return [p if not p.file else replace(p, file=annotation_path(p.file, root)) for p in problems]
-
-
-def repo_relative(path: Path | str, root: Path | None = None) -> str:
-    """``path`` as a POSIX path relative to the repository root (GITHUB_WORKSPACE or the cwd).
-
-    Annotations only attach to files named relative to the repository; anything outside stays as is.
-    """
-    base = (root or Path(os.environ.get("GITHUB_WORKSPACE") or Path.cwd())).resolve()
-    candidate = Path(path)
-    try:
-        return candidate.resolve().relative_to(base).as_posix()
-    except ValueError:
-        return candidate.as_posix()
+def tally(results: Sequence[JUnitResult], files: int = 1) -> Tally:
+    """How many cases passed, failed and were skipped, over ``files`` reports read."""
+    return Tally(
+        total=len(results),
+        passed=sum(r.status == "passed" for r in results),
+        failed=sum(r.failed for r in results),
+        skipped=sum(r.status == "skipped" for r in results),
+        files=files,
+    )

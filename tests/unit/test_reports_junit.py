@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import GitHubError
-from scrollcase.github.junit import JUnitCase, junit_xml, parse_junit, repo_relative, result_problem
+from scrollcase.github.paths import repo_relative
+from scrollcase.reports.junit import JUnitCase, JUnitResult, junit_xml, parse_junit, result_problem, tally
 
 
 def test_written_cases_read_back_with_file_and_line() -> None:
@@ -57,3 +58,15 @@ def test_repo_relative(tmp_path: Path) -> None:
     inside = tmp_path / "recipes" / "a" / "recipe.json"
     assert repo_relative(inside, tmp_path) == "recipes/a/recipe.json"
     assert repo_relative("/elsewhere/x.json", tmp_path) == "/elsewhere/x.json"
+
+
+def _result(status: str) -> JUnitResult:
+    return JUnitResult(suite="s", name="c", classname="k", status=status)
+
+
+def test_tally_and_conclusion() -> None:
+    counts = tally([_result("passed"), _result("failed"), _result("error"), _result("skipped")])
+    assert (counts.total, counts.passed, counts.failed, counts.skipped) == (4, 1, 2, 1)
+    assert counts.conclusion == "failure"
+    assert tally([_result("passed")]).conclusion == "success"
+    assert tally([], files=0).conclusion == "missing"

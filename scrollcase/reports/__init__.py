@@ -1,0 +1,1 @@
+"""Report formats other tools read (JUnit XML), written and read back; nothing here knows about GitHub."""
