@@ -35,7 +35,10 @@ GITHUB_DOCUMENTS = {"scrollcase.box.release", "scrollcase.box.boxjson"}
 
 
 def _modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    # scrollcase/data/ holds files the package ships (templates, the parity example), not its code
+    return sorted(
+        p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts and p.parts[len(PACKAGE.parts)] != "data"
+    )
 
 
 def _name(module: Path) -> str:

@@ -11,10 +11,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.identity import BoxIdentity
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError
 from scrollcase.io.documents import canonical_json, parse_json_model
-from scrollcase.recipe.model import Identifier, RelPath, SelfTest, SemVer, Sha256, Target
+from scrollcase.recipe.model import RelPath, SelfTest, Sha256
 
 BOX_SCHEMA_VERSION = 1
 
@@ -31,16 +32,7 @@ class BoxAsset(_Model):
     bundled: bool
 
 
-class BoxJson(_Model):
-    schemaVersion: Literal[1] = 1
-    boxId: Identifier
-    modelId: Identifier
-    runtimeId: Identifier
-    version: SemVer
-    sourceRevision: str
-    recipeId: Identifier
-    target: Target
-    targetId: str
+class BoxJson(BoxIdentity):  # the box's identity (shared with the release manifest), then how to run it
     pythonVersion: str
     pythonEntryPoint: RelPath
     envDir: RelPath

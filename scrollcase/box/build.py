@@ -26,6 +26,7 @@ from scrollcase.box import install, selftest, wheelcache
 from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
+from scrollcase.box.identity import identity_fields, identity_of
 from scrollcase.box.layout import BoxLayout, box_layout
 from scrollcase.box.release import (
     ArchiveInfo,
@@ -350,14 +351,7 @@ def tree_bytes(root: Path) -> int:
 def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any], gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
     r = plan.recipe
     return BoxJson(
-        boxId=r.boxId,
-        modelId=r.modelId,
-        runtimeId=r.runtimeId,
-        version=r.version,
-        sourceRevision=r.sourceRevision,
-        recipeId=r.recipeId,
-        target=r.target,
-        targetId=r.target_id,
+        **identity_fields(identity_of(r)),
         pythonVersion=r.pythonVersion,
         pythonEntryPoint=r.pythonEntryPoint,
         envDir=plan.layout.env_dir.as_posix(),
@@ -421,15 +415,8 @@ def make_manifest(
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
     return ReleaseManifest(
-        boxId=r.boxId,
-        modelId=r.modelId,
-        runtimeId=r.runtimeId,
-        version=r.version,
-        sourceRevision=r.sourceRevision,
-        recipeId=r.recipeId,
+        **identity_fields(identity_of(r)),
         recipeVersion=r.recipeVersion,
-        target=r.target,
-        targetId=r.target_id,
         compatibility=r.compatibility,
         archive=ArchiveInfo(name=r.archive_name, size=size, sha256=sha256),
         pythonEntryPoint=r.pythonEntryPoint,

@@ -19,7 +19,8 @@ import zstandard
 
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.layout import BOX_JSON
-from scrollcase.box.tarstream import BLOCK, META_KINDS, ChunkReader, TarFormatError, parse_header, read_meta
+from scrollcase.box.tarformat import BLOCK, META_KINDS, TarFormatError, parse_header
+from scrollcase.box.tarstream import ChunkReader, read_meta
 from scrollcase.errors import IntegrityError
 
 READ_CHUNK = 1 << 20

@@ -8,17 +8,16 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.identity import BoxName, BoxTarget
 from scrollcase.errors import IntegrityError, UsageError, describe_path
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.model import (
     Compatibility,
-    Identifier,
     MajorMinor,
     RelPath,
     SemVer,
     Sha256,
-    Target,
     document_json_schema,
 )
 
@@ -115,17 +114,15 @@ class ParityReport(_Model):
     devices: dict[str, dict[str, Any]] = Field(default_factory=dict)  # each run's meta.json
 
 
-class ReleaseManifest(_Model):
-    schemaVersion: Literal[1] = 1
-    boxId: Identifier
-    modelId: Identifier
-    runtimeId: Identifier
-    version: SemVer
-    sourceRevision: str
-    recipeId: Identifier
+class ReleaseName(BoxName):
+    """The box's name, and the version of the recipe it was built from."""
+
     recipeVersion: SemVer
-    target: Target
-    targetId: str
+
+
+# The box's identity (shared with box.json; ``recipeVersion`` between its name and target), then where the
+# archive is and what checked it.  No docstring: it would become the JSON Schema's description.
+class ReleaseManifest(BoxTarget, ReleaseName):
     compatibility: Compatibility
     archive: ArchiveInfo
     pythonEntryPoint: RelPath

@@ -36,7 +36,8 @@ from typing import IO, BinaryIO, cast
 import zstandard
 
 from scrollcase.box import paths, relocate
-from scrollcase.box.tarstream import BLOCK, META_KINDS, ChunkReader, Header, TarFormatError, parse_header, read_meta
+from scrollcase.box.tarformat import BLOCK, META_KINDS, Header, TarFormatError, parse_header
+from scrollcase.box.tarstream import ChunkReader, read_meta
 from scrollcase.box.zstdframes import FrameError, FrameWalker
 from scrollcase.errors import (
     BuildError,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,15 @@ import pytest
 from tests.integration.test_build_e2e import stage_line
 
 REPO = Path(__file__).resolve().parents[2]
+
+# The demo archive's sha256, keyed by what it is built from: this interpreter (the demo packages this
+# CPython's stdlib) and the installed numpy wheel, on this machine's architecture.  A restructuring must
+# leave these bytes alone; a new interpreter or numpy needs its own row (run the demo, add the digest).
+DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str], str] = {
+    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64"): (
+        "c779e1202a5d69a96a99c861501c19eb7dc0fddefb621a4084c2d8e36f1d956a"
+    ),
+}
 
 
 @pytest.mark.slow
@@ -54,3 +65,27 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)
     assert rerun["sha256"] == data["sha256"] and rerun["published"] == []
+
+
+def _demo_key() -> tuple[str, str, str]:
+    numpy = pytest.importorskip("numpy")
+    return (sys.version, numpy.__version__, platform.machine())
+
+
+@pytest.mark.slow
+def test_demo_archive_bytes_are_pinned(tmp_path: Path) -> None:
+    key = _demo_key()
+    if key not in DEMO_ARCHIVE_SHA256:
+        pytest.skip(f"no pinned demo archive sha256 for (sys.version, numpy, machine) = {key!r}")
+    done = subprocess.run(
+        [sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    digest = hashlib.sha256((tmp_path / data["archive"]).read_bytes()).hexdigest()
+    assert (digest, data["sha256"]) == (DEMO_ARCHIVE_SHA256[key], digest)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from scrollcase.box import archive
-from scrollcase.box.archive import build_header, pack_tree
+from scrollcase.box import archive, tarbuffer, treewalk
+from scrollcase.box.archive import pack_tree
 from scrollcase.errors import BuildError
 
 
@@ -40,42 +40,6 @@ def _make_tree(root: Path) -> Path:
     (root / "empty").mkdir()
     (root / "box.json").write_text("{}")
     return root
-
-
-def test_header_is_read_back_by_stdlib() -> None:
-    block = build_header("venv/bin/python", kind="file", mode=0o755, size=10)
-    assert len(block) == 512
-    info = tarfile.TarInfo.frombuf(block, "utf-8", "strict")
-    assert (info.name, info.size, info.mode, info.mtime, info.uid, info.gid, info.uname, info.gname) == (
-        "venv/bin/python",
-        10,
-        0o755,
-        0,
-        0,
-        0,
-        "",
-        "",
-    )
-
-
-def test_long_and_unicode_names_use_pax() -> None:
-    for name in ["d/" * 70 + "f", "x" * 101, "ünï"]:
-        block = build_header(name, kind="file", size=3)
-        assert len(block) % 512 == 0
-        with tarfile.open(fileobj=io.BytesIO(block + b"abc" + bytes(509) + bytes(1024)), mode="r:") as tar:
-            assert tar.getnames() == [name]
-
-
-def test_long_name_fits_ustar_prefix_without_pax() -> None:
-    name = "p" * 150 + "/" + "n" * 99
-    assert len(build_header(name, kind="file")) == 512
-
-
-def test_huge_size_goes_to_pax() -> None:
-    block = build_header("big", kind="file", size=9 << 30)
-    with tarfile.open(fileobj=io.BytesIO(block + bytes(1024)), mode="r:") as tar:
-        info = tar.next()
-    assert info is not None and info.size == 9 << 30
 
 
 def test_pack_normalises_and_keeps_symlinks(tmp_path: Path) -> None:
@@ -114,7 +78,7 @@ def test_changed_content_changes_the_digest(tmp_path: Path) -> None:
 
 
 def test_files_larger_than_the_buffer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive, "CHUNK", 4096)
+    monkeypatch.setattr(tarbuffer, "CHUNK", 4096)
     root = tmp_path / "t"
     root.mkdir()
     payload = os.urandom(50_001)
@@ -195,7 +159,7 @@ def test_normalised_mode(kind: str, st_mode: int, mode: int) -> None:
 def test_windows_read_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _make_tree(tmp_path / "t")
     native = pack_tree(root, tmp_path / "a.tar.zst")
-    monkeypatch.setattr(archive, "_read_into", archive._read_into_copy)
+    monkeypatch.setattr(tarbuffer, "_read_into", tarbuffer._read_into_copy)
     assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
 
 
@@ -227,24 +191,24 @@ def test_path_walk_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: 
     """Windows has no dir_fd: the path-based walk must write the same bytes."""
     root = _make_tree(tmp_path / "t")
     native = pack_tree(root, tmp_path / "a.tar.zst")
-    assert isinstance(archive.make_tree(root), archive._FdTree)
-    monkeypatch.setattr(archive, "_FD_WALK", False)
-    assert type(archive.make_tree(root)) is archive._PathTree
+    assert isinstance(treewalk.make_tree(root), treewalk.FdTree)
+    monkeypatch.setattr(treewalk, "_FD_WALK", False)
+    assert type(treewalk.make_tree(root)) is treewalk.PathTree
     assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
 
 
 def _pack_swapping(root: Path, name: str, swap: Callable[[Path], object]) -> None:
     """Write the archive of ``root``, replacing member ``name`` on disk right after the walk saw it."""
-    tree = archive.make_tree(root)
+    tree = treewalk.make_tree(root)
 
-    def entries() -> Iterator[archive.Entry]:
-        for entry in archive.iter_entries(root, tree):
+    def entries() -> Iterator[treewalk.Entry]:
+        for entry in treewalk.iter_entries(root, tree):
             if entry.name == name:
                 (root / name).unlink()
                 swap(root / name)
             yield entry
 
-    stream = archive._TarStream(zstandard.ZstdCompressor().stream_writer(io.BytesIO()))
+    stream = tarbuffer.TarBuffer(zstandard.ZstdCompressor().stream_writer(io.BytesIO()))
     archive._write_entries(entries(), stream, tree)
 
 
@@ -278,16 +242,16 @@ def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _make_tree(tmp_path / "t")
-    real_scan = archive._FdTree.scan
-    scanned: list[int | str] = []
+    real_scan = treewalk.FdTree.scan
+    scanned: list[int] = []
 
-    def scan(self: archive._FdTree, handle: int | str) -> list[os.DirEntry[str]]:
+    def scan(self: treewalk.FdTree, handle: int) -> list[os.DirEntry[str]]:
         scanned.append(handle)
         if len(scanned) == 3:  # the root, then "empty", then "model-cache"
             raise PermissionError(13, "Permission denied")
         return real_scan(self, handle)
 
-    monkeypatch.setattr(archive._FdTree, "scan", scan)
+    monkeypatch.setattr(treewalk.FdTree, "scan", scan)
     before = len(list(Path("/proc/self/fd").iterdir()))
     with pytest.raises(BuildError, match=r"cannot read .*model-cache: Permission denied"):
         pack_tree(root, tmp_path / "o.tar.zst")

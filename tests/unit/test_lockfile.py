@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from scrollcase.errors import LockError
-from scrollcase.pixi.lockfile import name_from_location, parse_lock
+from scrollcase.pixi import lockscan, lockyaml
+from scrollcase.pixi.lockfile import LockFile, name_from_location, parse_lock, read_version
 
 CF = "https://conda.anaconda.org/conda-forge"
 
@@ -252,3 +254,29 @@ def test_unsupported_or_foreign_documents(text: str, needle: str) -> None:
 )
 def test_names_from_locations(kind: str, location: str, expected: tuple[str, str, str | None] | None) -> None:
     assert name_from_location(kind, location) == expected
+
+
+def _contract_view(lock: LockFile) -> object:
+    """What both readers must agree on (entry lines are the scanner's extra; record lines may differ)."""
+    return (
+        lock.version,
+        lock.platforms,
+        {
+            name: (
+                env.channels,
+                env.indexes,
+                {p: [(x.kind, x.location, x.name, x.version, x.build) for x in v] for p, v in env.packages.items()},
+            )
+            for name, env in lock.environments.items()
+        },
+    )
+
+
+@pytest.mark.parametrize("text", [V5, V6, V7], ids=["v5", "v6", "v7"])
+def test_fast_scanner_and_yaml_reader_give_the_same_lock(text: str) -> None:
+    """The contract between the two readers (lockscan, lockyaml), here on the unit locks; the real-world
+    locks are compared in tests/integration/test_real_world_locks.py."""
+    version = read_version(text, "pixi.lock")
+    fast = lockscan.scan(text, "pixi.lock", version)  # no LayoutError: these are pixi's own layout
+    full = lockyaml.from_yaml(yaml.safe_load(text), text, "pixi.lock", version)
+    assert _contract_view(fast) == _contract_view(full)

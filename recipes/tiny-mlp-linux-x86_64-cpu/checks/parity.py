@@ -8,6 +8,11 @@ scrollcase runs this once per accelerator of the recipe's ``parity.accelerators`
 fixed seed on that device and saves its outputs as float32 to DIR/outputs.npz, and DIR/meta.json
 naming the device it really ran on, so a silent CPU fallback fails the gate.  It needs torch only:
 the .npz is written with zipfile, so the box does not have to ship numpy.
+
+One source, many copies: this script is scrollcase/data/parity_example.py in the scrollcase repository,
+and each example recipe carries a byte-identical copy as checks/parity.py (a recipe folder stays
+self-contained: no links, no ``..``).  Edit the source, then run ``python scripts/sync-parity-examples``;
+tests/unit/test_parity_example.py fails while a copy differs.
 """
 
 from __future__ import annotations
@@ -49,11 +54,12 @@ def save_npz(path: Path, arrays: dict[str, tuple[tuple[int, ...], list[float]]])
 def pick_device(torch: Any, accelerator: str) -> Any:
     """The asked device, or exit with why it is unusable (never fall back quietly)."""
     if accelerator == "cuda" and not torch.cuda.is_available():
-        sys.exit(f"parity: cuda requested but torch.cuda.is_available() is False "
-                 f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+        sys.exit(
+            f"parity: cuda requested but torch.cuda.is_available() is False "
+            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})"
+        )
     if accelerator == "metal" and not torch.backends.mps.is_available():
-        sys.exit(f"parity: metal requested but torch.backends.mps.is_available() is False "
-                 f"(torch {torch.__version__})")
+        sys.exit(f"parity: metal requested but torch.backends.mps.is_available() is False (torch {torch.__version__})")
     return torch.device(TORCH_DEVICE[accelerator])
 
 
@@ -61,8 +67,10 @@ def run_model(torch: Any, device: Any) -> dict[str, Any]:
     """Deterministic: weights and inputs are made on the CPU from a fixed seed, then moved."""
     torch.manual_seed(SEED)
     model = torch.nn.Sequential(
-        torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Tanh(),
-        torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.GELU(),
+        torch.nn.Linear(FEATURES, HIDDEN),
+        torch.nn.Tanh(),
+        torch.nn.Linear(HIDDEN, HIDDEN),
+        torch.nn.GELU(),
         torch.nn.Linear(HIDDEN, CLASSES),
     ).eval()
     inputs = torch.randn(BATCH, FEATURES, generator=torch.Generator().manual_seed(SEED))
@@ -84,8 +92,7 @@ def device_name(torch: Any, device: Any) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--accelerator", choices=sorted(TORCH_DEVICE),
-                        default=os.environ.get("SCROLLCASE_ACCELERATOR"))
+    parser.add_argument("--accelerator", choices=sorted(TORCH_DEVICE), default=os.environ.get("SCROLLCASE_ACCELERATOR"))
     parser.add_argument("--output-dir", type=Path, default=os.environ.get("SCROLLCASE_PARITY_OUTPUT"))
     args = parser.parse_args()
     if args.accelerator is None or args.output_dir is None:
@@ -100,13 +107,16 @@ def main() -> int:
     device = pick_device(torch, args.accelerator)
     outputs = run_model(torch, device)
     ran_on = {t.device.type for t in outputs.values()}
-    saved = {name: (tuple(t.shape), t.detach().to("cpu", torch.float32).reshape(-1).tolist())
-             for name, t in outputs.items()}
+    saved = {
+        name: (tuple(t.shape), t.detach().to("cpu", torch.float32).reshape(-1).tolist()) for name, t in outputs.items()
+    }
     args.output_dir.mkdir(parents=True, exist_ok=True)
     save_npz(args.output_dir / "outputs.npz", saved)
     meta = {
         "accelerator": ACCELERATOR_OF.get(ran_on.pop(), "unknown") if len(ran_on) == 1 else "mixed",
-        "device": device_name(torch, device), "torch": torch.__version__, "torchCuda": torch.version.cuda,
+        "device": device_name(torch, device),
+        "torch": torch.__version__,
+        "torchCuda": torch.version.cuda,
         "python": platform.python_version(),
     }
     (args.output_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,66 @@
+"""Which box this is and what it runs on: defined once for ``box.json`` and the release manifest.
+
+Both documents start with the same fields, copied from the recipe by :func:`identity_of`.  The identity is
+two parts, :class:`BoxName` and :class:`BoxTarget`, because the release manifest names the recipe version
+between them (``recipeVersion`` after ``recipeId``) and pydantic lays out fields base by base, last base
+first: ``class BoxIdentity(BoxTarget, BoxName)`` gives the name, then the target.  Field order is what the
+JSON Schema's ``required`` lists and validation errors follow (the documents' bytes sort their keys), so
+both documents keep exactly the order they had before the identity was shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from scrollcase.recipe.model import Identifier, Recipe, SemVer, Target
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Document(_Model):
+    # Not identity, but the first field of both documents (as it always was: field order is the order of
+    # validation errors and of the schema's ``required``).  A document whose version moves on redeclares
+    # it; a redeclared field keeps its place.
+    schemaVersion: Literal[1] = 1
+
+
+class BoxName(_Document):
+    boxId: Identifier
+    modelId: Identifier
+    runtimeId: Identifier
+    version: SemVer
+    sourceRevision: str
+    recipeId: Identifier
+
+
+class BoxTarget(_Model):
+    target: Target
+    targetId: str
+
+
+class BoxIdentity(BoxTarget, BoxName):
+    """The whole identity, name then target, as ``box.json`` carries it."""
+
+
+def identity_of(recipe: Recipe) -> BoxIdentity:
+    """The identity of the box ``recipe`` builds (the target id is derived, not written in the recipe)."""
+    return BoxIdentity(
+        boxId=recipe.boxId,
+        modelId=recipe.modelId,
+        runtimeId=recipe.runtimeId,
+        version=recipe.version,
+        sourceRevision=recipe.sourceRevision,
+        recipeId=recipe.recipeId,
+        target=recipe.target,
+        targetId=recipe.target_id,
+    )
+
+
+def identity_fields(identity: BoxIdentity) -> dict[str, Any]:
+    """The identity as constructor arguments of a document that carries it (values kept as they are; the
+    document's own ``schemaVersion`` left to it)."""
+    return {key: value for key, value in identity if key != "schemaVersion"}

@@ -1,0 +1,235 @@
+"""Walking a box tree in archive order (reads the tree, writes nothing).
+
+Entries come sorted by name at every level, depth first, lazily (so packing overlaps the walk).  Where
+the platform can open relative to a directory descriptor, the walk does (:class:`FdTree`): no path
+lookup from the root for each of the 30,000+ files of an env, and a directory swapped for a symlink
+mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are handled by path
+(:class:`PathTree`).  Both yield the same entries, and the packer opens a file the same way for both
+(:func:`open_file`).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator, Iterable, Iterator
+from pathlib import Path
+from typing import Generic, NamedTuple, TypeVar
+
+from scrollcase.box import paths
+from scrollcase.errors import BuildError, describe_path
+
+H = TypeVar("H", int, str)  # a directory handle: a descriptor (FdTree) or a path (PathTree)
+T = TypeVar("T")
+
+# O_NONBLOCK: a FIFO swapped in after the walk must not hang the open; O_NOFOLLOW: nor a symlink.
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_FD_WALK = (
+    os.open in os.supports_dir_fd
+    and os.scandir in os.supports_fd
+    and os.readlink in os.supports_dir_fd
+    and hasattr(os, "O_DIRECTORY")
+)
+
+
+class Entry(NamedTuple):
+    """One member to write: its archive name, kind, and where to open it.
+
+    A file is opened as ``os.open(path, dir_fd=dir_fd)``: ``dir_fd`` is the open descriptor of its
+    directory (only valid while the walk is inside that directory) and ``path`` its base name, or
+    ``dir_fd`` is None and ``path`` the full path.  A file's size and mode are read with ``fstat`` on the
+    opened file when it is written, so the walk itself costs no ``stat`` call per file.
+    """
+
+    name: str
+    kind: str  # "dir" | "file" | "symlink"
+    dir_fd: int | None
+    path: str
+    link: str = ""
+
+
+def open_file(entry: Entry) -> int:
+    """Open a file entry for reading, not following a symlink swapped in since the walk saw it."""
+    return os.open(entry.path, _FILE_FLAGS, dir_fd=entry.dir_fd)
+
+
+class DirTree(ABC, Generic[H]):
+    """How a walk opens, lists and closes directories; ``H`` is the kind of directory handle."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def shown(self, name: str) -> str:
+        """A member's path on disk, for messages."""
+        return f"{self.root}{os.sep}{name}"
+
+    def read_error(self, name: str, exc: OSError) -> BuildError:
+        where = self.shown(name) if name else describe_path(self.root)
+        return BuildError(
+            f"cannot read {where}: {exc.strerror}",
+            fix="check permissions, and do not modify the box tree while packing it",
+        )
+
+    @abstractmethod
+    def open_root(self) -> H: ...
+
+    @abstractmethod
+    def open_dir(self, where: H, base: str) -> H: ...
+
+    @abstractmethod
+    def close_dir(self, handle: H) -> None: ...
+
+    @abstractmethod
+    def scan(self, handle: H) -> list[os.DirEntry[str]]: ...
+
+    @abstractmethod
+    def readlink(self, where: H, base: str) -> str: ...
+
+    @abstractmethod
+    def locate(self, where: H, base: str) -> tuple[int | None, str]:
+        """``(dir_fd, path)`` of an :class:`Entry` for member ``base`` of directory ``where``."""
+
+    def entries(self) -> Generator[Entry, None, None]:
+        """Every member below the root, in archive order."""
+        handle = self.call("", self.open_root)
+        try:
+            yield from _walk(self, handle)
+        finally:
+            self.close_dir(handle)
+
+    def call(self, name: str, call: Callable[..., T], *args: object) -> T:
+        """``call(*args)``, with an OSError turned into a BuildError naming the member ``name``."""
+        try:
+            return call(*args)
+        except OSError as exc:
+            raise self.read_error(name, exc) from None
+
+
+class FdTree(DirTree[int]):
+    """Opens relative to directory descriptors."""
+
+    def open_root(self) -> int:
+        # Followed if the root itself is a symlink (as before), unlike anything below it.
+        return os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+
+    def open_dir(self, where: int, base: str) -> int:
+        return os.open(base, _DIR_FLAGS, dir_fd=where)
+
+    def close_dir(self, handle: int) -> None:
+        os.close(handle)
+
+    def scan(self, handle: int) -> list[os.DirEntry[str]]:
+        with os.scandir(handle) as it:
+            return sorted(it, key=_by_name)
+
+    def readlink(self, where: int, base: str) -> str:
+        return os.readlink(base, dir_fd=where)
+
+    def locate(self, where: int, base: str) -> tuple[int | None, str]:
+        return where, base
+
+
+class PathTree(DirTree[str]):
+    """The portable fallback: directories are handled by path."""
+
+    def open_root(self) -> str:
+        return self.root
+
+    def open_dir(self, where: str, base: str) -> str:
+        return f"{where}{os.sep}{base}"
+
+    def close_dir(self, handle: str) -> None:
+        pass
+
+    def scan(self, handle: str) -> list[os.DirEntry[str]]:
+        with os.scandir(handle) as it:
+            return sorted(it, key=_by_name)
+
+    def readlink(self, where: str, base: str) -> str:
+        return os.readlink(f"{where}{os.sep}{base}")  # noqa: PTH115 - str in, str out, 30,000 times
+
+    def locate(self, where: str, base: str) -> tuple[int | None, str]:
+        return None, f"{where}{os.sep}{base}"
+
+
+def _by_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def make_tree(root: Path) -> FdTree | PathTree:
+    return FdTree(str(root)) if _FD_WALK else PathTree(str(root))
+
+
+def iter_entries(root: Path, tree: FdTree | PathTree) -> Generator[Entry, None, None]:
+    """The members of ``root`` (opened through ``tree``) in archive order, read lazily."""
+    if not root.is_dir():
+        raise BuildError(
+            f"cannot pack {describe_path(root)}: not a directory", fix="pass the folder of the box tree to pack"
+        )
+    yield from tree.entries()
+
+
+def check_links(root: Path, entries: Iterable[Entry]) -> None:
+    """Refuse symlinks that escape the tree, also through chains of links."""
+    links = {e.name: e.link for e in entries if e.kind == "symlink"}
+    bad = paths.escaping_link(links)
+    if bad is not None:
+        raise BuildError(
+            f"cannot pack {describe_path(root)}: symlink {bad[0]} -> {links[bad[0]]}: {bad[1]}",
+            fix="make the link relative and pointing inside the box, or remove it",
+        )
+
+
+def _walk(tree: DirTree[H], root: H) -> Iterator[Entry]:
+    """Depth first, sorted by name at every level.  A stack instead of recursion: nested generators
+    would pass each of the 30,000+ entries up through every level of the tree."""
+    stack = [(root, iter(tree.call("", tree.scan, root)), "")]
+    try:
+        while stack:
+            handle, children, prefix = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                if stack:  # the caller opened the root and closes it
+                    tree.close_dir(handle)
+                continue
+            name = prefix + child.name
+            if child.is_file(follow_symlinks=False):  # most members: one check
+                yield Entry(name, "file", *tree.locate(handle, child.name))
+            elif child.is_dir(follow_symlinks=False):
+                yield Entry(name, "dir", *tree.locate(handle, child.name))
+                sub = tree.call(name, tree.open_dir, handle, child.name)
+                stack.append((sub, iter(_scan_or_close(tree, name, sub)), name + "/"))
+            elif child.is_symlink():
+                target = tree.call(name, tree.readlink, handle, child.name)
+                yield _symlink_entry(tree, name, tree.locate(handle, child.name), target)
+            else:
+                raise BuildError(
+                    f"cannot pack {tree.shown(name)}: not a regular file, directory or "
+                    "symlink (device, FIFO or socket)",
+                    fix="remove it from the box tree",
+                )
+    finally:
+        for handle, _, _ in stack[1:]:
+            tree.close_dir(handle)
+
+
+def _scan_or_close(tree: DirTree[H], name: str, handle: H) -> list[os.DirEntry[str]]:
+    try:
+        return tree.call(name, tree.scan, handle)
+    except BuildError:
+        tree.close_dir(handle)
+        raise
+
+
+def _symlink_entry(tree: DirTree[H], name: str, where: tuple[int | None, str], target: str) -> Entry:
+    target = target.replace(os.sep, "/") if os.sep != "/" else target
+    try:
+        paths.check_link_target(target)
+    except paths.UnsafePath as exc:
+        raise BuildError(
+            f"cannot pack symlink {tree.shown(name)} -> {target}: {exc.rule}",
+            fix="make the link relative and pointing inside the box, or remove it",
+        ) from None
+    return Entry(name, "symlink", *where, target)
