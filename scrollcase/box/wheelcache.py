@@ -115,11 +115,14 @@ class CachedWheel(WheelSource):
     def _replay(self, layout: InstallLayout, job: wheelinstall.Job) -> None:
         """Claim every target, make the folders, then link in threads: ``link`` releases the GIL, and
         one wheel (torch) holds most of a box's files."""
-        root, env, links = str(self.root), job.env, []
-        for placed in layout.files:
-            target = os.path.join(env, _relative(placed.target))  # noqa: PTH118
-            if job.claims.claim(target, self.name, placed.identity):
-                links.append((os.path.join(root, placed.source), target))  # noqa: PTH118
+        root, env = str(self.root), job.env
+        targets = [os.path.join(env, _relative(placed.target)) for placed in layout.files]  # noqa: PTH118
+        claimed = job.claims.claim_all(self.name, [(t, p.identity) for t, p in zip(targets, layout.files, strict=True)])
+        links = [
+            (os.path.join(root, placed.source), target)  # noqa: PTH118
+            for placed, target, mine in zip(layout.files, targets, claimed, strict=True)
+            if mine
+        ]
         for folder in sorted({os.path.dirname(target) for _, target in links}):  # noqa: PTH120
             job.folders.make(folder)
         chunks = [links[i : i + REPLAY_CHUNK] for i in range(0, len(links), REPLAY_CHUNK)]
