@@ -473,9 +473,8 @@ def absolute_as_given(dest: Path) -> Path:
     removed lexically, unless a symlink before a ``..`` makes that another folder: then the parent
     is resolved, so the relocated path always names the folder the box is unpacked into."""
     given = Path(os.path.abspath(dest))  # noqa: PTH100 - lexical, unlike resolve()
-    if os.path.realpath(given.parent) != os.path.realpath(dest.parent):
-        return dest.parent.resolve() / dest.name
-    return given
+    real_parent = dest.parent.resolve()  # raises on a symlink loop
+    return given if given.parent.resolve() == real_parent else real_parent / dest.name
 
 
 def _extract_verified(
