@@ -7,14 +7,18 @@ tree never names the build directory and unpacking replaces the placeholder with
 ``box.json`` under ``"relocation"``; at unpack time :func:`relocate` rewrites those files for the
 box's real location.
 
-Rewriting rules are conda's:
+Rewriting rules are conda's, made exact (docs/archive.md#relocation has them byte for byte):
 
-* text files: plain replacement.  A shebang that becomes longer than 127 bytes or contains a space
-  no longer works (the kernel truncates it / splits it); for a Python interpreter it is replaced by
-  the ``#!/bin/sh`` + ``'''exec'`` trampoline, for any other interpreter by ``#!/usr/bin/env NAME``.
-* binary files: the placeholder is replaced inside each NUL-terminated C string and the string is
-  padded with NULs, so every offset in the file stays the same.  That only works when the new prefix
-  is not longer than the placeholder, which is why the placeholder is long (~200 characters).
+* text files: plain replacement of every occurrence.  A shebang line (the first line, from ``#!``
+  to the ``\n``, a CR included) that becomes longer than 127 bytes or whose new prefix holds a blank
+  no longer works (the kernel truncates it / splits it).  Its words (interpreter and arguments, split
+  on blanks *before* the prefix is put in, each with the prefix replaced) are then run by the
+  ``#!/bin/sh`` + ``'''exec'`` trampoline for a Python interpreter (``python*``, or ``env`` running
+  ``python*``), every word sh-quoted, or by ``#!/usr/bin/env [-S] NAME ARGS...`` for any other one.
+* binary files: the placeholder is replaced inside each C string (up to the next NUL or the end of
+  the file) and the string is padded with NULs, so every offset in the file stays the same.  That
+  only works when the new prefix is not longer than the placeholder, which is why the placeholder is
+  long (~200 characters).
 
 Windows: the placeholder is matched in its forward-slash form only; a backslash form (as Windows
 tools may write it) is not rewritten.  Windows boxes need no shebang handling.
@@ -129,28 +133,83 @@ def _paths_data_modes(record: Path) -> Iterable[tuple[str, Literal["text", "bina
 
 def replace_text(data: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
     """Plain replacement, then a shebang fix-up if the first line became unusable."""
-    first_line_end = data.find(b"\n")
-    first = data if first_line_end < 0 else data[:first_line_end]
+    line_end = data.find(b"\n")
+    first = data if line_end < 0 else data[:line_end]
     replaced = data.replace(placeholder, new_prefix)
-    if first.startswith(b"#!") and placeholder in first:
-        new_first = first.replace(placeholder, new_prefix)
-        rest = replaced[len(new_first) :]
-        return fix_shebang(first, new_first, placeholder, new_prefix) + rest
-    return replaced
+    if not (first.startswith(b"#!") and placeholder in first):
+        return replaced
+    new_first = first.replace(placeholder, new_prefix)
+    return fix_shebang(first, new_first, placeholder, new_prefix) + replaced[len(new_first) :]
 
 
 def fix_shebang(old_line: bytes, new_line: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
-    """``new_line`` when the kernel can still run it, else a portable replacement."""
-    interpreter, _, options = old_line[2:].strip().partition(b" ")
-    new_interpreter = interpreter.replace(placeholder, new_prefix)
-    if len(new_line) <= MAX_SHEBANG and b" " not in new_interpreter:
+    """``new_line`` when the kernel can still run it, else a portable replacement.
+
+    ``old_line`` is the first line without its ``\n`` (a CR before it is kept, not an argument).
+    The kernel can run ``new_line`` when it is at most :data:`MAX_SHEBANG` bytes and the new prefix
+    adds no blank (the placeholder has none, so the words of the line stay the words the package
+    wrote).  Otherwise the interpreter and its words, each with the prefix replaced, are run by the
+    sh trampoline (a Python script) or by ``/usr/bin/env`` (any other interpreter).
+    """
+    if len(new_line) <= MAX_SHEBANG and not _BLANKS.search(new_prefix):
         return new_line
-    name = new_interpreter.rsplit(b"/", 1)[-1]
-    if name.startswith(b"python"):
-        opts = b" " + options if options else b""
-        quoted = re.sub(rb'([\\"$`])', rb"\\\1", new_interpreter)  # inside sh double quotes
-        return b"#!/bin/sh\n'''exec' \"" + quoted + b'"' + opts + b' "$0" "$@"\n' + b"' '''"
-    return b"#!/usr/bin/env " + name + (b" " + options if options else b"")
+    body, cr = (old_line[:-1], b"\r") if old_line.endswith(b"\r") else (old_line, b"")
+    words = [w.replace(placeholder, new_prefix) for w in body[2:].split()]
+    if _runs_python(words):
+        return sh_trampoline(words) + cr
+    return env_shebang(words) + cr
+
+
+_BLANKS = re.compile(rb"[ \t\r\n]")  # what ends a shebang word (the kernel splits on blanks)
+_SH_SAFE = re.compile(rb"[A-Za-z0-9_@%+=:,./-]+")
+
+
+def _runs_python(words: list[bytes]) -> bool:
+    """A Python script: the interpreter is python*, or env whose command (first word that is not an
+    option or an assignment) is."""
+    names = [w.rsplit(b"/", 1)[-1] for w in words]
+    if names[0] == b"env":
+        names = [n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w][:1]
+    return bool(names) and names[0].startswith(b"python")
+
+
+def sh_trampoline(argv: list[bytes]) -> bytes:
+    """conda's ``'''exec'`` trampoline: sh execs ``argv`` + the script and its arguments; Python
+    reads the two lines as a string.  Each word is sh-quoted so that no character of a prefix is
+    special to sh (no expansion, no command substitution) and the line stays valid Python source."""
+    quoted = b" ".join(sh_quote(w) for w in argv)
+    return b"#!/bin/sh\n'''exec' " + quoted + b' "$0" "$@"\n' + b"' '''"
+
+
+def sh_quote(word: bytes) -> bytes:
+    """``word`` in sh single quotes; ``'`` written ``'"'"'`` and ``\\`` written ``'\\\\'`` (outside the
+    quotes).  sh reads it back as ``word``; Python, reading it inside ``'''...'''``, meets neither
+    ``'''`` nor an invalid escape (a lone backslash)."""
+    if _SH_SAFE.fullmatch(word):
+        return word
+    return b"'" + word.replace(b"'", b"'\"'\"'").replace(b"\\", b"'\\\\'") + b"'"
+
+
+def env_shebang(words: list[bytes]) -> bytes:
+    """``#!/usr/bin/env NAME`` (NAME found on PATH, as conda does); with arguments ``env -S`` splits
+    them (GNU coreutils 8.30+, macOS, the BSDs), each quoted for env's own syntax."""
+    if words[0].rsplit(b"/", 1)[-1] == b"env":
+        interpreter = b"/usr/bin/env" if _BLANKS.search(words[0]) else words[0]
+        rest = words[1:]
+    else:
+        interpreter, rest = b"/usr/bin/env", [words[0].rsplit(b"/", 1)[-1], *words[1:]]
+    if rest[:1] == [b"-S"]:
+        rest = rest[1:]
+    if len(rest) <= 1 and all(_SH_SAFE.fullmatch(w) for w in rest):
+        return b"#!" + b" ".join([interpreter, *rest])
+    return b"#!" + interpreter + b" -S " + b" ".join(env_quote(w) for w in rest)
+
+
+def env_quote(word: bytes) -> bytes:
+    """``word`` for ``env -S``: in single quotes, where only ``\\\\`` and ``\\'`` are escapes."""
+    if _SH_SAFE.fullmatch(word):
+        return word
+    return b"'" + word.replace(b"\\", b"\\\\").replace(b"'", b"\\'") + b"'"
 
 
 class PaddingError(ValueError):
@@ -158,10 +217,12 @@ class PaddingError(ValueError):
 
 
 def replace_binary(data: bytes, placeholder: bytes, new_prefix: bytes) -> bytes:
-    """conda's C-string rule: rewrite inside each NUL-terminated string, pad with NULs."""
+    """conda's C-string rule: rewrite inside each C string that holds the placeholder and pad it with
+    NULs.  The string runs from the placeholder to the next NUL or to the end of the file (as
+    rattler does: a file may end without the terminator, e.g. a string table cut at its end)."""
     if len(new_prefix) > len(placeholder):
         raise PaddingError(len(new_prefix) - len(placeholder))
-    pattern = re.compile(re.escape(placeholder) + b"[^\x00]*\x00")
+    pattern = re.compile(re.escape(placeholder) + b"[^\x00]*")
 
     def one(match: re.Match[bytes]) -> bytes:
         text = match.group()
@@ -191,6 +252,12 @@ def relocate(root: Path, info: RelocationInfo, new_prefix: str) -> int:
             f"cannot relocate the box to {new_prefix}: the path is {len(target)} bytes, longer than the "
             f"{len(placeholder)}-byte build placeholder that binary files have room for",
             fix=f"unpack into a shorter path (at most {len(placeholder)} bytes)",
+        )
+    if b"\n" in target or b"\r" in target:
+        raise BuildError(
+            f"cannot relocate the box to {new_prefix!r}: the path contains a line break, which no shebang "
+            "line and few text formats can hold",
+            fix="unpack into a path without line breaks",
         )
     changed = 0
     for item in info.files:

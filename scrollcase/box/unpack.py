@@ -12,8 +12,8 @@ Order of events:
    written through a symlink, every symlink resolving inside the root, and limits on member count,
    total bytes and compression ratio checked against the *declared* size before the data is written;
 4. when the stream ends the digest is compared; on any failure the temp directory is deleted;
-5. the box is relocated (box.json ``"relocation"``) to DEST's final absolute path and only then
-   renamed to DEST.
+5. the box is relocated (box.json ``"relocation"``) to DEST's absolute path *as given* (a
+   symlinked parent is kept, not resolved: :func:`absolute_as_given`) and only then renamed to DEST.
 
 So DEST never holds anything half-written or unverified: the sha256 is checked while extracting
 into the hidden temp sibling, and DEST appears by one rename after it matched.
@@ -445,7 +445,7 @@ def _prepare_dest(dest: Path) -> Path:
             fix="pass the folder the link points to, or a new folder path",
         )
     try:
-        final = dest.parent.resolve() / dest.name
+        final = absolute_as_given(dest)
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
         raise UsageError(f"cannot unpack into {shown}: its parent folder cannot be resolved ({exc})", fix=fix) from None
     try:
@@ -465,6 +465,17 @@ def _prepare_dest(dest: Path) -> Path:
             fix="check the folder's permissions and free disk space",
         ) from None
     return final
+
+
+def absolute_as_given(dest: Path) -> Path:
+    """DEST's absolute path as the caller spelled it, symlinked folders kept (conda relocates to the
+    prefix as given, not resolved): the box names the path the host app uses, and ``sys.prefix``
+    (computed from that path) agrees with the relocated ``sysconfig`` prefix.  ``.`` and ``..`` are
+    removed lexically, unless a symlink before a ``..`` makes that another folder: then the parent
+    is resolved, so the relocated path always names the folder the box is unpacked into."""
+    given = Path(os.path.abspath(dest))  # noqa: PTH100 - lexical, unlike resolve()
+    real_parent = dest.parent.resolve()  # raises on a symlink loop
+    return given if given.parent.resolve() == real_parent else real_parent / dest.name
 
 
 def _extract_verified(

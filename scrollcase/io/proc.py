@@ -4,7 +4,10 @@ channel indexer, a box's own interpreter) goes through :func:`run`, which never 
 A box's interpreter runs isolated from the host Python (:func:`run_python`).  Isolation: ``-I``
 (ignore PYTHON* variables, no user site, no script dir on sys.path) *and* an environment with every
 PYTHON* variable removed, so neither the host's site-packages nor its PYTHONPATH can make a missing
-import look present.
+import look present.  And ``-B``: a box may be installed read-only, so running it never writes
+bytecode into it (the build ships ``.pyc`` for its modules; ``-I`` makes Python ignore
+``PYTHONDONTWRITEBYTECODE``, so only the flag says it).  docs/archive.md#running-a-box is the contract
+a host app follows.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ KEEP_ENV = (
     "NVIDIA_DRIVER_CAPABILITIES",
     "CUDA_HOME",
 )
+
+
+# How every box interpreter is started: isolated, and writing no bytecode (read-only installs).
+BOX_PYTHON_FLAGS = ("-I", "-B")
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,8 @@ def run_python(
     timeout: float = 300.0,
     cwd: Path | None = None,
 ) -> RunResult:
-    """Run ``python -I ARGS`` with a clean environment; never raises on failure or timeout."""
-    return run([str(python), "-I", *args], env=isolated_env(env), timeout=timeout, cwd=cwd)
+    """Run ``python -I -B ARGS`` with a clean environment; never raises on failure or timeout."""
+    return run([str(python), *BOX_PYTHON_FLAGS, *args], env=isolated_env(env), timeout=timeout, cwd=cwd)
 
 
 def usable_cores() -> int:

@@ -34,3 +34,12 @@ def test_missing_interpreter_is_reported_not_raised(tmp_path: Path):
 def test_output_is_captured():
     result = proc.run_python(Path(sys.executable), ["-c", "import sys; print('out'); print('err', file=sys.stderr)"])
     assert result.ok and result.stdout.strip() == "out" and result.stderr.strip() == "err"
+
+
+def test_run_python_writes_no_bytecode(tmp_path: Path) -> None:
+    (tmp_path / "mod.py").write_text("VALUE = 1\n")
+    code = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import mod; print(sys.flags.dont_write_bytecode)"
+    result = proc.run_python(Path(sys.executable), ["-c", code], timeout=60)
+    assert result.ok, result.stderr
+    assert result.stdout.strip() == "1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mod.py"]  # no __pycache__ (read-only installs)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,24 +46,24 @@ def test_long_python_shebang_becomes_sh_trampoline() -> None:
     out = replace_text(b"#!" + P + b"/bin/python3.11\nprint('hi')\n", P, long_prefix)
     lines = out.split(b"\n")
     assert lines[0] == b"#!/bin/sh"
-    assert lines[1] == b"'''exec' \"" + long_prefix + b'/bin/python3.11" "$0" "$@"'
+    assert lines[1] == b"'''exec' " + long_prefix + b'/bin/python3.11 "$0" "$@"'
     assert lines[2] == b"' '''"
     assert lines[3] == b"print('hi')"
 
 
 def test_python_shebang_with_space_and_options() -> None:
     out = replace_text(b"#!" + P + b"/bin/python -s\nx\n", P, b"/Users/me/My Boxes/b")
-    assert out.startswith(b"#!/bin/sh\n'''exec' \"/Users/me/My Boxes/b/bin/python\" -s \"$0\" \"$@\"\n' '''\nx")
+    assert out.startswith(b"#!/bin/sh\n'''exec' '/Users/me/My Boxes/b/bin/python' -s \"$0\" \"$@\"\n' '''\nx")
 
 
 def test_shell_special_characters_are_escaped_in_the_trampoline() -> None:
     out = replace_text(b"#!" + P + b"/bin/python\n", P, b'/srv/a $b"c')
-    assert b'"/srv/a \\$b\\"c/bin/python"' in out
+    assert b"'''exec' '/srv/a $b\"c/bin/python' \"$0\"" in out  # single quotes: nothing expands
 
 
 def test_long_non_python_shebang_uses_env() -> None:
     out = replace_text(b"#!" + P + b"/bin/bash -e\necho hi\n", P, b"/x y")
-    assert out == b"#!/usr/bin/env bash -e\necho hi\n"
+    assert out == b"#!/usr/bin/env -S bash -e\necho hi\n"  # -S: Linux passes "bash -e" as one word
 
 
 def test_shebang_without_placeholder_untouched() -> None:
@@ -158,9 +161,10 @@ def test_relocate_tree_and_keep_modes(tmp_path: Path) -> None:
     (root / "venv" / "bin" / "tool").chmod(0o755)
     info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER))
     before = (root / "venv" / "lib" / "declared.txt").read_bytes()
-    # declared binary by conda-meta: conda's C-string rule only rewrites NUL-terminated strings
-    assert relocate.relocate(root, info, "/srv/b") == 2
-    assert (root / "venv" / "lib" / "declared.txt").read_bytes() == before
+    # declared binary by conda-meta, without a NUL: its C string runs to the end of the file
+    assert relocate.relocate(root, info, "/srv/b") == 3
+    declared = (root / "venv" / "lib" / "declared.txt").read_bytes()
+    assert declared == b"no NUL but declared binary /srv/b\n" + b"\x00" * (len(P) - 6) and len(declared) == len(before)
     assert (root / "venv" / "bin" / "tool").read_bytes() == b"#!/srv/b/venv/bin/python\nimport tool\n"
     assert (root / "venv" / "bin" / "tool").stat().st_mode & 0o777 == 0o755
     lib = (root / "venv" / "lib" / "libx.so").read_bytes()
@@ -174,3 +178,96 @@ def test_relocate_refuses_files_outside_or_not_regular(tmp_path: Path, bad: str)
     info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=[PrefixFile(path=bad, mode="text")])
     with pytest.raises(IntegrityError, match="relocation"):
         relocate.relocate(root, info, "/srv")
+
+
+# ---------------------------------------------------------------- exactness (issue #17)
+
+HOSTILE = "a b\"c$HOME`touch bq`d\\e'f$(touch dollar)'''g"  # every character sh or Python could act on
+
+
+def test_placeholder_in_shebang_arguments_is_replaced_in_the_trampoline() -> None:
+    data = b"#!" + P + b"/venv/bin/python -X pycache_prefix=" + P + b"/cache\nprint(1)\n"
+    out = replace_text(data, P, b"/x y/b")
+    assert P not in out
+    assert out.split(b"\n")[1] == b"'''exec' '/x y/b/venv/bin/python' -X 'pycache_prefix=/x y/b/cache' \"$0\" \"$@\""
+
+
+def test_env_shebang_with_placeholder_arguments_stays_one_env() -> None:
+    out = replace_text(b"#!/usr/bin/env bash --init-file " + P + b"/rc\necho\n", P, b"/x y/b")
+    assert out == b"#!/usr/bin/env -S bash --init-file '/x y/b/rc'\necho\n"
+    short = replace_text(b"#!/usr/bin/env bash --init-file " + P + b"/rc\necho\n", P, b"/b")
+    assert short == b"#!/usr/bin/env bash --init-file /b/rc\necho\n"  # fits: the plain replacement
+
+
+def test_env_running_python_gets_the_trampoline() -> None:
+    out = replace_text(b"#!/usr/bin/env -i python3 -X pycache_prefix=" + P + b"\nx\n", P, b"/x y")
+    assert out.split(b"\n")[1] == b"'''exec' /usr/bin/env -i python3 -X 'pycache_prefix=/x y' \"$0\" \"$@\""
+
+
+def test_crlf_shebang_keeps_its_line_end_and_no_cr_argument() -> None:
+    out = replace_text(b"#!" + P + b"/bin/python -s\r\nx = 1\r\n", P, b"/x y")
+    assert out == b"#!/bin/sh\n'''exec' '/x y/bin/python' -s \"$0\" \"$@\"\n' '''\r\nx = 1\r\n"
+    assert replace_text(b"#!" + P + b"/python\r\n", P, b"/b") == b"#!/b/python\r\n"
+
+
+def test_sh_quote_leaves_no_triple_quote_and_no_lone_backslash() -> None:
+    quoted = relocate.sh_quote(HOSTILE.encode())
+    assert b"'''" not in quoted
+    assert b"\\" not in quoted.replace(b"\\\\", b"")
+
+
+@pytest.mark.parametrize("end", [b"", b"\n", b"tail"])
+def test_binary_placeholder_at_the_end_of_the_file_is_relocated(end: bytes) -> None:
+    data = b"\x7fELF\x00" + P + b"/lib" + end
+    out = replace_binary(data, P, b"/srv/b")
+    assert P not in out and len(out) == len(data)
+    assert out == b"\x7fELF\x00/srv/b/lib" + end + b"\x00" * (len(P) - 6)
+
+
+def test_relocate_refuses_a_line_break_in_the_prefix(tmp_path: Path) -> None:
+    info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=[PrefixFile(path="t", mode="text")])
+    (tmp_path / "t").write_bytes(P)
+    with pytest.raises(BuildError, match="line break"):
+        relocate.relocate(tmp_path, info, "/srv/a\nb")
+
+
+def _hostile_box(tmp_path: Path, shebang: bytes, body: bytes) -> tuple[Path, Path]:
+    """A box at a DEST full of shell metacharacters whose bin/python is this test's interpreter."""
+    dest = tmp_path / HOSTILE
+    (dest / "bin").mkdir(parents=True)
+    (dest / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    script = dest / "bin" / "tool"
+    script.write_bytes(replace_text(shebang + b"\n" + body, P, str(dest).encode()))
+    script.chmod(0o755)
+    return dest, script
+
+
+REPORT = b"import json, sys\nprint(json.dumps([sys.executable, sys.argv[1:], sys.flags.no_site, sys._xoptions]))\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shebangs are a POSIX feature")
+@pytest.mark.parametrize("via_sh", [True, False], ids=["sh-script", "exec"])
+def test_trampoline_runs_the_box_python_and_nothing_else(tmp_path: Path, via_sh: bool) -> None:
+    dest, script = _hostile_box(tmp_path, b"#!" + P + b"/bin/python -S -X cache=" + P + b"/c", REPORT)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    argv = ["/bin/sh", str(script)] if via_sh else [str(script)]
+    done = subprocess.run([*argv, "x y", "$HOME", "`id`"], cwd=work, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""  # no SyntaxWarning from the trampoline's escapes either
+    exe, args, no_site, xoptions = json.loads(done.stdout)
+    assert exe == str(dest / "bin" / "python")
+    assert args == ["x y", "$HOME", "`id`"]
+    assert no_site == 1 and xoptions == {"cache": f"{dest}/c"}
+    assert sorted(p.name for p in work.iterdir()) == [] and not (tmp_path / "dollar").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shebangs are a POSIX feature")
+def test_env_shebang_passes_the_prefix_as_one_argument(tmp_path: Path) -> None:
+    _, script = _hostile_box(tmp_path, b"#!/usr/bin/env printf [%s] " + P + b"/rc", b"")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    done = subprocess.run([str(script)], cwd=work, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"[{tmp_path / HOSTILE}/rc][{script}]".encode()
+    assert list(work.iterdir()) == []

@@ -19,7 +19,7 @@ import pytest
 import zstandard
 
 from scrollcase.box.archive import pack_tree
-from scrollcase.box.unpack import DEFAULT_LIMITS, Limits, UnpackResult, unpack_archive
+from scrollcase.box.unpack import DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
 from scrollcase.errors import IntegrityError, UsageError
 
 Member = tuple[tarfile.TarInfo, bytes | None]
@@ -98,7 +98,7 @@ def test_round_trip_of_a_packed_tree(tmp_path: Path, work: Path) -> None:
     packed = pack_tree(src, work / "b.tar.zst")
     result = unpack_archive(packed.path, work / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
     dest = work / "dest"
-    assert result.dest == dest.resolve()
+    assert result.dest == dest.absolute()  # as given, not resolved
     assert (result.files, result.entries, result.sha256) == (2, packed.entries, packed.sha256)
     assert (dest / "venv" / "bin" / "python3").read_bytes() == (src / "venv" / "bin" / "python3").read_bytes()
     assert os.access(dest / "venv" / "bin" / "python3", os.X_OK)
@@ -312,3 +312,31 @@ def test_a_full_disk_is_named_without_a_none_and_leaves_nothing(
         unpack_archive(packed.path, work / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
     assert "No space left on device" in str(info.value) and "(None)" not in info.value.render()
     assert sorted(p.name for p in work.iterdir()) == ["b.tar.zst"]
+
+
+# ---------------------------------------------------------------- DEST's path as given (issue #17)
+
+
+def test_dest_keeps_a_symlinked_parent_and_relocates_to_it(tmp_path: Path, work: Path) -> None:
+    placeholder = "/opt/scrollcase/" + "_placehold" * 18
+    box_json = (
+        b'{"relocation": {"placeholder": "%s", "files": [{"path": "cfg", "mode": "text"}]}}' % placeholder.encode()
+    )
+    crafted = craft(work, [_file("box.json", box_json), _file("cfg", f"home={placeholder}\n".encode())])
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real", target_is_directory=True)
+    result = unpack(crafted, tmp_path / "link" / "box")
+    assert result.dest == tmp_path / "link" / "box"
+    assert (tmp_path / "real" / "box" / "cfg").read_text() == f"home={tmp_path}/link/box\n"
+
+
+def test_absolute_as_given_removes_dots_unless_a_symlink_makes_them_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to("a/deep", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    assert absolute_as_given(Path("link/box")) == tmp_path / "link" / "box"
+    assert absolute_as_given(Path("a/./deep/../box")) == tmp_path / "a" / "box"
+    # link/.. is tmp_path/a (the OS follows the link first), not tmp_path: the parent is resolved
+    assert absolute_as_given(Path("link/../box")) == tmp_path.resolve() / "a" / "box"
