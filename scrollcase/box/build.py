@@ -37,7 +37,7 @@ from scrollcase.box.release import (
     object_keys,
 )
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
-from scrollcase.box.unpack import unpack_archive
+from scrollcase.box.unpack import absolute_as_given, unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
 from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
 from scrollcase.progress import MeterFactory, silent_meter
@@ -393,7 +393,7 @@ def run_self_test(
     timeout: float = selftest.DEFAULT_TIMEOUT,
 ) -> tuple[SelfTestReport, SelfTestError | None]:
     """Run ``box``'s self-test in an unpacked ``box_root``: (report, SelfTestError or None)."""
-    box_root = box_root.resolve()  # the checks run with the box root as working directory
+    box_root = absolute_as_given(box_root)  # the checks run there; a symlinked parent is kept, as unpack keeps it
     env_dir = box_root / box.envDir
     absent = frozenset(f"{box.modelCacheSubdir}/{a.path}" for a in box.assets if not a.bundled)
     checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text, absent)
