@@ -339,6 +339,13 @@ def _torch_value(torch: TorchBuild) -> str:
     return " ".join(x for x in (torch.provider, torch.version, torch.build) if x)
 
 
+def _torch_problem(inp: LockCheckInput, torch: TorchBuild, message: str, fix: str, key: str = "torch") -> Problem:
+    """A problem with the locked torch, located at its record."""
+    return Problem(
+        message=message, file=inp.lock.file, line=_at(inp, torch.package), key=key, value=_torch_value(torch), fix=fix
+    )
+
+
 def _conda_cuda_fix(inp: LockCheckInput, cuda: str) -> str:
     return (
         f'in pixi.toml pin pytorch = {{ version = "2.*", build = "cuda*" }} and '
@@ -375,14 +382,12 @@ def cuda_problems(
     if torch.accelerator != f"cuda{cuda}":
         found = "a CPU build" if torch.accelerator == "cpu" else f"a build for {torch.accelerator}"
         return [
-            Problem(
-                message=f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
+            _torch_problem(
+                inp,
+                torch,
+                f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
                 f"{found} ({torch.evidence}) — CPU packages under a CUDA name",
-                file=inp.lock.file,
-                line=_at(inp, torch.package),
-                key="torch",
-                value=_torch_value(torch),
-                fix=pin_fix,
+                pin_fix,
             )
         ]
     return _cuda_version_record_problems(inp, packages, torch, cuda, pin_fix)
@@ -399,15 +404,13 @@ def _pypi_cuda_problems(
         found = "a CPU build" if cpu else f"a build for {torch.accelerator}"
         under = "CPU packages" if cpu else f"{torch.accelerator} packages"
         problems.append(
-            Problem(
-                message=f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
+            _torch_problem(
+                inp,
+                torch,
+                f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
                 f"torch {torch.version} from PyPI, {found} ({torch.evidence}) — {under} under a "
                 f"cuda{cuda} name",
-                file=inp.lock.file,
-                line=_at(inp, torch.package),
-                key="torch",
-                value=_torch_value(torch),
-                fix=fix,
+                fix,
             )
         )
     return problems + _runtime_wheel_problems(inp, packages, torch, cuda, fix)
@@ -456,13 +459,12 @@ def _cuda_version_record_problems(
     record = cuda_version_record(packages)
     if record is None:
         return [
-            Problem(
-                message=f"torch is a CUDA {cuda} build but the lock has no cuda-version record to pin the ABI",
-                file=inp.lock.file,
-                line=_at(inp, torch.package),
+            _torch_problem(
+                inp,
+                torch,
+                f"torch is a CUDA {cuda} build but the lock has no cuda-version record to pin the ABI",
+                fix,
                 key="cuda-version",
-                value=_torch_value(torch),
-                fix=fix,
             )
         ]
     if major_minor(record.version) != cuda:
@@ -512,14 +514,12 @@ def cpu_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: 
     problems: list[Problem] = []
     if torch.cuda_version:
         problems.append(
-            Problem(
-                message=f"{inp.target.target_id} is not a CUDA target but the lock holds a CUDA "
+            _torch_problem(
+                inp,
+                torch,
+                f"{inp.target.target_id} is not a CUDA target but the lock holds a CUDA "
                 f"{torch.cuda_version} build of torch ({torch.evidence})",
-                file=inp.lock.file,
-                line=_at(inp, torch.package),
-                key="torch",
-                value=_torch_value(torch),
-                fix=fix,
+                fix,
             )
         )
     return problems + _cuda_wheel_problems(inp, packages, cpu_index)
