@@ -37,6 +37,14 @@ class CommandArgs:
 A = TypeVar("A", bound=CommandArgs)
 
 
+def add_command(
+    sub: SubParsers, common: argparse.ArgumentParser, name: str, help: str, description: str, *, raw: bool = False
+) -> argparse.ArgumentParser:
+    """A command's parser with the common options; ``raw`` keeps the description's line breaks."""
+    formatter = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
+    return sub.add_parser(name, parents=[common], help=help, description=description, formatter_class=formatter)
+
+
 def handler(args_type: type[A], run: Callable[[A, Console], int]) -> Handler:
     """What a sub-parser stores as ``handler``: build ``args_type`` from the Namespace, then ``run`` it."""
 

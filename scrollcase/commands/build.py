@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_file_path, require_folder_path
 
@@ -17,6 +17,13 @@ if TYPE_CHECKING:  # boto3-stubs: types only
     from scrollcase.box.build import BuildPlan, Weights
 
 NAME = "build"
+HELP = "build a box archive and its release manifest"
+DESCRIPTION = (
+    "Install the recipe's locked environment into a box, prune it, place "
+    "assets, pack a reproducible .tar.zst, run the self-test on an unpacked "
+    "copy with the box's own interpreter, and write the release manifest. "
+    "Boxes are built natively: a target must match this machine."
+)
 
 
 @dataclass(frozen=True)
@@ -30,15 +37,7 @@ class BuildArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="build a box archive and its release manifest",
-        description="Install the recipe's locked environment into a box, prune it, place "
-        "assets, pack a reproducible .tar.zst, run the self-test on an unpacked "
-        "copy with the box's own interpreter, and write the release manifest. "
-        "Boxes are built natively: a target must match this machine.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("recipe", help="recipe ID (folder under recipes/), recipe folder, or recipe.json path")
     p.add_argument(
         "--weights",

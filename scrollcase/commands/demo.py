@@ -6,11 +6,19 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_folder_path
 
 NAME = "demo"
+HELP = "run the whole lifecycle offline on an example recipe"
+DESCRIPTION = (
+    "Make a local conda channel from this machine's CPython and numpy, "
+    "write an example recipe for this host's CPU target, lock it, build "
+    "the box, verify it and publish it to a local store.  Needs no network.  "
+    "The release is left under WORKDIR/.scrollcase/dist, the store under "
+    "WORKDIR/.scrollcase/store."
+)
 
 
 @dataclass(frozen=True)
@@ -19,16 +27,7 @@ class DemoArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="run the whole lifecycle offline on an example recipe",
-        description="Make a local conda channel from this machine's CPython and numpy, "
-        "write an example recipe for this host's CPU target, lock it, build "
-        "the box, verify it and publish it to a local store.  Needs no network.  "
-        "The release is left under WORKDIR/.scrollcase/dist, the store under "
-        "WORKDIR/.scrollcase/store.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument(
         "--workdir",
         type=Path,

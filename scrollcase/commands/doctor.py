@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, fail_after_result, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, fail_after_result, handler
 from scrollcase.console import Console
 from scrollcase.errors import HostError, ManifestError, describe_path
 from scrollcase.host.doctor import diagnose
@@ -16,6 +16,13 @@ from scrollcase.pixi.rules import manifest_problems
 from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "doctor"
+HELP = "check pixi.toml against the recipe and this machine against the target"
+DESCRIPTION = (
+    "Static checks of the recipe's pixi.toml (platforms, CUDA system requirement and "
+    "cuda-version pin, pytorch build, python) and host checks (native platform/arch, NVIDIA driver "
+    "version for CUDA targets, free disk space, pixi version).  Each check is pass/warn/fail/skip; exit "
+    "3 on a pixi.toml failure, 11 on a host failure."
+)
 
 
 @dataclass(frozen=True)
@@ -27,15 +34,7 @@ class DoctorArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="check pixi.toml against the recipe and this machine against the target",
-        description="Static checks of the recipe's pixi.toml (platforms, CUDA system requirement and "
-        "cuda-version pin, pytorch build, python) and host checks (native platform/arch, NVIDIA driver "
-        "version for CUDA targets, free disk space, pixi version).  Each check is pass/warn/fail/skip; exit "
-        "3 on a pixi.toml failure, 11 on a host failure.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("--recipe", required=True, metavar="ID", help="recipe ID (folder under --recipes-root) or path")
     p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
     p.add_argument("--workdir", type=Path, default=Path(), help="where the build will write (disk check)")

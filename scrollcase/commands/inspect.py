@@ -7,13 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import describe_path
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import LockFile, load_lock
 
 NAME = "inspect"
+HELP = "report the torch build and accelerator of every environment/platform in a pixi.lock"
+DESCRIPTION = (
+    "Read a pixi.lock (format versions 3 to 7, conda and PyPI records) and report, for every "
+    "(environment, platform), the torch provider, version, build and the accelerator the build targets "
+    "(cudaX.Y or cpu).  Needs no network and no pixi."
+)
 
 
 @dataclass(frozen=True)
@@ -23,14 +29,7 @@ class InspectArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="report the torch build and accelerator of every environment/platform in a pixi.lock",
-        description="Read a pixi.lock (format versions 3 to 7, conda and PyPI records) and report, for every "
-        "(environment, platform), the torch provider, version, build and the accelerator the build targets "
-        "(cudaX.Y or cpu).  Needs no network and no pixi.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("lock", type=Path, metavar="PATH", help="a pixi.lock, or a folder holding one")
     p.add_argument(
         "-e", "--environment", action="append", default=None, help="only this environment (repeatable; default: all)"

@@ -20,6 +20,7 @@ from scrollcase.box.unpack import prepare_dest, unpack_archive
 from scrollcase.client.download import Download, download_archive
 from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
+from scrollcase.commands import SubParsers, add_command
 from scrollcase.commands.unpack import check_identity, report_gpu, to_json
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
@@ -30,6 +31,7 @@ from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
 
 NAME = "install"
+HELP = "install the release of a box that fits this machine from a store"
 STORE_ENV = "SCROLLCASE_STORE"
 
 DESCRIPTION = """\
@@ -45,14 +47,8 @@ relocated as `scrollcase unpack` does.  --list shows every release and why it fi
 """
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="install the release of a box that fits this machine from a store",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION, raw=True)
     p.add_argument("dest", metavar="DEST", type=Path, nargs="?", help="folder to create (not with --list)")
     p.add_argument(
         "--store", metavar="STORE", default=None, help=f"directory, s3:// or http(s):// (default: ${STORE_ENV})"

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, describe_path
 from scrollcase.pixi import engine
@@ -15,6 +15,16 @@ from scrollcase.pixi.lockfile import load_lock
 from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "lock"
+HELP = "solve a recipe for its target and write its pixi.lock"
+DESCRIPTION = (
+    "Solve the recipe's pixi.toml for the target's conda subdir with the virtual packages "
+    "the target implies (__cuda=<cudaVersion> for CUDA, __glibc/__linux/__unix, __osx or __win) using "
+    "py-rattler, then resolve [pypi-dependencies] with uv for the target's wheel platform and the exact "
+    "Python of the conda solve (conda's Python packages held at their versions; for CUDA targets only "
+    "wheels built for cudaVersion), and write pixi.lock (lock format v7) atomically.  No pixi binary is "
+    "needed; with "
+    "--use-pixi the pixi on PATH (which must match the recipe's pixiVersion) solves instead."
+)
 
 
 @dataclass(frozen=True)
@@ -27,18 +37,7 @@ class LockArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="solve a recipe for its target and write its pixi.lock",
-        description="Solve the recipe's pixi.toml for the target's conda subdir with the virtual packages "
-        "the target implies (__cuda=<cudaVersion> for CUDA, __glibc/__linux/__unix, __osx or __win) using "
-        "py-rattler, then resolve [pypi-dependencies] with uv for the target's wheel platform and the exact "
-        "Python of the conda solve (conda's Python packages held at their versions; for CUDA targets only "
-        "wheels built for cudaVersion), and write pixi.lock (lock format v7) atomically.  No pixi binary is "
-        "needed; with "
-        "--use-pixi the pixi on PATH (which must match the recipe's pixiVersion) solves instead.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("recipe", metavar="RECIPE", help="recipe ID (folder under --recipes-root) or folder")
     p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
     p.add_argument(

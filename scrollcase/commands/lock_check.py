@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
 from scrollcase.pixi import engine
@@ -23,6 +23,15 @@ from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes,
 from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "lock-check"
+HELP = "check committed pixi.lock files against pixi.toml and the recipe's target"
+DESCRIPTION = (
+    "For every recipe: the lock exists and parses, covers the target platform, was solved "
+    "with the manifest's channels, satisfies every dependency spec of pixi.toml (not stale), and for a "
+    "CUDA target holds a GPU build of torch for exactly the recipe's cudaVersion with a matching "
+    "cuda-version record (or CUDA wheels for that version); a CPU target holding CUDA builds fails "
+    "too.  All problems of all recipes are reported in one run, each with file and line.  Exit 4 "
+    "when any recipe fails."
+)
 
 
 @dataclass(frozen=True)
@@ -36,17 +45,7 @@ Outcome = RecipeOutcome[LockCheckResult]
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="check committed pixi.lock files against pixi.toml and the recipe's target",
-        description="For every recipe: the lock exists and parses, covers the target platform, was solved "
-        "with the manifest's channels, satisfies every dependency spec of pixi.toml (not stale), and for a "
-        "CUDA target holds a GPU build of torch for exactly the recipe's cudaVersion with a matching "
-        "cuda-version record (or CUDA wheels for that version); a CPU target holding CUDA builds fails "
-        "too.  All problems of all recipes are reported in one run, each with file and line.  Exit 4 "
-        "when any recipe fails.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument(
         "recipes",
         nargs="*",

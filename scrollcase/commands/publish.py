@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.release import load_release
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, describe_path
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
 from scrollcase.store.publish import PublishResult, publish
 
 NAME = "publish"
+HELP = "publish a release to a directory or S3 bucket"
 
 DESCRIPTION = """\
 Publish one release (archive, .sha256 sidecar, release manifest) under
@@ -36,13 +37,7 @@ class PublishArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="publish a release to a directory or S3 bucket",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION, raw=True)
     p.add_argument("release", type=Path, metavar="RELEASE.json", help="the release manifest written by build")
     p.add_argument(
         "--to",

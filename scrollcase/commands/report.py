@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.release import parse_release
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
 from scrollcase.github import checks, report
@@ -20,6 +20,8 @@ from scrollcase.recipe.loader import resolve_recipe
 from scrollcase.reports.junit import JUnitResult, read_junit, result_problem, tally
 
 NAME = "report"
+HELP = "render results for GitHub (annotations, summary, checks)"
+DESCRIPTION = "Turn results into GitHub annotations, a step summary, step outputs and optionally a check run."
 _RELEASE_FIX = "pass the *.release.json written by `scrollcase build`"
 _READ_RELEASE = ReadErrors(
     UsageError, missing="cannot read {path}: {strerror}", missing_fix=_RELEASE_FIX, fix=_RELEASE_FIX
@@ -47,12 +49,7 @@ class ReportReleaseArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="render results for GitHub (annotations, summary, checks)",
-        description="Turn results into GitHub annotations, a step summary, step outputs and optionally a check run.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     kinds = p.add_subparsers(dest="report_kind", metavar="KIND", required=True)
     _register_junit(kinds, common)
     _register_release(kinds, common)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.release import release_json_schema
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
 from scrollcase.io.documents import canonical_json
@@ -17,6 +17,11 @@ from scrollcase.recipe.model import recipe_json_schema
 from scrollcase.store.index import index_json_schema
 
 NAME = "schema"
+HELP = "print the JSON Schema of recipe.json, *.release.json or a box index"
+DESCRIPTION = (
+    "Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
+    'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.'
+)
 SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema, "index": index_json_schema}
 
 
@@ -27,13 +32,7 @@ class SchemaArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="print the JSON Schema of recipe.json, *.release.json or a box index",
-        description="Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
-        'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.',
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument(
         "which",
         choices=sorted(SCHEMAS),

@@ -15,7 +15,7 @@ from pathlib import Path
 from scrollcase.box.peek import read_member
 from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.box.unpack import UnpackResult, unpack_archive
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
@@ -24,6 +24,17 @@ from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
 
 NAME = "unpack"
+HELP = "verify and unpack a box archive into a folder"
+DESCRIPTION = (
+    "Check a box archive's size and sha256, extract it safely into DEST and relocate "
+    "it there.  DEST appears only when everything matched (it must not exist, or be "
+    "an empty folder).  Given a *.release.json, the archive named in it is taken from "
+    "the same folder and its size and sha256 come from the manifest; given a bare "
+    "*.tar.zst, pass --sha256 or keep a '<archive>.sha256' file beside it.  For a CUDA "
+    "release, nvidia-smi must first show a driver >= compatibility.minNvidiaDriverVersion "
+    "and a GPU that one of gpu.framework.archList runs on; otherwise nothing is "
+    "extracted and the exit code is 11 (HostError)."
+)
 
 
 @dataclass(frozen=True)
@@ -36,19 +47,7 @@ class UnpackArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="verify and unpack a box archive into a folder",
-        description="Check a box archive's size and sha256, extract it safely into DEST and relocate "
-        "it there.  DEST appears only when everything matched (it must not exist, or be "
-        "an empty folder).  Given a *.release.json, the archive named in it is taken from "
-        "the same folder and its size and sha256 come from the manifest; given a bare "
-        "*.tar.zst, pass --sha256 or keep a '<archive>.sha256' file beside it.  For a CUDA "
-        "release, nvidia-smi must first show a driver >= compatibility.minNvidiaDriverVersion "
-        "and a GPU that one of gpu.framework.archList runs on; otherwise nothing is "
-        "extracted and the exit code is 11 (HostError).",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument(
         "source",
         metavar="ARCHIVE|RELEASE.json",

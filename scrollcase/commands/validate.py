@@ -7,13 +7,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, fail_after_result, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, fail_after_result, handler
 from scrollcase.console import Console
 from scrollcase.errors import RecipeError, UsageError, describe_path
 from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes
 from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "validate"
+HELP = "check recipes (recipe.json + folder) and report every problem"
+DESCRIPTION = (
+    "Validate recipe folders: every field of recipe.json, the cross-field rules, the folder "
+    "name, pixi.toml present and parity.script present.  All problems of all recipes are reported "
+    "in one run, each with file, line, JSON path, bad value and fix.  Exit 3 when any recipe fails."
+)
 
 
 @dataclass(frozen=True)
@@ -23,14 +29,7 @@ class ValidateArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="check recipes (recipe.json + folder) and report every problem",
-        description="Validate recipe folders: every field of recipe.json, the cross-field rules, the folder "
-        "name, pixi.toml present and parity.script present.  All problems of all recipes are reported "
-        "in one run, each with file, line, JSON path, bad value and fix.  Exit 3 when any recipe fails.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument(
         "paths",
         nargs="*",

@@ -7,11 +7,18 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.io.pathcheck import require_file_path
 
 NAME = "verify"
+HELP = "verify a built release (archive digest, layout, self-test)"
+DESCRIPTION = (
+    "Check the archive's size and sha256 against the release manifest before "
+    "extracting, extract safely into a fresh temporary folder, check box.json "
+    "and the interpreter, and with --self-test re-run the self-test with the "
+    "box's own interpreter.  The temporary folder is removed afterwards."
+)
 
 
 @dataclass(frozen=True)
@@ -22,15 +29,7 @@ class VerifyArgs(CommandArgs):
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="verify a built release (archive digest, layout, self-test)",
-        description="Check the archive's size and sha256 against the release manifest before "
-        "extracting, extract safely into a fresh temporary folder, check box.json "
-        "and the interpreter, and with --self-test re-run the self-test with the "
-        "box's own interpreter.  The temporary folder is removed afterwards.",
-    )
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("release", type=Path, help="the .release.json written by `scrollcase build`")
     p.add_argument("--self-test", action="store_true", help="re-run the recipe's self-test in the unpacked box")
     p.add_argument("--junit", type=Path, default=None, help="write the self-test as JUnit XML to PATH")
