@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Self, TypeAlias, TypeVar
 
 from scrollcase.errors import ResultShownError, ScrollcaseError
@@ -43,6 +44,19 @@ def add_command(
     """A command's parser with the common options; ``raw`` keeps the description's line breaks."""
     formatter = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
     return sub.add_parser(name, parents=[common], help=help, description=description, formatter_class=formatter)
+
+
+def add_recipes_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+
+
+def add_recipe_list(p: argparse.ArgumentParser, dest: str, metavar: str, what: str) -> None:
+    """Positional recipes (``what``), every recipe under --recipes-root when none is given."""
+    p.add_argument(dest, nargs="*", metavar=metavar, help=f"{what} (default: every recipe under --recipes-root)")
+
+
+def add_channel_override(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--channel-override", action="append", default=[], metavar="NAME=URL", help=help)
 
 
 def handler(args_type: type[A], run: Callable[[A, Console], int]) -> Handler:

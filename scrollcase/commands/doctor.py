@@ -6,7 +6,14 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, add_command, fail_after_result, handler
+from scrollcase.commands import (
+    CommandArgs,
+    SubParsers,
+    add_command,
+    add_recipes_root,
+    fail_after_result,
+    handler,
+)
 from scrollcase.console import Console
 from scrollcase.errors import HostError, ManifestError, describe_path
 from scrollcase.host.doctor import diagnose
@@ -36,7 +43,7 @@ class DoctorArgs(CommandArgs):
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("--recipe", required=True, metavar="ID", help="recipe ID (folder under --recipes-root) or path")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+    add_recipes_root(p)
     p.add_argument("--workdir", type=Path, default=Path(), help="where the build will write (disk check)")
     p.add_argument(
         "--min-free-gb",

@@ -6,7 +6,14 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
+from scrollcase.commands import (
+    CommandArgs,
+    SubParsers,
+    add_channel_override,
+    add_command,
+    add_recipes_root,
+    handler,
+)
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, describe_path
 from scrollcase.pixi import engine
@@ -39,13 +46,9 @@ class LockArgs(CommandArgs):
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     p.add_argument("recipe", metavar="RECIPE", help="recipe ID (folder under --recipes-root) or folder")
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
-    p.add_argument(
-        "--channel-override",
-        action="append",
-        default=[],
-        metavar="NAME=URL",
-        help=f"solve from URL instead of channel NAME (repeatable; also {engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)",
+    add_recipes_root(p)
+    add_channel_override(
+        p, f"solve from URL instead of channel NAME (repeatable; also {engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)"
     )
     p.add_argument(
         "--exclude-newer",

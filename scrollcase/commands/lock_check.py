@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
+from scrollcase.commands import (
+    CommandArgs,
+    SubParsers,
+    add_channel_override,
+    add_command,
+    add_recipe_list,
+    add_recipes_root,
+    handler,
+)
 from scrollcase.console import Console
 from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
 from scrollcase.pixi import engine
@@ -46,20 +54,9 @@ Outcome = RecipeOutcome[LockCheckResult]
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
-    p.add_argument(
-        "recipes",
-        nargs="*",
-        metavar="RECIPE",
-        help="recipe IDs or folders (default: every recipe under --recipes-root)",
-    )
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
-    p.add_argument(
-        "--channel-override",
-        action="append",
-        default=[],
-        metavar="NAME=URL",
-        help=f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})",
-    )
+    add_recipe_list(p, "recipes", "RECIPE", "recipe IDs or folders")
+    add_recipes_root(p)
+    add_channel_override(p, f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})")
     p.set_defaults(handler=handler(LockCheckArgs, run))
 
 

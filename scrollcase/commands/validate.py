@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, add_command, fail_after_result, handler
+from scrollcase.commands import (
+    CommandArgs,
+    SubParsers,
+    add_command,
+    add_recipe_list,
+    add_recipes_root,
+    fail_after_result,
+    handler,
+)
 from scrollcase.console import Console
 from scrollcase.errors import RecipeError, UsageError, describe_path
 from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes
@@ -30,13 +38,8 @@ class ValidateArgs(CommandArgs):
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATH",
-        help="recipe folders or recipe.json files (default: every recipe under --recipes-root)",
-    )
-    p.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+    add_recipe_list(p, "paths", "PATH", "recipe folders or recipe.json files")
+    add_recipes_root(p)
     p.set_defaults(handler=handler(ValidateArgs, run))
 
 
