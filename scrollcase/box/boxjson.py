@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.filedigests import BoxFile, BoxLink
 from scrollcase.box.identity import BoxIdentity
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError
@@ -42,6 +43,10 @@ class BoxJson(BoxIdentity):  # the box's identity (shared with the release manif
     selfTest: SelfTest
     relocation: RelocationInfo
     gpu: GpuEvidence | None = None  # what the box's files and interpreter showed at build time
+    # Every file (size, sha256 as packed: relocated files in their placeholder form) and symlink but
+    # box.json itself: what `scrollcase verify --installed` compares an installed box with.
+    files: list[BoxFile] = Field(default_factory=list)
+    links: list[BoxLink] = Field(default_factory=list)
 
 
 def dump_box_json(box: BoxJson) -> bytes:
