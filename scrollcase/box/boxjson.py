@@ -6,7 +6,7 @@ the self-test to re-run, and which files embed the install prefix (``relocation`
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +16,7 @@ from scrollcase.box.identity import BoxIdentity
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError
 from scrollcase.io.documents import canonical_json, parse_json_model
-from scrollcase.recipe.model import RelPath, SelfTest, Sha256
+from scrollcase.recipe.model import RelPath, SelfTest, Sha256, document_json_schema
 
 BOX_SCHEMA_VERSION = 1
 
@@ -64,3 +64,7 @@ def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
         json_fix="rebuild the box",
         fix="rebuild the box with this scrollcase version",
     )
+
+
+def box_json_schema() -> dict[str, Any]:
+    return document_json_schema(BoxJson, "box", "scrollcase box.json")
