@@ -6,16 +6,17 @@ the self-test to re-run, and which files embed the install prefix (``relocation`
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.filedigests import BoxFile, BoxLink
 from scrollcase.box.identity import BoxIdentity
 from scrollcase.box.relocate import RelocationInfo
 from scrollcase.errors import IntegrityError
 from scrollcase.io.documents import canonical_json, parse_json_model
-from scrollcase.recipe.model import RelPath, SelfTest, Sha256
+from scrollcase.recipe.model import RelPath, SelfTest, Sha256, document_json_schema
 
 BOX_SCHEMA_VERSION = 1
 
@@ -42,6 +43,10 @@ class BoxJson(BoxIdentity):  # the box's identity (shared with the release manif
     selfTest: SelfTest
     relocation: RelocationInfo
     gpu: GpuEvidence | None = None  # what the box's files and interpreter showed at build time
+    # Every file (size, sha256 as packed: relocated files in their placeholder form) and symlink but
+    # box.json itself: what `scrollcase verify --installed` compares an installed box with.
+    files: list[BoxFile] = Field(default_factory=list)
+    links: list[BoxLink] = Field(default_factory=list)
 
 
 def dump_box_json(box: BoxJson) -> bytes:
@@ -59,3 +64,7 @@ def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
         json_fix="rebuild the box",
         fix="rebuild the box with this scrollcase version",
     )
+
+
+def box_json_schema() -> dict[str, Any]:
+    return document_json_schema(BoxJson, "box", "scrollcase box.json")

@@ -23,20 +23,25 @@ from scrollcase.box import assets as asset_mod
 from scrollcase.box import bytecode as bytecode_mod
 from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest, wheelcache
+from scrollcase.box import sbom as sbom_mod
 from scrollcase.box import wheels as wheels_mod
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
+from scrollcase.box.filedigests import TreeDigests, digest_tree
 from scrollcase.box.identity import identity_fields, identity_of
-from scrollcase.box.layout import BoxLayout, box_layout
+from scrollcase.box.layout import BOX_JSON, BoxLayout, box_layout
+from scrollcase.box.provenance import BuildProvenance, provenance_from_env
 from scrollcase.box.release import (
     ArchiveInfo,
     BuiltBy,
     ReleaseManifest,
+    SbomInfo,
     SelfTestReport,
     dump_release,
     object_keys,
 )
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.box.tarformat import FIXED_MTIME
 from scrollcase.box.unpack import absolute_as_given, unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
 from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
@@ -64,6 +69,7 @@ class BuildPlan:
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
+    provenance: BuildProvenance | None = None  # set on GitHub Actions only: elsewhere the bytes never change
 
     @property
     def recipe(self) -> Recipe:
@@ -80,6 +86,10 @@ class BuildPlan:
     @property
     def release_path(self) -> Path:
         return self.out_dir / self.recipe.release_name
+
+    @property
+    def sbom_path(self) -> Path:
+        return self.out_dir / sbom_mod.sbom_name(self.recipe.archive_name)
 
     @property
     def bundled(self) -> bool:
@@ -165,6 +175,7 @@ def plan_build(
     junit: Path | None = None,
     host: tuple[str, str] | None = None,
     cache_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> BuildPlan:
     """What the build will do and where, or an error when this host must not build the recipe."""
     recipe = recipe_dir.recipe
@@ -186,6 +197,7 @@ def plan_build(
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),
+        provenance=provenance_from_env(os.environ if env is None else env),
     )
 
 
@@ -243,7 +255,8 @@ def execute_build(
         if plan.bundled:
             asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
     with stages.stage("box.json", "describe the box and the files that embed its prefix"):
-        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu)
+        digests = digest_tree(plan.box_root, skip=[BOX_JSON])
+        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu, digests)
         write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
@@ -252,9 +265,10 @@ def execute_build(
         progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
-    with stages.stage("release", f"{plan.out_dir}/"):
-        manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu)
-        _publish_outputs(plan, packed.path, dump_release(manifest))
+    with stages.stage("release", f"{plan.out_dir}/ (archive, SBOM, release manifest)"):
+        sbom = make_box_sbom(plan, locked, packed.sha256)
+        manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu, sbom=sbom_info(plan, sbom))
+        _publish_outputs(plan, packed.path, dump_release(manifest), sbom)
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
 
@@ -348,7 +362,12 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any], gpu: evidence_mod.GpuEvidence | None = None) -> BoxJson:
+def make_box_json(
+    plan: BuildPlan,
+    prefix_files: Sequence[Any],
+    gpu: evidence_mod.GpuEvidence | None = None,
+    digests: TreeDigests | None = None,
+) -> BoxJson:
     r = plan.recipe
     return BoxJson(
         **identity_fields(identity_of(r)),
@@ -363,6 +382,8 @@ def make_box_json(plan: BuildPlan, prefix_files: Sequence[Any], gpu: evidence_mo
         selfTest=r.selfTest,
         relocation=RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=list(prefix_files)),
         gpu=gpu,
+        files=list(digests.files) if digests else [],
+        links=list(digests.links) if digests else [],
     )
 
 
@@ -409,8 +430,27 @@ def run_self_test(
     return selftest.outcomes(results), selftest.failure(results, recipe_file, str(box_root))
 
 
+def make_box_sbom(plan: BuildPlan, locked: LockedInstall, archive_sha256: str) -> bytes:
+    """The CycloneDX SBOM of the built box: its conda packages (conda-meta) and the lock's wheels."""
+    packages = sbom_mod.conda_packages(plan.box_root, plan.layout)
+    packages += sbom_mod.pypi_packages(plan.box_root, plan.layout, locked.wheels)
+    data = sbom_mod.make_sbom(identity_of(plan.recipe), archive_sha256, packages, FIXED_MTIME)
+    sbom_mod.require_valid(data, plan.sbom_path.name)
+    return data
+
+
+def sbom_info(plan: BuildPlan, sbom: bytes) -> SbomInfo:
+    return SbomInfo(name=plan.sbom_path.name, size=len(sbom), sha256=hashlib.sha256(sbom).hexdigest())
+
+
 def make_manifest(
-    plan: BuildPlan, size: int, sha256: str, report: SelfTestReport, gpu: evidence_mod.GpuEvidence | None = None
+    plan: BuildPlan,
+    size: int,
+    sha256: str,
+    report: SelfTestReport,
+    gpu: evidence_mod.GpuEvidence | None = None,
+    *,
+    sbom: SbomInfo | None = None,
 ) -> ReleaseManifest:
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
@@ -427,14 +467,17 @@ def make_manifest(
         builtBy=BuiltBy(scrollcase=__version__, pixi=r.pixiVersion, lockSha256=lock_sha, pythonVersion=r.pythonVersion),
         selfTest=report,
         gpu=gpu,
+        sbom=sbom,
+        provenance=plan.provenance,
     )
 
 
-def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes) -> None:
-    """Archive first, release manifest last: a manifest in the output folder means a complete box."""
+def _publish_outputs(plan: BuildPlan, archive: Path, release: bytes, sbom: bytes) -> None:
+    """Archive and SBOM first, release manifest last: a manifest in the output folder means a complete box."""
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     plan.release_path.unlink(missing_ok=True)  # an old manifest must never describe a new archive
     move_into_place(archive, plan.archive_path)
+    write_atomic(plan.sbom_path, sbom)
     write_atomic(plan.release_path, release)
 
 

@@ -24,7 +24,7 @@ from scrollcase.box.tarstream import ChunkReader, read_meta
 from scrollcase.errors import IntegrityError
 
 READ_CHUNK = 1 << 20
-MAX_MEMBER = 16 << 20  # box.json lists the files to relocate: big boxes reach a few MiB
+MAX_MEMBER = 64 << 20  # box.json lists every file with its sha256: ~250 bytes a file, 5 MiB for 20k files
 
 
 def read_member(archive: Path, name: str, *, max_size: int = MAX_MEMBER) -> bytes | None:

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.identity import BoxName, BoxTarget
+from scrollcase.box.provenance import BuildProvenance
 from scrollcase.errors import IntegrityError, UsageError, describe_path
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.io.files import ReadErrors, read_bytes
@@ -46,6 +47,15 @@ class ArchiveInfo(_Model):
     sha256: Sha256
     format: Literal["tar"] = "tar"
     compression: Literal["zstd"] = "zstd"
+
+
+class SbomInfo(_Model):
+    """The CycloneDX SBOM beside the manifest (``<archive stem>.sbom.json``): a link of the digest chain."""
+
+    name: FileName
+    size: Annotated[int, Field(ge=0, strict=True)]
+    sha256: Sha256
+    format: Literal["CycloneDX-1.6-json"] = "CycloneDX-1.6-json"
 
 
 class ReleaseAsset(_Model):
@@ -134,6 +144,8 @@ class ReleaseManifest(BoxTarget, ReleaseName):
     selfTest: SelfTestReport | None = None
     parity: ParityReport | None = None
     gpu: GpuEvidence | None = None  # the box's GPU evidence (box.json's), for hosts choosing a release
+    sbom: SbomInfo | None = None  # absent in releases built before SBOMs
+    provenance: BuildProvenance | None = None  # only when built on GitHub Actions (box/provenance.py)
 
 
 def object_prefix(box_id: str, version: str, target_id: str) -> str:

@@ -35,7 +35,7 @@ from typing import IO, BinaryIO, cast
 
 import zstandard
 
-from scrollcase.box import paths, relocate
+from scrollcase.box import installed, paths, relocate
 from scrollcase.box.tarformat import BLOCK, META_KINDS, Header, TarFormatError, parse_header
 from scrollcase.box.tarstream import ChunkReader, read_meta
 from scrollcase.box.zstdframes import FrameError, FrameWalker
@@ -376,6 +376,7 @@ def unpack_archive(
     try:
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
         relocated = _relocate(tmp, final, label)
+        installed.write_receipt(tmp, final.as_posix() if os.sep == "/" else str(final))  # for verify --installed
         tmp.chmod(0o755)
         _publish(tmp, final)
     except BaseException:

@@ -19,6 +19,7 @@ from scrollcase.box.layout import BOX_JSON, env_dir_for
 from scrollcase.box.release import ReleaseManifest, SelfTestReport, load_release
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.errors import IntegrityError, Problem
+from scrollcase.io.digest import sha256_file
 from scrollcase.recipe.targets import host_platform
 
 
@@ -118,6 +119,7 @@ def verify_release(
             "archive size and sha256",
             "box.json valid and matches the manifest",
             f"{box.pythonEntryPoint} exists and is executable",
+            *check_sbom_file(release.parent, manifest),
         )
         report = None
         if self_test:
@@ -127,6 +129,21 @@ def verify_release(
             recheck_evidence(root, box, manifest)
             checks += ("GPU evidence re-measured with the box's interpreter",)
     return VerifyReport(release, archive, manifest, checks, report)
+
+
+def check_sbom_file(folder: Path, manifest: ReleaseManifest) -> tuple[str, ...]:
+    """The SBOM the manifest names must lie in ``folder`` with its recorded size and sha256."""
+    if manifest.sbom is None:
+        return ()
+    path = folder / manifest.sbom.name
+    found = sha256_file(path) if path.is_file() else None
+    if found != (manifest.sbom.sha256, manifest.sbom.size):
+        raise IntegrityError(
+            f"{manifest.sbom.name} is missing or is not the SBOM the release manifest records "
+            f"({manifest.sbom.size} bytes, sha256 {manifest.sbom.sha256})",
+            fix="keep the .sbom.json `scrollcase build` wrote beside the release manifest (rebuild if in doubt)",
+        )
+    return ("SBOM size and sha256",)
 
 
 def recheck_evidence(root: Path, box: BoxJson, manifest: ReleaseManifest) -> None:

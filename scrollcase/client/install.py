@@ -12,6 +12,7 @@ from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.client.select import Candidate, HostView
 from scrollcase.errors import IntegrityError, Problem, StoreError
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
 
@@ -82,4 +83,19 @@ def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> R
             problems=problems,
             fix="the store's index and release manifest disagree: republish the release, or use another store",
         )
+    check_release_digest(blob.data, url, candidate)  # after the fields: a differing field says more
     return manifest
+
+
+def check_release_digest(data: bytes, url: str, candidate: Candidate) -> None:
+    """IntegrityError when the manifest's bytes are not those whose sha256 the index records (the index's
+    link of the digest chain: index -> release manifest -> archive and SBOM -> box.json -> each file)."""
+    want = candidate.entry.releaseSha256
+    found = sha256_bytes(data)
+    if want is not None and found != want:
+        raise IntegrityError(
+            f"refusing {url}: its sha256 is {found}, but the index lists the release manifest of "
+            f"{candidate.version} {candidate.entry.targetId} with sha256 {want}; nothing was downloaded",
+            problems=[Problem(message="the release manifest's sha256 differs from the index's", file=url)],
+            fix="the store's index and release manifest disagree: republish the release, or use another store",
+        )

@@ -83,6 +83,7 @@ def run(args: BuildArgs, console: Console) -> int:
     data = {
         "release": str(result.release),
         "archive": str(result.archive),
+        "sbom": str(result.plan.sbom_path),
         "sha256": m.archive.sha256,
         "size": m.archive.size,
         "targetId": m.targetId,

@@ -78,6 +78,7 @@ def run(args: PublishArgs, console: Console) -> int:
         manifest_file=manifest_file,
         progress=_progress_before_index(console),
         meter=console.meter,
+        sbom_folder=args.release.parent,
     )
     if not result.dry_run:
         index = store.url_for(result.plan.index_key)

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box.boxjson import box_json_schema
 from scrollcase.box.release import release_json_schema
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
@@ -22,7 +23,12 @@ DESCRIPTION = (
     "Print (or write with --out) the JSON Schema (draft 2020-12) generated from scrollcase's "
     'models.  Point your editor at it: VS Code "json.schemas", or "$schema" in the file.'
 )
-SCHEMAS = {"recipe": recipe_json_schema, "release": release_json_schema, "index": index_json_schema}
+SCHEMAS = {
+    "recipe": recipe_json_schema,
+    "release": release_json_schema,
+    "index": index_json_schema,
+    "box": box_json_schema,
+}
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "which",
         choices=sorted(SCHEMAS),
-        help="recipe (recipe.json), release (*.release.json) or index (boxes/<boxId>/index.json)",
+        help="recipe (recipe.json), release (*.release.json), index (boxes/<boxId>/index.json) or box (box.json)",
     )
     p.add_argument("--out", type=Path, help="write the schema to this file instead of stdout")
     p.set_defaults(handler=handler(SchemaArgs, run))

@@ -1,5 +1,6 @@
 """``scrollcase verify RELEASE.json``: check size/sha256, unpack into a temp folder, check the layout,
-optionally re-run the self-test with the box's own interpreter."""
+optionally re-run the self-test with the box's own interpreter.  ``scrollcase verify --installed DEST``:
+report every file of an installed box added, removed or changed since install (exit 8 when any)."""
 
 from __future__ import annotations
 
@@ -7,36 +8,51 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
+from scrollcase.commands import CommandArgs, SubParsers, add_command, fail_after_result, handler
 from scrollcase.console import Console
+from scrollcase.errors import IntegrityError, UsageError
 from scrollcase.io.pathcheck import require_file_path
 
 NAME = "verify"
-HELP = "verify a built release (archive digest, layout, self-test)"
+HELP = "verify a built release (archive digest, layout, self-test) or an installed box (--installed)"
 DESCRIPTION = (
     "Check the archive's size and sha256 against the release manifest before "
     "extracting, extract safely into a fresh temporary folder, check box.json "
     "and the interpreter, and with --self-test re-run the self-test with the "
-    "box's own interpreter.  The temporary folder is removed afterwards."
+    "box's own interpreter.  The temporary folder is removed afterwards.  "
+    "With --installed DEST instead: hash every file of the box installed in DEST and report each one "
+    "added, removed or changed since install (exit code 8 when any is)."
 )
 
 
 @dataclass(frozen=True)
 class VerifyArgs(CommandArgs):
-    release: Path
+    release: Path | None
+    installed: Path | None
     self_test: bool
     junit: Path | None
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
-    p.add_argument("release", type=Path, help="the .release.json written by `scrollcase build`")
+    p.add_argument("release", type=Path, nargs="?", help="the .release.json written by `scrollcase build`")
+    p.add_argument(
+        "--installed", type=Path, default=None, metavar="DEST", help="verify the box installed in DEST instead"
+    )
     p.add_argument("--self-test", action="store_true", help="re-run the recipe's self-test in the unpacked box")
     p.add_argument("--junit", type=Path, default=None, help="write the self-test as JUnit XML to PATH")
     p.set_defaults(handler=handler(VerifyArgs, run))
 
 
 def run(args: VerifyArgs, console: Console) -> int:
+    if (args.release is None) == (args.installed is None):
+        raise UsageError(
+            "verify needs either RELEASE.json or --installed DEST (one of them)",
+            fix="`scrollcase verify dist/BOX.release.json` or `scrollcase verify --installed DEST`",
+        )
+    if args.installed is not None:
+        return run_installed(args.installed, console)
+    assert args.release is not None
     from scrollcase.box.verify import verify_release
 
     if args.junit is not None:
@@ -48,3 +64,23 @@ def run(args: VerifyArgs, console: Console) -> int:
         lines += [f"  ok  self-test: {c.name} ({c.durationSeconds:.2f}s)" for c in report.self_test.checks]
     console.result(report.to_json(), "\n".join(lines))
     return 0
+
+
+def run_installed(dest: Path, console: Console) -> int:
+    from scrollcase.box.installed import verify_installed
+
+    console.progress(f"hashing the box installed in {dest}")
+    report = verify_installed(dest)
+    head = f"{report.box.boxId} {report.box.version} {report.box.targetId} in {dest}: {report.checked} entries"
+    lines = [f"{c.change:<8} {c.path}" for c in report.changes]
+    if report.passed:
+        console.result(report.to_json(), f"ok: {head}, none changed since install")
+        return 0
+    console.result(report.to_json(), "\n".join([f"{head}, {len(report.changes)} changed since install:", *lines]))
+    fail_after_result(
+        console,
+        IntegrityError(
+            f"{len(report.changes)} file(s) of the box in {dest} changed since install",
+            fix="reinstall the box (or restore those files from its archive)",
+        ),
+    )

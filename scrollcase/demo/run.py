@@ -287,7 +287,7 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     verify_release(built.release, self_test=True, junit=state / "reports" / "verify-demo.xml")
     done(0)
     store = state / "store"
-    done = timed("publish", f"archive, sidecar, manifest and index into the local store {store}")
+    done = timed("publish", f"archive, sidecar, SBOM, manifest and index into the local store {store}")
     published = publish(
         LocalStore(store), built.manifest, built.archive, manifest_file=str(built.release), progress=progress
     )

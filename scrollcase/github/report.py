@@ -336,6 +336,7 @@ def release_outputs(manifest: ReleaseManifest, release_path: Path) -> dict[str, 
     return {
         "release": str(release_path),
         "archive": str(release_path.with_name(manifest.archive.name)),
+        "sbom": str(release_path.with_name(manifest.sbom.name)) if manifest.sbom else "",
         "sha256": manifest.archive.sha256,
         "size": manifest.archive.size,
         "box-id": manifest.boxId,

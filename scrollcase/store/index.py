@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
-from scrollcase.box.release import ReleaseManifest
+from scrollcase.box.release import ReleaseManifest, dump_release
 from scrollcase.errors import ConflictError, Problem, StoreError
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.store.base import Store
@@ -38,7 +39,8 @@ class IndexEntry(_Model):
     archive: str  # object key of the .tar.zst
     release: str  # object key of the .release.json
     sha256Key: str  # object key of the .sha256 sidecar
-    sha256: Sha256
+    sha256: Sha256  # the archive's
+    releaseSha256: Sha256 | None = None  # the release manifest's bytes (absent in entries of older publishes)
     size: Annotated[int, Field(ge=0, strict=True)]
     minNvidiaDriverVersion: str | None = None
     minHostAppVersion: SemVer
@@ -64,6 +66,7 @@ def entry_for(manifest: ReleaseManifest) -> IndexEntry:
         release=manifest.keys.release,
         sha256Key=manifest.keys.sha256,
         sha256=manifest.archive.sha256,
+        releaseSha256=sha256_bytes(dump_release(manifest)),  # publish uploads exactly these bytes
         size=manifest.archive.size,
         minNvidiaDriverVersion=manifest.compatibility.minNvidiaDriverVersion,
         minHostAppVersion=manifest.compatibility.minHostAppVersion,

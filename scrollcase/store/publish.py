@@ -1,8 +1,9 @@
 """Publishing a release: a pure plan, then a thin executor that works with any :class:`Store`.
 
-Order is the guarantee: the archive, then its ``.sha256`` sidecar, then the release manifest, then
-the box index.  A reader that sees a manifest can therefore always fetch its archive, and an
-interrupted publish leaves at most an archive without a manifest, which a rerun completes.
+Order is the guarantee: the archive, then its ``.sha256`` sidecar, then the SBOM (when the release
+has one), then the release manifest, then the box index.  A reader that sees a manifest can therefore
+always fetch its archive and SBOM, and an interrupted publish leaves at most an archive without a
+manifest, which a rerun completes.
 Every object is created with create-if-absent semantics: an existing key with the same bytes is
 skipped (republishing is a no-op), with different bytes it is a ConflictError.
 """
@@ -34,7 +35,7 @@ from scrollcase.store.index import (
     update_index,
 )
 
-ObjectKind = Literal["archive", "sha256", "release"]
+ObjectKind = Literal["archive", "sha256", "sbom", "release"]
 Progress = Callable[[str], None]
 
 
@@ -216,7 +217,11 @@ def check_box(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: s
 
 
 def plan_publish(
-    manifest: ReleaseManifest, archive: LocalArchive, remote: RemoteState, manifest_file: str = "release.json"
+    manifest: ReleaseManifest,
+    archive: LocalArchive,
+    remote: RemoteState,
+    manifest_file: str = "release.json",
+    sbom: bytes | None = None,
 ) -> PublishPlan:
     """Decide what to upload and what to skip; raise before anything is written when that is unsafe.
 
@@ -226,6 +231,7 @@ def plan_publish(
     """
     check_archive(manifest, archive, manifest_file)
     check_box(manifest, archive, manifest_file)
+    check_sbom(manifest, sbom, manifest_file)
     if remote.index is not None:
         check_index_box(remote.index, manifest.boxId, remote.index_file)
     release_bytes = dump_release(manifest)
@@ -233,6 +239,7 @@ def plan_publish(
     wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [
         ("archive", manifest.keys.archive, archive.size, archive.sha256, None),
         ("sha256", manifest.keys.sha256, len(sidecar), sha256_bytes(sidecar), sidecar),
+        *[("sbom", key, len(sbom), sha256_bytes(sbom), sbom) for key in [sbom_key(manifest)] if key and sbom],
         ("release", manifest.keys.release, len(release_bytes), sha256_bytes(release_bytes), release_bytes),
     ]
     uploads = tuple(
@@ -254,6 +261,41 @@ def plan_publish(
         index_action="skip" if (listed or remote.index_lists_release) else "update",
         warnings=warnings,
     )
+
+
+def sbom_key(manifest: ReleaseManifest) -> str | None:
+    """The SBOM's object key: beside the release manifest, under the name the manifest gives it."""
+    if manifest.sbom is None:
+        return None
+    return manifest.keys.release.rsplit("/", 1)[0] + "/" + manifest.sbom.name
+
+
+def check_sbom(manifest: ReleaseManifest, sbom: bytes | None, manifest_file: str) -> None:
+    """IntegrityError when the release names an SBOM and ``sbom`` is not exactly it (size and sha256)."""
+    if manifest.sbom is None:
+        return
+    if sbom is None:
+        raise IntegrityError(
+            f"{manifest_file} names the SBOM {manifest.sbom.name}, which is not beside it",
+            fix="keep the .sbom.json `scrollcase build` wrote beside the release manifest",
+        )
+    found = (len(sbom), sha256_bytes(sbom))
+    if found != (manifest.sbom.size, manifest.sbom.sha256):
+        raise IntegrityError(
+            f"{manifest.sbom.name} is {found[0]} bytes with sha256 {found[1]}, but {manifest_file} records "
+            f"{manifest.sbom.size} bytes with sha256 {manifest.sbom.sha256}",
+            fix="publish the SBOM `scrollcase build` wrote with this release manifest (rebuild if in doubt)",
+        )
+
+
+def read_sbom(manifest: ReleaseManifest, folder: Path) -> bytes | None:
+    """The SBOM the release names, from ``folder`` (the release manifest's); None when absent."""
+    if manifest.sbom is None:
+        return None
+    try:
+        return (folder / manifest.sbom.name).read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _decide(
@@ -308,7 +350,9 @@ def read_box(archive: LocalArchive) -> LocalArchive:
 def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     """HEAD every key of the release; small objects without a stored sha256 are fetched and hashed."""
     objects: dict[str, ObjectInfo | None] = {}
-    for key in (manifest.keys.archive, manifest.keys.sha256, manifest.keys.release):
+    for key in (manifest.keys.archive, manifest.keys.sha256, sbom_key(manifest), manifest.keys.release):
+        if key is None:
+            continue
         info = store.head(key)
         if info is not None and info.sha256 is None and key != manifest.keys.archive:
             blob = store.get_bytes(key)
@@ -369,23 +413,27 @@ def publish(
     manifest_file: str = "release.json",
     progress: Progress = lambda _: None,
     meter: MeterFactory | None = None,
+    sbom_folder: Path | None = None,
 ) -> PublishResult:
-    """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``."""
+    """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``; the SBOM is
+    read from ``sbom_folder`` (default: the archive's folder, where `scrollcase build` writes both)."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
     check_archive(manifest, archive, manifest_file)
     archive = read_box(archive)
     check_box(manifest, archive, manifest_file)
+    sbom = read_sbom(manifest, sbom_folder or archive_path.parent)
+    check_sbom(manifest, sbom, manifest_file)
     with waiting(progress, store.url):
         store.check()
         remote = read_remote_state(store, manifest)
-    plan = plan_publish(manifest, archive, remote, manifest_file)
+    plan = plan_publish(manifest, archive, remote, manifest_file, sbom)
     for warning in plan.warnings:
         progress(f"warning: {warning}")
     if dry_run:
         return PublishResult(plan, store.url, True, (), False)
     uploaded: list[str] = []
-    for step in plan.uploads:  # in order: archive, sidecar, manifest
+    for step in plan.uploads:  # in order: archive, sidecar, SBOM, manifest
         if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress, meter):
             uploaded.append(step.key)
     progress(f"updating {store.url_for(plan.index_key)}")
@@ -454,4 +502,9 @@ def byte_progress(total: int, progress: Progress, steps: int = 10) -> Callable[[
 
 
 def _content_type(kind: ObjectKind) -> str:
-    return {"archive": "application/zstd", "sha256": "text/plain; charset=utf-8", "release": "application/json"}[kind]
+    return {
+        "archive": "application/zstd",
+        "sha256": "text/plain; charset=utf-8",
+        "sbom": "application/vnd.cyclonedx+json",
+        "release": "application/json",
+    }[kind]

@@ -325,9 +325,11 @@ def test_release_workflow_builds_verifies_and_publishes(
     keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket=bucket)["Contents"])
     prefix = "prod/boxes/scrollcase-demo/"
     archive = f"{prefix}1.0.0/linux-x86_64-cpu/scrollcase-demo-1.0.0-linux-x86_64-cpu.tar.zst"
+    sbom = archive.replace(".tar.zst", ".sbom.json")
     assert keys == sorted(
-        [archive, archive + ".sha256", archive.replace(".tar.zst", ".release.json"), f"{prefix}index.json"]
+        [archive, archive + ".sha256", sbom, archive.replace(".tar.zst", ".release.json"), f"{prefix}index.json"]
     ), keys
+    assert job(run, "attest", GOOD)  # it ran (with the stand-in: nothing is signed offline) and succeeded above
     head = client.head_object(Bucket=bucket, Key=archive)
     assert head["ContentLength"] > 0
     summaries = "\n".join(run.summaries(publish))

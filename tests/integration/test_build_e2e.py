@@ -18,6 +18,7 @@ from junitparser import JUnitXml
 from scrollcase.box.assets import default_fetchers, fetch_file
 from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
+from scrollcase.box.sbom import validation_errors
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.verify import verify_release
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
@@ -70,12 +71,12 @@ def build(recipe_dir: RecipeDir, root: Path, **kwargs: object) -> BuildResult:
 @pytest.fixture(scope="module")
 def built(demo_channel: Path, shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
     root = tmp_path_factory.mktemp("build1")
-    return build(make_recipe(root, demo_channel), root, cache_dir=shared_cache)
+    return build(make_recipe(root, demo_channel), root, cache_dir=shared_cache, env={})  # not on GitHub Actions
 
 
-def test_build_writes_archive_and_release_only(built: BuildResult) -> None:
+def test_build_writes_archive_sbom_and_release_only(built: BuildResult) -> None:
     names = sorted(p.name for p in built.release.parent.iterdir())
-    assert names == sorted([built.archive.name, built.release.name])
+    assert names == sorted([built.archive.name, built.plan.sbom_path.name, built.release.name])
     manifest = json.loads(built.release.read_text())
     assert manifest["archive"]["sha256"] == built.manifest.archive.sha256
     assert manifest["selfTest"]["passed"] is True
@@ -157,6 +158,22 @@ def test_verify_rejects_tampered_archive(built: BuildResult, tmp_path: Path, cha
     assert built.archive.name in str(caught.value) or "sha256" in str(caught.value)
     assert list(scratch.iterdir()) == []
     assert sorted(p.name for p in release.parent.iterdir()) == sorted([built.archive.name, built.release.name])
+
+
+def test_verify_rejects_an_sbom_that_is_not_the_manifests(built: BuildResult, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in (built.release, built.archive):
+        shutil.copy(path, copy / path.name)
+    sbom = copy / built.plan.sbom_path.name
+    sbom.write_bytes(built.plan.sbom_path.read_bytes().replace(b'"numpy"', b'"numpy-free"'))
+    with pytest.raises(IntegrityError, match="SBOM"):
+        verify_release(copy / built.release.name, self_test=False)
+    sbom.unlink()
+    with pytest.raises(IntegrityError, match="SBOM"):
+        verify_release(copy / built.release.name, self_test=False)
+    shutil.copy(built.plan.sbom_path, sbom)
+    assert "SBOM size and sha256" in verify_release(copy / built.release.name, self_test=False).layout_checks
 
 
 def test_cli_verify_reports_tampering_without_traceback(built: BuildResult, tmp_path: Path) -> None:
@@ -260,7 +277,9 @@ def test_interrupted_build_reruns_cleanly(demo_channel: Path, shared_cache: Path
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
     assert plan.work_dir.exists()  # leftovers live in the work folder, which the rerun discards
     result = execute_build(plan, locked=LockedInstall(tuple(records)), fetchers={"file": fetch_file})
-    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted([result.archive.name, result.release.name])
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == sorted(
+        [result.archive.name, result.plan.sbom_path.name, result.release.name]
+    )
 
 
 def test_on_demand_weights_stay_out_of_the_box(demo_channel: Path, shared_cache: Path, tmp_path: Path) -> None:
@@ -310,7 +329,7 @@ def test_killed_build_leaves_no_partial_output_and_reruns(demo_channel: Path, tm
     assert not (tmp_path / "dist").exists() or list((tmp_path / "dist").iterdir()) == []
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.suffix for p in (tmp_path / "dist").iterdir()) == [".json", ".zst"]
+    assert sorted(p.suffix for p in (tmp_path / "dist").iterdir()) == [".json", ".json", ".zst"]
 
 
 def add_pypi_wheel(lock: Path, wheel: Path) -> None:
@@ -367,6 +386,10 @@ def test_a_locked_pypi_wheel_is_installed_and_relocated(demo_channel: Path, shar
     assert (tool.returncode, tool.stdout) == (0, "42\n"), tool.stderr
     record = box / "venv/lib/python3.11/site-packages/tinywheel-1.0.dist-info/INSTALLER"
     assert record.read_text() == "scrollcase\n"
+    sbom = json.loads(plan.sbom_path.read_bytes())
+    (wheel_component,) = [c for c in sbom["components"] if c["purl"].startswith("pkg:pypi/")]
+    assert wheel_component["purl"] == "pkg:pypi/tinywheel@1.0"
+    assert wheel_component["hashes"] == [{"alg": "SHA-256", "content": locked.wheels[0].sha256}]
 
 
 def test_a_wheel_changed_after_locking_fails_the_build_before_output(
@@ -399,3 +422,19 @@ def test_a_rebuild_links_wheels_from_the_unpacked_cache_into_the_same_bytes(demo
         digests.append(result.manifest.archive.sha256)
     assert digests[0] == digests[1]
     assert [p.name for p in (cache / "unpacked").iterdir()] == [wheel_sha]
+
+
+def test_the_sbom_is_valid_cyclonedx_and_its_digest_is_in_the_manifest(built: BuildResult) -> None:
+    sbom = built.plan.sbom_path.read_bytes()
+    assert validation_errors(sbom) is None  # cyclonedx-python-lib's strict JSON Schema validator
+    info = built.manifest.sbom
+    assert info is not None and info.name == built.archive.name.replace(".tar.zst", ".sbom.json")
+    assert (info.size, info.sha256) == (len(sbom), hashlib.sha256(sbom).hexdigest())
+    doc = json.loads(sbom)
+    assert doc["specVersion"] == "1.6" and doc["metadata"]["component"]["name"] == built.manifest.boxId
+    assert doc["metadata"]["component"]["hashes"] == [{"alg": "SHA-256", "content": built.manifest.archive.sha256}]
+    by_name = {c["name"]: c for c in doc["components"]}
+    for name in ("python", "numpy"):
+        assert by_name[name]["purl"].startswith(f"pkg:conda/{name}@{by_name[name]['version']}?build=")
+        assert {h["alg"] for h in by_name[name]["hashes"]} == {"SHA-256", "MD5"}
+    assert built.manifest.provenance is None  # not on GitHub Actions: the bytes stay reproducible

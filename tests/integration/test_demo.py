@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase.box.sbom import validation_errors
 from tests.integration.test_build_e2e import stage_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,9 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 # The demo archive's sha256, keyed by what it is built from: this interpreter (the demo packages this
 # CPython's stdlib) and the installed numpy wheel, on this machine's architecture.  A restructuring must
 # leave these bytes alone; a new interpreter or numpy needs its own row (run the demo, add the digest).
+# Changed on purpose when box.json gained `files` and `links` (every file's size and sha256: issue 17).
 DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str], str] = {
     ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64"): (
-        "c779e1202a5d69a96a99c861501c19eb7dc0fddefb621a4084c2d8e36f1d956a"
+        "7eef8db9278ca0848e5775b7a11c1df8b9d4cb8fa82284d211e0cc42d9ef2dca"
     ),
 }
 
@@ -50,8 +52,24 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     keys = manifest["keys"]
     assert (store / keys["archive"]).read_bytes() == (release.parent / manifest["archive"]["name"]).read_bytes()
     assert json.loads((store / keys["release"]).read_text())["archive"]["sha256"] == data["sha256"]
-    assert (store / "boxes" / manifest["boxId"] / "index.json").is_file()
-    assert len(data["published"]) == 3
+    # The digest chain: the index records the manifest's sha256, the manifest the SBOM's and the archive's.
+    index = json.loads((store / "boxes" / manifest["boxId"] / "index.json").read_text())
+    entry = index["versions"][manifest["version"]][manifest["targetId"]]
+    assert entry["releaseSha256"] == hashlib.sha256((store / keys["release"]).read_bytes()).hexdigest()
+    sbom_file = release.parent / manifest["sbom"]["name"]
+    sbom = sbom_file.read_bytes()
+    assert manifest["sbom"]["sha256"] == hashlib.sha256(sbom).hexdigest()
+    assert (store / keys["release"]).parent.joinpath(manifest["sbom"]["name"]).read_bytes() == sbom
+    assert validation_errors(sbom) is None  # cyclonedx-python-lib's JSON Schema validation
+    components = {c["name"]: c for c in json.loads(sbom)["components"]}
+    numpy = pytest.importorskip("numpy")
+    assert components["python"]["version"] == platform.python_version()
+    assert components["numpy"]["version"] == numpy.__version__
+    for name in ("python", "numpy"):
+        assert components[name]["purl"].startswith(f"pkg:conda/{name}@{components[name]['version']}")
+        assert {h["alg"] for h in components[name]["hashes"]} == {"SHA-256", "MD5"}
+        assert all(len(h["content"]) in (32, 64) for h in components[name]["hashes"])
+    assert len(data["published"]) == 4  # archive, sidecar, SBOM, manifest
 
     # A rerun rebuilds the same bytes, so publishing again uploads nothing.
     again = subprocess.run(
@@ -65,6 +83,37 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)
     assert rerun["sha256"] == data["sha256"] and rerun["published"] == []
+
+    # Installed from the store, the box verifies clean; a changed file is reported (exit 8).
+    env_py = {**env, "PATH": "/usr/bin:/bin"}  # no nvidia-smi: a CPU machine
+    scrollcase = [sys.executable, "-m", "scrollcase"]
+    box_id = manifest["boxId"]
+    done = subprocess.run(
+        [*scrollcase, "install", "--store", str(store), "--box", box_id, "installed", "--json"],
+        capture_output=True,
+        text=True,
+        env=env_py,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    verify = [*scrollcase, "verify", "--installed", "installed", "--json"]
+    clean = subprocess.run(verify, capture_output=True, text=True, env=env_py, cwd=tmp_path, timeout=600)
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads(clean.stdout)["passed"] and json.loads(clean.stdout)["checked"] > 100
+    numpy_init = next((tmp_path / "installed").rglob("numpy/__init__.py"))
+    numpy_init.write_text(numpy_init.read_text() + "\nprint('planted')\n")
+    dirty = subprocess.run(verify, capture_output=True, text=True, env=env_py, cwd=tmp_path, timeout=600)
+    assert dirty.returncode == 8, dirty.stderr
+    changes = json.loads(dirty.stdout)["changes"]
+    assert changes == [
+        {
+            "path": numpy_init.relative_to(tmp_path / "installed").as_posix(),
+            "change": "changed",
+            "expected": changes[0]["expected"],
+            "found": hashlib.sha256(numpy_init.read_bytes()).hexdigest(),
+        }
+    ]
 
 
 def _demo_key() -> tuple[str, str, str]:

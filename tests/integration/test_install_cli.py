@@ -4,6 +4,7 @@ and counts the bytes it sends (tests/support/httpstore.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from scrollcase import cli
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import dump_box_json
 from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
+from scrollcase.box.filedigests import digest_tree
 from scrollcase.box.release import ReleaseManifest, dump_release
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.download import cache_paths
@@ -48,8 +50,15 @@ def make_release(work: Path, version: str, cuda: str | None = None) -> Synthetic
     (tree / "venv" / "bin" / "tool").chmod(0o755)
     (tree / "payload.bin").write_bytes(os.urandom(PAYLOAD))
     files = scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER)
+    (tree / "venv" / "lib").mkdir()
+    os.symlink("../bin/tool", tree / "venv" / "lib" / "tool-link")
+    digests = digest_tree(tree)
     box = box_json_for(draft).model_copy(
-        update={"relocation": RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=files)}
+        update={
+            "relocation": RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=files),
+            "files": list(digests.files),
+            "links": list(digests.links),
+        }
     )
     (tree / "box.json").write_bytes(dump_box_json(box))
     packed = pack_tree(tree, work / "dist" / draft.archive.name, level=1)
@@ -330,3 +339,61 @@ def test_plain_output_and_progress_on_stderr(store_dir: Path, host: Path, capsys
     assert out.startswith(f"installed {BOX} 1.1.0 ({CPU}) into {(host / 'box').absolute()}")
     assert "verified" in out and "1 relocated" in out
     assert f"installing {BOX} 1.1.0 ({CPU}) from {store_dir}" in err
+
+
+# --- the digest chain: index -> release manifest, and an installed box against box.json -----------------------
+
+
+def test_the_index_records_the_release_manifests_sha256(
+    store_dir: Path, releases: dict[tuple[str, str], SyntheticRelease]
+) -> None:
+    index = json.loads((store_dir / "boxes" / BOX / "index.json").read_text())
+    for (version, target), release in releases.items():
+        published = (store_dir / release.manifest.keys.release).read_bytes()
+        assert index["versions"][version][target]["releaseSha256"] == hashlib.sha256(published).hexdigest()
+
+
+def test_a_manifest_with_other_bytes_than_the_index_records_is_refused(
+    own_store: Path, releases: dict[tuple[str, str], SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest_path = own_store / releases[("1.1.0", CPU)].manifest.keys.release
+    # Every field the index repeats still agrees; only the bytes differ (a store that edited the manifest).
+    manifest_path.write_text(json.dumps(json.loads(manifest_path.read_text()), indent=4))
+    code, error, _ = install(capsys, "--store", str(own_store), "--box", BOX, "box")
+    assert code == 8 and error["error"] == "IntegrityError"
+    assert "its sha256 is" in error["message"] and "the index lists the release manifest" in error["message"]
+    assert not (host / "box").exists() and downloads(host) == []
+
+
+def verify_installed(capsys: pytest.CaptureFixture[str], dest: Path) -> tuple[int, Any]:
+    code = cli.main(["verify", "--installed", str(dest), "--json"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, json.loads(out)
+
+
+def test_verify_installed_passes_on_a_clean_install_and_lists_every_change(
+    store_dir: Path, host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = install(capsys, "--store", str(store_dir), "--box", BOX, "box")
+    assert code == 0, err
+    dest = host / "box"
+    code, report = verify_installed(capsys, dest)
+    assert code == 0 and report["passed"] and report["changes"] == []
+    assert report["checked"] == 4  # payload.bin, the relocated tool, its symlink, box.json
+
+    (dest / "payload.bin").write_bytes(b"repacked")
+    (dest / "venv" / "bin" / "tool").write_text("#!/bin/sh\necho planted\n")  # a relocated file
+    (dest / "venv" / "lib" / "tool-link").unlink()
+    (dest / "venv" / "lib" / "evil.pth").write_text("import os\n")
+    code, report = verify_installed(capsys, dest)
+    assert code == 8 and not report["passed"]
+    assert [(c["path"], c["change"]) for c in report["changes"]] == [
+        ("payload.bin", "changed"),
+        ("venv/bin/tool", "changed"),
+        ("venv/lib/evil.pth", "added"),
+        ("venv/lib/tool-link", "removed"),
+    ]
+    assert cli.main(["verify", "--installed", str(dest)]) == 8
+    out, err = capsys.readouterr()
+    assert "changed  payload.bin" in out and "4 file(s)" in err

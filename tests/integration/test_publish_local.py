@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.errors import ConflictError
+from scrollcase.errors import ConflictError, IntegrityError
 from scrollcase.store.index import parse_index
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
@@ -111,3 +111,32 @@ def test_processes_publishing_different_targets_share_the_index(tmp_path: Path) 
     assert index_of(root) == {
         "1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda11.8", "linux-x86_64-cuda12.4", "linux-x86_64-cuda12.8"]
     }
+
+
+SBOM = b'{"bomFormat": "CycloneDX", "specVersion": "1.6"}\n'
+
+
+def test_the_sbom_is_published_before_the_manifest_and_republished_as_a_no_op(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    release = write_release(tmp_path / "dist", sbom=SBOM)
+    assert release.manifest.sbom is not None
+    result = publish(store, release.manifest, release.archive_path)
+    sbom_key = release.manifest.keys.release.rsplit("/", 1)[0] + "/" + release.manifest.sbom.name
+    assert [u.kind for u in result.plan.uploads] == ["archive", "sha256", "sbom", "release"]
+    assert list(result.uploaded)[2:] == [sbom_key, release.manifest.keys.release]
+    assert (tmp_path / "store" / sbom_key).read_bytes() == SBOM
+    assert publish(store, release.manifest, release.archive_path).uploaded == ()
+
+
+@pytest.mark.parametrize("damage", ["changed", "missing"])
+def test_an_sbom_that_is_not_the_manifests_is_refused_before_any_upload(tmp_path: Path, damage: str) -> None:
+    release = write_release(tmp_path / "dist", sbom=SBOM)
+    assert release.manifest.sbom is not None
+    sbom = tmp_path / "dist" / release.manifest.sbom.name
+    if damage == "changed":
+        sbom.write_bytes(SBOM.replace(b"1.6", b"1.5"))
+    else:
+        sbom.unlink()
+    with pytest.raises(IntegrityError, match="SBOM" if damage == "missing" else "sha256"):
+        publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path)
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.*"))

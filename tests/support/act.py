@@ -3,7 +3,7 @@
 What a run needs and where it comes from:
 
 * the nested actions (setup-python, cache, checkout, upload-artifact) at exactly the SHAs the YAML pins,
-  from ``shared/github-actions/`` through act's ``--local-repository``; two actions that are not there
+  from ``shared/github-actions/`` through act's ``--local-repository``; three actions that are not there
   get stand-ins from ``tests/fixtures/act/`` (see :data:`STAND_INS`);
 * a Python for actions/setup-python: a COPY of this interpreter's prefix without its site-packages, in
   act's tool cache (host mode shares the machine, so a workflow's ``pip install`` lands in the copy);
@@ -41,6 +41,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "act"
 STAND_INS = {
     "actions/download-artifact": FIXTURES / "download-artifact",
     "aws-actions/configure-aws-credentials": FIXTURES / "configure-aws-credentials",
+    "actions/attest-build-provenance": FIXTURES / "attest-build-provenance",
 }
 # Every runs-on label the workflows use, run on this machine (host mode: no Docker).
 LABELS = ("ubuntu-24.04", "ubuntu-latest", "macos-15", "self-hosted", "linux", "x64", "gpu")

@@ -22,6 +22,7 @@ from scrollcase.box.release import (
     BuiltBy,
     CheckOutcome,
     ReleaseManifest,
+    SbomInfo,
     SelfTestReport,
     dump_release,
     object_keys,
@@ -128,8 +129,10 @@ def write_release(
     box_id: str = "demo-box",
     version: str = "1.0.0",
     cuda: str | None = "12.4",
+    sbom: bytes | None = None,
 ) -> SyntheticRelease:
-    """Write ``<archive>.tar.zst`` and its ``.release.json`` into ``directory``: a box whose payload is
+    """Write ``<archive>.tar.zst`` and its ``.release.json`` (with ``sbom``: and that ``.sbom.json``,
+    named in the manifest) into ``directory``: a box whose payload is
     ``data``, or random bytes sized so that the archive is about ``size`` bytes (within the tar padding,
     a few hundred bytes; read the exact size from ``manifest.archive.size``)."""
     draft = make_manifest(box_id=box_id, version=version, cuda=cuda, size=0, sha256="0" * 64)
@@ -148,6 +151,11 @@ def write_release(
     manifest = draft.model_copy(
         update={"archive": draft.archive.model_copy(update={"size": packed_size, "sha256": packed_sha})}
     )
+    if sbom is not None:
+        name = manifest.archive.name.replace(".tar.zst", ".sbom.json")
+        (directory / name).write_bytes(sbom)
+        info = SbomInfo(name=name, size=len(sbom), sha256=hashlib.sha256(sbom).hexdigest())
+        manifest = manifest.model_copy(update={"sbom": info})
     manifest_path = directory / manifest.archive.name.replace(".tar.zst", ".release.json")
     manifest_path.write_bytes(dump_release(manifest))
     return SyntheticRelease(manifest, manifest_path, archive_path)

@@ -167,8 +167,22 @@ def test_release_workflow_publishes_from_a_protected_environment_with_oidc() -> 
     aws = "aws-actions/configure-aws-credentials@"
     assert any(s.get("uses", "").startswith(aws) for s in publish["steps"])
     for name, job in data["jobs"].items():
-        if name != "publish":
+        if name not in ("publish", "attest"):
             assert "id-token" not in job["permissions"], name
+        if name != "attest":
+            assert "attestations" not in job["permissions"], name
+
+
+def test_release_workflow_attests_archive_manifest_and_sbom_before_publishing() -> None:
+    data = load(ROOT / ".github" / "workflows" / "release.yml")
+    attest = data["jobs"]["attest"]
+    assert attest["permissions"] == {"contents": "read", "id-token": "write", "attestations": "write"}
+    assert "attest" in data["jobs"]["publish"]["needs"]
+    (step,) = [s for s in attest["steps"] if s.get("uses", "").startswith("actions/attest-build-provenance@")]
+    assert re.fullmatch(r"actions/attest-build-provenance@[0-9a-f]{40}", step["uses"])  # pinned by full SHA
+    subjects = step["with"]["subject-path"].splitlines()
+    assert [s.rsplit("}", 1)[1] for s in subjects] == [".tar.zst", ".release.json", ".sbom.json"]
+    assert not any(s.get("uses", "").startswith("./actions/") for s in attest["steps"])  # no recipe code runs here
     # No caches on the release path: every scrollcase action gets cache: "false".
     for step in workflow_steps(ROOT / ".github" / "workflows" / "release.yml"):
         if step.get("uses", "").startswith("./actions/"):
