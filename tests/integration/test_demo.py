@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -21,8 +22,13 @@ REPO = Path(__file__).resolve().parents[2]
 # CPython's stdlib) and the installed numpy wheel, on this machine's architecture.  A restructuring must
 # leave these bytes alone; a new interpreter or numpy needs its own row (run the demo, add the digest).
 # Changed on purpose when box.json gained `files` and `links` (every file's size and sha256: issue 17).
-DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str], str] = {
-    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64"): (
+# The demo's numpy package is made from this interpreter's numpy, dist-info included: the tool that
+# installed it (INSTALLER: pip in .ci/run's venv, uv in a `uv venv`) is part of the key.
+DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str, str], str] = {
+    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip"): (
+        "9f3acd0a8a12a88d00152b4a087648f18cc595b6a7f58b02d05f10d92cb08af4"
+    ),
+    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "uv"): (
         "7eef8db9278ca0848e5775b7a11c1df8b9d4cb8fa82284d211e0cc42d9ef2dca"
     ),
 }
@@ -116,16 +122,17 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     ]
 
 
-def _demo_key() -> tuple[str, str, str]:
+def _demo_key() -> tuple[str, str, str, str]:
     numpy = pytest.importorskip("numpy")
-    return (sys.version, numpy.__version__, platform.machine())
+    installer = (importlib.metadata.distribution("numpy").read_text("INSTALLER") or "").strip()
+    return (sys.version, numpy.__version__, platform.machine(), installer)
 
 
 @pytest.mark.slow
 def test_demo_archive_bytes_are_pinned(tmp_path: Path) -> None:
     key = _demo_key()
     if key not in DEMO_ARCHIVE_SHA256:
-        pytest.skip(f"no pinned demo archive sha256 for (sys.version, numpy, machine) = {key!r}")
+        pytest.skip(f"no pinned demo archive sha256 for (sys.version, numpy, machine, installer) = {key!r}")
     done = subprocess.run(
         [sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
         capture_output=True,
