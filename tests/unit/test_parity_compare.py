@@ -50,6 +50,20 @@ def test_absolute_tolerance_just_below_and_above(factor: float, passes: bool) ->
         assert out.referenceValue == 0.0 and out.candidateValue == pytest.approx(1.01e-4)
 
 
+def test_zero_reference_elements_do_not_make_the_relative_error_infinite() -> None:
+    """maxRelativeError is max |a-b|/|ref| over elements whose reference is not 0 (those have no
+    scale): a difference at ref == 0 is judged by the absolute tolerance alone, never inf."""
+    ref = base()
+    ref[10] = 0.0
+    cand = ref.copy()
+    cand[10] = 0.5 * TOL.absolute
+    cand[20] += 1e-5 * ref[20]
+    out = one(ref, cand)
+    assert out.passed, out.message
+    assert out.maxRelativeError == pytest.approx(1e-5)
+    assert out.maxAbsoluteError == pytest.approx(0.5 * TOL.absolute)
+
+
 @pytest.mark.parametrize(("factor", "passes"), [(0.99, True), (1.01, False)])
 def test_relative_tolerance_just_below_and_above(factor: float, passes: bool) -> None:
     ref = base(1000) * 1000.0  # large values: the relative term dominates the bound
