@@ -29,8 +29,8 @@ def has_command(name: str) -> bool:
 
 
 def needs_command(name: str) -> None:
-    if not has_command(name):
-        pytest.skip(f"`scrollcase {name}` is not on this branch yet; this test runs once it lands")
+    """Every command an action runs is on this branch: a removed one is a failure, never a skip."""
+    assert has_command(name), f"`scrollcase {name}` is missing, but an action runs it"
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -317,7 +317,7 @@ def test_publish_action_exposes_release_keys_before_uploading(harness: Harness) 
 
 
 def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) -> None:
-    """The report step alone (parity's own step needs `scrollcase parity`): 15 failures give 10 error
+    """The report step on a given JUnit (the parity step fails first: no parity block): 15 failures give 10 error
     annotations, one counting notice, a summary table and the outputs."""
     junit = make_junit(harness, 15)
     result = harness.run(ACTIONS / "parity", {"target": "tiny-mlp-linux-x86_64-cpu", "junit": str(junit)})
@@ -332,8 +332,15 @@ def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) ->
     assert "**1 passed, 15 failed, 0 skipped** of 16" in report.summary
     assert result.outputs["failed"] == "15" and result.outputs["conclusion"] == "failure"
     assert result.outputs["junit"] == str(junit)
-    if not has_command("parity"):
-        assert result.step("Check parity").status == "failure"
+    # The parity step itself ran `scrollcase parity` on the generated recipe, which has no parity block:
+    # it fails with the command's JSON error, teed to result-json, and leaves the given JUnit alone.
+    check = result.step("Check parity")
+    assert check.status == "failure"
+    error = json.loads(check.stdout)
+    assert (error["error"], error["exitCode"]) == ("RecipeError", 3)
+    assert error["message"] == "recipes/tiny-mlp-linux-x86_64-cpu/recipe.json has no parity block"
+    assert check.outputs["label"] == "tiny-mlp-linux-x86_64-cpu" and check.outputs["junit"] == str(junit)
+    assert json.loads(Path(check.outputs["result-json"]).read_text(encoding="utf-8")) == error
 
 
 @pytest.fixture(scope="module")
