@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from scrollcase.box.release import ParityOutcome
+from scrollcase.errors import ParityError
 from scrollcase.parity.compare import ArrayInfo, MemoryOutputs, compare_output, compare_sets
 from scrollcase.recipe.model import Tolerances
 
@@ -305,3 +308,27 @@ def test_memory_order_mismatch_either_way_round(ref_fortran: bool, cand_fortran:
     )
     out = compare_output("y", "cuda", ref, cand, TOL)
     assert not out.passed and out.message.startswith("memory order mismatch")
+
+
+@dataclass(frozen=True)
+class _Truncated(MemoryOutputs):
+    """Outputs whose file breaks after the first chunk, as a truncated .npy does."""
+
+    def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
+        yield from itertools.islice(super().chunks(name, size), 1)
+        raise ParityError(f"{self.label}: {name} is truncated")
+
+
+def test_an_output_that_breaks_while_read_fails_with_its_message() -> None:
+    ref = base(40)
+    out = compare_output("y", "cuda", MemoryOutputs({"y": ref}), _Truncated({"y": ref.copy()}), TOL, 10)
+    assert not out.passed and out.message == "<memory>: y is truncated"
+
+
+def test_an_overflow_stops_the_comparison_before_later_chunks() -> None:
+    ref = base(40)
+    ref[:10] = 1e200  # chunk 1: a sum of squares overflows float64
+    cand = ref.copy()
+    cand[25] = np.nan  # chunk 3 is never read
+    out = one(ref, cand, chunk=10)
+    assert not out.passed and "too large to compare" in out.message
