@@ -332,3 +332,14 @@ def test_an_overflow_stops_the_comparison_before_later_chunks() -> None:
     cand[25] = np.nan  # chunk 3 is never read
     out = one(ref, cand, chunk=10)
     assert not out.passed and "too large to compare" in out.message
+
+
+def test_an_element_exactly_on_the_bound_is_not_a_violation() -> None:
+    """|a-b| <= absolute + relative*|ref| passes: at ref == 0 the bound is exactly `absolute`."""
+    ref = base(10)
+    ref[3] = 0.0
+    cand = ref.copy()
+    cand[3] = TOL.absolute  # ratio exactly 1.0
+    cand[7] += 2 * (TOL.absolute + TOL.relative * ref[7])  # one real violation beside it
+    out = one(ref, cand)
+    assert out.violations == 1 and out.worstIndex == [7]
