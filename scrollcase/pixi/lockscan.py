@@ -176,6 +176,13 @@ def _scan_environment(draft: _EnvDraft, body: str, line: int) -> None:
                 draft.indexes.append(scalar(item))
         elif raw.startswith("    ") and raw[4] != " " and raw.endswith(":"):
             key, platform = raw[4:-1], ""
+        elif raw.startswith("    ") and raw[4] not in " -":
+            # pixi writes an empty key inline (``channels: []``, ``packages: {}``); any other inline
+            # value is not its layout, maybe not even YAML: the YAML reader decides and reports the line.
+            name, _, value = raw[4:].partition(": ")
+            if value not in ("[]", "{}"):
+                raise LayoutError(f"inline value at line {line}")
+            key, platform = name, ""
         elif not (raw.startswith("      ") or (raw.startswith("    ") and key != "packages")):
             raise LayoutError(f"unexpected line {line} in environments")
 

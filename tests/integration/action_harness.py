@@ -257,7 +257,10 @@ def scrollcase_venv(runner_temp: Path, windows: bool = False, root: Path = ROOT)
     relative = ("Scripts", "python.exe") if windows else ("bin", "python")
     python = runner_temp.joinpath("scrollcase-venv", *relative)
     python.parent.mkdir(parents=True, exist_ok=True)
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n', encoding="utf-8")
+    # It runs the tests' own interpreter, so `-m pip` through it would install into the venv running
+    # the tests: refused, loudly.
+    refuse_pip = 'if [ "$1 $2" = "-m pip" ]; then echo "stand-in venv: pip refused" >&2; exit 97; fi\n'
+    python.write_text(f'#!/bin/sh\n{refuse_pip}PYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n', encoding="utf-8")
     python.chmod(0o755)
     env = {"RUNNER_TEMP": str(runner_temp), "RUNNER_OS": "Windows" if windows else "Linux", "RUNNER_ARCH": "X64"}
     key = setup_script().locate(root, env)["key"]

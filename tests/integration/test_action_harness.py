@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -27,8 +29,8 @@ def has_command(name: str) -> bool:
 
 
 def needs_command(name: str) -> None:
-    if not has_command(name):
-        pytest.skip(f"`scrollcase {name}` is not on this branch yet; this test runs once it lands")
+    """Every command an action runs is on this branch: a removed one is a failure, never a skip."""
+    assert has_command(name), f"`scrollcase {name}` is missing, but an action runs it"
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -121,18 +123,28 @@ def test_matrix_action_bad_recipe_fails_with_an_annotation(harness: Harness) -> 
     ), result.log()
 
 
-def logging_base_python(tmp_path: Path) -> tuple[Path, Path]:
-    """A stand-in for setup-python's interpreter that logs its `-m venv` and `-m pip` calls."""
+def logging_base_python(tmp_path: Path, pip_version: str = "24.0") -> tuple[Path, Path]:
+    """A stand-in for setup-python's interpreter that logs its `-m venv` and `-m pip` calls.
+
+    The venv it "creates" has a python that runs this test's interpreter (so the action's later
+    steps run scrollcase), except for `-m pip`, which is logged as ``venv-pip`` and never run: a
+    real pip there would install the action's checkout into the venv running the tests (that
+    happened: a non-editable copy of scrollcase shadowed the editable install).  ``pip_version``
+    below 22.3 makes setup_scrollcase.py take its old-pip branch, the venv's own pip."""
     log = tmp_path / "calls.log"
     base = tmp_path / "base-python"
+    venv_python = (
+        f'#!/bin/bash\nif [ "$1 $2" = "-m pip" ]; then echo "venv-pip $*" >> "{log}"; exit 0; fi\n'
+        f'PYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n'
+    )
     base.write_text(f"""#!/bin/bash
-if [ "$1 $2 $3" = "-m pip --version" ]; then echo "pip 24.0 from /base (python 3.11)"; exit 0; fi
+if [ "$1 $2 $3" = "-m pip --version" ]; then echo "pip {pip_version} from /base (python 3.11)"; exit 0; fi
 if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; exit 0; fi
 if [ "$1 $2" = "-m venv" ]; then
   echo "venv $*" >> "{log}"
   venv="${{@: -1}}"
   mkdir -p "$venv/bin"
-  printf '#!/bin/bash\\nPYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\\n' > "$venv/bin/python"
+  printf '%s' {shlex.quote(venv_python)} > "$venv/bin/python"
   chmod +x "$venv/bin/python"
   exit 0
 fi
@@ -140,6 +152,14 @@ exec "{sys.executable}" "$@"
 """)
     base.chmod(0o755)
     return base, log
+
+
+def assert_running_venv_untouched() -> None:
+    """No copy of scrollcase in the site-packages of the interpreter running the tests (its editable
+    install is a .pth file and a finder, never a ``scrollcase/`` folder)."""
+    for key in ("purelib", "platlib"):
+        site = Path(sysconfig.get_paths()[key])
+        assert not (site / "scrollcase").exists(), f"a test pip-installed scrollcase into {site}"
 
 
 def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tmp_path: Path) -> None:
@@ -159,6 +179,22 @@ def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tm
     assert calls[1].startswith(f"pip -m pip --python {venv}/bin/python install") and calls[1].endswith(f" {ROOT}")
     assert len(calls) == 2
     assert json.loads(result.outputs["matrix"])["include"]
+    assert_running_venv_untouched()
+
+
+def test_old_pip_installs_with_the_venvs_own_pip(harness: Harness, tmp_path: Path) -> None:
+    """A base pip older than 22.3 has no --python: the venv gets its own pip and installs with it."""
+    shutil.rmtree(harness.runner_temp / "scrollcase-venv")
+    base, log = logging_base_python(tmp_path, pip_version="21.3")
+    harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    result = harness.run(ACTIONS / "matrix", {"cache": "false"})
+    assert not result.failed, result.log()
+    venv = harness.runner_temp / "scrollcase-venv"
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"venv -m venv --clear {venv}"
+    assert calls[1].startswith("venv-pip -m pip install") and calls[1].endswith(f" {ROOT}")
+    assert len(calls) == 2
+    assert_running_venv_untouched()
 
 
 def test_second_action_in_a_job_reuses_the_venv(harness: Harness, tmp_path: Path) -> None:
@@ -180,6 +216,7 @@ def test_second_action_in_a_job_reuses_the_venv(harness: Harness, tmp_path: Path
         assert later.step("Restore scrollcase's venv").status == "skipped"  # no second save of the key
         assert "reusing" in later.step("Install scrollcase").stdout
     assert len(log.read_text().splitlines()) == 2  # still the one venv and the one pip install
+    assert_running_venv_untouched()
 
 
 def test_cache_key_covers_package_data(tmp_path: Path) -> None:
@@ -192,7 +229,7 @@ def test_cache_key_covers_package_data(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "scrollcase", src / "scrollcase", ignore=shutil.ignore_patterns("__pycache__"))
     temp = tmp_path / "temp"
     temp.mkdir()
-    base, _ = logging_base_python(tmp_path)  # installs nothing for real
+    base, log = logging_base_python(tmp_path)  # installs nothing for real
     harness = Harness(
         workspace=tmp_path, runner_temp=temp, uses_outputs=standard_uses(cache_hit=False, base_python=str(base))
     )
@@ -209,6 +246,8 @@ def test_cache_key_covers_package_data(tmp_path: Path) -> None:
     (src / "scrollcase" / "__pycache__").mkdir(exist_ok=True)
     (src / "scrollcase" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
     assert key() == after_data  # bytecode is not a source
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["venv", "pip", "venv", "pip"]
+    assert_running_venv_untouched()
 
 
 def test_windows_runner_uses_the_scripts_layout(harness: Harness) -> None:
@@ -278,7 +317,7 @@ def test_publish_action_exposes_release_keys_before_uploading(harness: Harness) 
 
 
 def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) -> None:
-    """The report step alone (parity's own step needs `scrollcase parity`): 15 failures give 10 error
+    """The report step on a given JUnit (the parity step fails first: no parity block): 15 failures give 10 error
     annotations, one counting notice, a summary table and the outputs."""
     junit = make_junit(harness, 15)
     result = harness.run(ACTIONS / "parity", {"target": "tiny-mlp-linux-x86_64-cpu", "junit": str(junit)})
@@ -293,8 +332,15 @@ def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) ->
     assert "**1 passed, 15 failed, 0 skipped** of 16" in report.summary
     assert result.outputs["failed"] == "15" and result.outputs["conclusion"] == "failure"
     assert result.outputs["junit"] == str(junit)
-    if not has_command("parity"):
-        assert result.step("Check parity").status == "failure"
+    # The parity step itself ran `scrollcase parity` on the generated recipe, which has no parity block:
+    # it fails with the command's JSON error, teed to result-json, and leaves the given JUnit alone.
+    check = result.step("Check parity")
+    assert check.status == "failure"
+    error = json.loads(check.stdout)
+    assert (error["error"], error["exitCode"]) == ("RecipeError", 3)
+    assert error["message"] == "recipes/tiny-mlp-linux-x86_64-cpu/recipe.json has no parity block"
+    assert check.outputs["label"] == "tiny-mlp-linux-x86_64-cpu" and check.outputs["junit"] == str(junit)
+    assert json.loads(Path(check.outputs["result-json"]).read_text(encoding="utf-8")) == error
 
 
 @pytest.fixture(scope="module")

@@ -177,7 +177,11 @@ def test_truncated_and_invalid_locks(two_locked: Path) -> None:
     by_file = {str(p["file"]): p for p in problems}
     assert "no record" in str(by_file[f"recipes/{CUDA_ID}/pixi.lock"]["message"])
     invalid = by_file["recipes/other-linux-x86_64-cuda12.8/pixi.lock"]
-    assert invalid.get("line") is not None
+    # docs/locks.md: "invalid YAML is reported with its line": `channels: [oops` is line 11, and the
+    # YAML reader stops on line 12, where the unclosed `[` finds no `,` or `]`.
+    assert other.read_text().splitlines()[10] == "    channels: [oops"
+    assert "did not find expected ',' or ']'" in str(invalid["message"])
+    assert (invalid["line"], invalid["column"]) == (12, 10)
 
 
 def test_missing_lock(two_locked: Path) -> None:

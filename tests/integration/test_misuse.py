@@ -284,6 +284,51 @@ def test_sigterm_cleans_up_like_sigint(scratch: Path) -> None:
     assert not [p for p in scratch.iterdir() if p.name.endswith(".unpacking")]
 
 
+def test_sigint_cleans_up_and_exits_130(scratch: Path) -> None:
+    """README.md exit codes: "130 | interrupted (SIGINT)"; docs/archive.md: "SIGINT and SIGTERM ...
+    delete the temp folder before exiting (130, 143)"."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", SIGTERM_MIDWAY.replace("SIGTERM", "SIGINT"), "unpack", R, "box", "--json"],
+        cwd=scratch,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 130, done.stderr
+    assert "interrupted" in done.stderr and "Traceback" not in done.stderr
+    assert not (scratch / "box").exists()
+    assert not [p for p in scratch.iterdir() if p.name.endswith(".unpacking")]
+
+
+def test_a_full_disk_during_unpack_is_exit_5_and_leaves_nothing(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/archive.md (unpack --json): "5 (`BuildError`) when the disk refuses (full, permissions)".
+    The disk fills up while the box is written (ENOSPC from the first os.write)."""
+    import errno
+
+    from scrollcase.box import unpack as unpack_mod
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = snapshot(scratch)
+    monkeypatch.setattr(unpack_mod.os, "write", full)
+    code = cli.main(["unpack", R, "box", "--json"])
+    monkeypatch.undo()
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert (code, data["exitCode"], data["error"]) == (5, 5, "BuildError"), data
+    assert "No space left on device" in data["message"] and "Traceback" not in err
+    assert snapshot(scratch) == before
+
+
 def test_stale_temp_folders_of_dead_unpacks_are_removed_live_ones_kept(
     scratch: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -244,6 +244,17 @@ def test_release_is_unpacked_run_and_its_manifest_updated(project: Path, target:
     assert manifest.parity is not None and manifest.parity.passed
     assert [r.output for r in manifest.parity.results] == ["<run>", "<run>", "hidden", "logits"]
     assert manifest.parity.devices["cuda"]["accelerator"] == "cuda"
+    parity = manifest.parity
+    assert (parity.reference, parity.accelerators) == ("cpu", ["cpu", "cuda"])
+    assert [(r.accelerator, r.kind, r.passed) for r in parity.results] == [
+        ("cpu", "run", True),
+        ("cuda", "run", True),
+        ("cuda", "compare", True),
+        ("cuda", "compare", True),
+    ]
+    hidden, logits = parity.results[2:]
+    assert (hidden.elements, hidden.violations, logits.elements, logits.violations) == (1024, 0, 160, 0)
+    assert hidden.maxAbsoluteError is not None and hidden.maxAbsoluteError <= parity.tolerances["absolute"]
     assert not list(release.parent.glob(".*.tmp"))
 
 
@@ -266,4 +277,7 @@ def test_an_unpacked_box_and_a_recipe_elsewhere(project: Path) -> None:
     done = cli(project, str(release), "--box", "staging", "--recipe-dir", f"elsewhere/{RECIPE_ID}")
     assert done.returncode == 0, done.stderr
     assert "unpacking" not in done.stderr and "staging/venv/bin/python" in done.stderr
-    assert parse_release(release.read_bytes()).parity is not None
+    parity = parse_release(release.read_bytes()).parity
+    assert parity is not None and parity.passed
+    assert [r.output for r in parity.results] == ["<run>", "<run>", "hidden", "logits"]
+    assert all(r.passed for r in parity.results)

@@ -103,6 +103,59 @@ def test_gnu_tar_lists_the_archive(tmp_path: Path) -> None:
     assert "w" * 120 + ".bin" in listing
 
 
+def _tree_contents(root: Path) -> dict[str, object]:
+    """Every entry below ``root``: a file's bytes and exec bit, a link's target, a folder."""
+    out: dict[str, object] = {}
+    for path in sorted(root.rglob("*")):
+        name = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[name] = ("link", os.readlink(path))
+        elif path.is_dir():
+            out[name] = "dir"
+        else:
+            out[name] = (path.read_bytes(), bool(path.stat().st_mode & 0o100))
+    return out
+
+
+def _extract_with(reader: str, archive_path: Path, dest: Path) -> None:
+    dest.mkdir()
+    if reader == "tarfile":
+        data = zstandard.ZstdDecompressor().stream_reader(archive_path.open("rb")).read()
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            tar.extractall(dest, filter="tar")
+    elif reader == "zstd -dc | tar -x":
+        zstd = subprocess.Popen(["zstd", "-dc", str(archive_path)], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-xf", "-", "-C", str(dest)], stdin=zstd.stdout, check=True)
+        assert zstd.wait() == 0
+    else:
+        subprocess.run([reader, "-xf", str(archive_path), "-C", str(dest)], check=True)
+
+
+READERS = [
+    pytest.param("tarfile", id="python-tarfile"),
+    pytest.param(
+        "zstd -dc | tar -x",
+        id="zstd-gnu-tar",
+        marks=pytest.mark.skipif(shutil.which("tar") is None or shutil.which("zstd") is None, reason="no tar/zstd"),
+    ),
+    pytest.param(
+        "bsdtar", id="bsdtar", marks=pytest.mark.skipif(shutil.which("bsdtar") is None, reason="no bsdtar here")
+    ),
+]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_independent_readers_extract_exactly_the_packed_tree(tmp_path: Path, reader: str) -> None:
+    """docs/archive.md, Format: "GNU tar, bsdtar, Python's `tarfile` and `zstd -dc | tar -x` all read
+    it" -- read meaning: extract the very tree that was packed (bytes, exec bits, links, names)."""
+    root = _make_tree(tmp_path / "tree")
+    (root / ("d" * 90) / ("n" * 90)).parent.mkdir()
+    (root / ("d" * 90) / ("n" * 90)).write_bytes(b"a name over ustar's 100 bytes: pax\n")
+    result = pack_tree(root, tmp_path / "out.tar.zst")
+    _extract_with(reader, result.path, tmp_path / "out")
+    assert _tree_contents(tmp_path / "out") == _tree_contents(root)
+
+
 @pytest.mark.parametrize("target", ["../../outside", "/etc/passwd"])
 def test_refuses_symlinks_leaving_the_root(tmp_path: Path, target: str) -> None:
     root = tmp_path / "t"

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,5 +178,13 @@ def test_s3_asset_with_resume_through_an_injected_client(s3_client: object, tmp_
         [Asset(name="w", path="w 1.bin", sha256=hashlib.sha256(DATA).hexdigest(), size=len(DATA))],
     )
     (tmp_path / f"{src.sha256}.part").write_bytes(DATA[:5000])
+    ranges: list[str] = []
+
+    def record(request: Any, **_: Any) -> None:
+        value = request.headers.get("Range")
+        ranges.append(value.decode() if isinstance(value, bytes) else str(value))
+
+    s3_client.meta.events.register("before-send.s3.GetObject", record)  # type: ignore[attr-defined]
     got = assets.fetch_asset(src, tmp_path, assets.default_fetchers(s3_client))
     assert got.read_bytes() == DATA
+    assert ranges == ["bytes=5000-"]  # one GET, for the missing bytes only

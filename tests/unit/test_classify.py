@@ -104,6 +104,14 @@ def test_tagged_wheel_wins_over_runtime_version() -> None:
     assert (torch.provider, torch.version, torch.build, torch.accelerator) == ("pypi", "2.10.0+cu128", None, "cuda12.8")
 
 
+@pytest.mark.parametrize("order", ["conda first", "pypi first"])
+def test_conda_pytorch_wins_over_a_pypi_torch(order: str) -> None:
+    """docs/locks.md: "a conda pytorch wins over a PyPI torch" -- whatever the order in the lock."""
+    packages = [conda("pytorch", "2.5.1", "cuda124_py311_h1_300"), wheel("torch", "2.5.1+cpu")]
+    torch = classify_torch(packages if order == "conda first" else packages[::-1])
+    assert (torch.provider, torch.version, torch.accelerator) == ("conda", "2.5.1", "cuda12.4")
+
+
 def test_untagged_conda_build_is_judged_by_its_companions() -> None:
     base = conda("pytorch", "1.0.0", "py3.7_0")
     assert classify_torch([base, conda("pytorch-cuda", "11.8", "h7e8668a_5")]).accelerator == "cuda11.8"

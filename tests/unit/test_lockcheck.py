@@ -202,6 +202,17 @@ def test_cuda_box_without_torch_needs_the_cuda_runtime() -> None:
     assert len(problems) == 1 and "no CUDA runtime" in problems[0].message
 
 
+def test_cuda_box_without_torch_locked_to_another_cuda_is_refused() -> None:
+    """A CuPy/ONNX-style CUDA 12.4 box whose lock holds the CUDA 12.8 runtime must not pass (the
+    manifest does not pin cuda-version, so only the CUDA-without-torch rule can see it)."""
+    manifest = MANIFEST.replace('pytorch = { version = "2.*", build = "cuda*" }\n', "").replace(
+        'cuda-version = "12.4.*"\n', ""
+    )
+    problems = check(lock_text(GOOD[0], "noarch/cuda-version-12.8-h5d125a7_3.conda"), manifest)
+    assert len(problems) == 1
+    assert "CUDA 12.8" in problems[0].message and "12.4" in problems[0].message
+
+
 def test_v7_picks_the_platform_solved_with_cuda() -> None:
     text = (
         "version: 7\nplatforms:\n- name: linux-64\n- name: p1\n  subdir: linux-64\n  virtual-packages:\n"

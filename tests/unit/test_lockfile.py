@@ -215,7 +215,24 @@ def test_invalid_yaml_reports_its_line() -> None:
     with pytest.raises(LockError) as info:
         parse_lock(broken, "pixi.lock")
     assert "not valid YAML" in info.value.message
-    assert info.value.problems[0].line is not None
+    # docs/locks.md: "invalid YAML is reported with its line": the YAML reader stops on the line after
+    # the unclosed `[` (line 8), where it finds no `,` or `]`.
+    assert broken.splitlines()[7] == "    packages: [unclosed"
+    problem = info.value.problems[0]
+    assert (problem.file, problem.line, problem.column) == ("pixi.lock", 9, 15)
+
+
+def test_an_inline_environment_value_is_not_taken_by_the_fast_scanner() -> None:
+    """`channels: [oops` (not YAML at all) used to be skipped by the fast scanner, which then saw no
+    channels and called the lock stale; it is the YAML reader's to report.  pixi's own empty inline
+    values (`channels: []`, `packages: {}`) stay on the fast path."""
+    broken = V6.replace("    channels:\n", "    channels: [oops\n", 1)
+    with pytest.raises(LockError, match="not valid YAML"):
+        parse_lock(broken, "pixi.lock")
+    empty = V6.replace("  default:\n", "  empty:\n    channels: []\n    packages: {}\n  default:\n", 1)
+    fast, slow = parse_lock(empty, "pixi.lock"), parse_lock(empty, "pixi.lock", fast=False)
+    assert fast.environments["empty"].channels == slow.environments["empty"].channels == ()
+    assert fast.environments["empty"].packages == {} and fast.environments["default"].packages
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from scrollcase.box.release import ParityOutcome
-from scrollcase.parity.compare import compare_output, compare_sets
+from scrollcase.errors import ParityError
+from scrollcase.parity.compare import ArrayInfo, compare_output, compare_sets
 from scrollcase.recipe.model import Tolerances
 from tests.support.arrays import MemoryOutputs
 
@@ -49,6 +54,20 @@ def test_absolute_tolerance_just_below_and_above(factor: float, passes: bool) ->
         assert out.violations == 1
         assert "1 of 100 element(s) exceed |a-b| <= 0.0001 + 0.001*|ref|" in out.message
         assert out.referenceValue == 0.0 and out.candidateValue == pytest.approx(1.01e-4)
+
+
+def test_zero_reference_elements_do_not_make_the_relative_error_infinite() -> None:
+    """maxRelativeError is max |a-b|/|ref| over elements whose reference is not 0 (those have no
+    scale): a difference at ref == 0 is judged by the absolute tolerance alone, never inf."""
+    ref = base()
+    ref[10] = 0.0
+    cand = ref.copy()
+    cand[10] = 0.5 * TOL.absolute
+    cand[20] += 1e-5 * ref[20]
+    out = one(ref, cand)
+    assert out.passed, out.message
+    assert out.maxRelativeError == pytest.approx(1e-5)
+    assert out.maxAbsoluteError == pytest.approx(0.5 * TOL.absolute)
 
 
 @pytest.mark.parametrize(("factor", "passes"), [(0.99, True), (1.01, False)])
@@ -179,3 +198,149 @@ def test_a_reference_without_outputs_fails() -> None:
 def test_compare_output_by_name() -> None:
     sets = MemoryOutputs({"x": base(), "z": base() * 2})
     assert compare_output("z", "metal", sets, sets, TOL).accelerator == "metal"
+
+
+# --- found by mutation testing (benchmarks/mutation.py on parity/compare.py) --------------------------
+
+
+def test_worst_element_in_a_later_chunk_is_located_by_its_flat_index() -> None:
+    """The chunk offset is added (30 + 4), not or-ed or xor-ed: with chunks of 10, index 34."""
+    ref = base(50).reshape(5, 10)
+    cand = ref.copy()
+    cand[1, 2] += 0.5 * TOL.absolute  # within the bound: the worst must still be the later one
+    cand[3, 4] += 3 * (TOL.absolute + TOL.relative * ref[3, 4])
+    out = one(ref, cand, chunk=10)
+    assert not out.passed and out.worstIndex == [3, 4] and out.violations == 1
+    assert out.referenceValue == ref[3, 4] and out.candidateValue == cand[3, 4]
+    assert out.message.endswith(f"|a-b| {abs(cand[3, 4] - ref[3, 4]):.6g}")
+
+
+def test_the_first_of_equally_bad_elements_is_the_worst() -> None:
+    ref = base(40)
+    cand = ref.copy()
+    cand[[5, 25]] += 1.0  # same deviation, same reference scale: ratio ties are won by the first
+    ref[25] = ref[5]
+    cand[25] = cand[5]
+    out = one(ref, cand, chunk=10)
+    assert out.worstIndex == [5] and out.violations == 2
+
+
+def test_non_finite_value_in_a_later_chunk_stops_at_the_first() -> None:
+    ref = base(50).reshape(5, 10)
+    cand = ref.copy()
+    cand[3, 4] = np.nan
+    cand[3, 6] = np.inf  # same chunk, later
+    cand[4, 9] = np.nan  # a later chunk: the comparison has stopped by then
+    out = one(ref, cand, chunk=10)
+    assert not out.passed and out.worstIndex == [3, 4]
+    assert out.message == "non-finite value: candidate has nan at flat index 34 (index [3, 4])"
+
+
+def test_only_elements_beyond_the_bound_are_violations() -> None:
+    ref = base(100)
+    cand = ref.copy()
+    cand[:10] += 0.5 * (TOL.absolute + TOL.relative * ref[:10])  # inside: ratio 0.5
+    cand[50:53] += 2 * (TOL.absolute + TOL.relative * ref[50:53])  # outside: ratio 2
+    bound = TOL.absolute + TOL.relative * ref[60]
+    cand[60] += bound  # exactly on the bound passes (|a-b| <= bound)
+    out = one(ref, cand, chunk=16)
+    assert out.violations == 3 and out.worstIndex in ([50], [51], [52])
+
+
+@pytest.mark.parametrize(("scale", "expected"), [(-3.0, -1.0), (2.0, 1.0)])
+def test_cosine_of_scaled_vectors_is_exactly_plus_or_minus_one(scale: float, expected: float) -> None:
+    """Cosine ignores the norms (dot over the product of both norms) and stays in [-1, 1]."""
+    loose = Tolerances(absolute=100.0, relative=100.0, minimumCosine=0.001)
+    ref = np.array([3.0, 4.0])
+    out = one(ref, scale * ref, loose)
+    assert out.cosine == pytest.approx(expected, abs=1e-15) and -1.0 <= (out.cosine or 0) <= 1.0
+
+
+def test_cosine_of_unequal_norms() -> None:
+    loose = Tolerances(absolute=100.0, relative=100.0, minimumCosine=0.001)
+    out = one(np.array([3.0, 0.0]), np.array([2.0, 2.0]), loose)
+    assert out.cosine == pytest.approx(math.sqrt(0.5), rel=1e-15)
+
+
+def test_cosine_equal_to_the_minimum_passes() -> None:
+    exact = Tolerances(absolute=1e-4, relative=1e-3, minimumCosine=1.0)
+    ref = np.array([1.0, 0.0, 0.0])
+    out = one(ref, ref.copy(), exact)
+    assert out.cosine == 1.0 and out.passed, out.message
+
+
+def test_identical_outputs_report_the_first_element_as_the_worst() -> None:
+    ref = base(20).reshape(4, 5)
+    out = one(ref, ref.copy(), chunk=8)
+    assert out.worstIndex == [0, 0] and out.referenceValue == ref[0, 0] == out.candidateValue
+
+
+def test_an_all_zero_reference_has_zero_relative_error() -> None:
+    ref = np.zeros(10)
+    cand = np.full(10, 0.5 * TOL.absolute)
+    out = one(ref, cand)
+    assert out.maxRelativeError == 0.0 and out.maxAbsoluteError == pytest.approx(0.5 * TOL.absolute)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_shape_and_dtype_mismatches_either_way_round(swap: bool) -> None:
+    pairs = [(np.ones(3), np.ones(2)), (np.ones(2, np.float64), np.ones(2, np.float32))]
+    for ref, cand in pairs:
+        a, b = (cand, ref) if swap else (ref, cand)
+        out = one(a, b)
+        assert not out.passed and "mismatch" in out.message, out.message
+
+
+@dataclass(frozen=True)
+class _Saved(MemoryOutputs):
+    """Outputs as read from .npy headers, which may say Fortran order."""
+
+    fortran: bool = False
+
+    def infos(self) -> Mapping[str, ArrayInfo]:
+        return {n: replace(i, fortran_order=self.fortran) for n, i in super().infos().items()}
+
+
+@pytest.mark.parametrize(("ref_fortran", "cand_fortran"), [(True, False), (False, True)])
+def test_memory_order_mismatch_either_way_round(ref_fortran: bool, cand_fortran: bool) -> None:
+    ref, cand = (
+        _Saved({"y": np.ones((2, 3))}, fortran=ref_fortran),
+        _Saved({"y": np.ones((2, 3))}, fortran=cand_fortran),
+    )
+    out = compare_output("y", "cuda", ref, cand, TOL)
+    assert not out.passed and out.message.startswith("memory order mismatch")
+
+
+@dataclass(frozen=True)
+class _Truncated(MemoryOutputs):
+    """Outputs whose file breaks after the first chunk, as a truncated .npy does."""
+
+    def chunks(self, name: str, size: int) -> Iterator[NDArray[np.generic]]:
+        yield from itertools.islice(super().chunks(name, size), 1)
+        raise ParityError(f"{self.label}: {name} is truncated")
+
+
+def test_an_output_that_breaks_while_read_fails_with_its_message() -> None:
+    ref = base(40)
+    out = compare_output("y", "cuda", MemoryOutputs({"y": ref}), _Truncated({"y": ref.copy()}), TOL, 10)
+    assert not out.passed and out.message == "<memory>: y is truncated"
+
+
+def test_an_overflow_stops_the_comparison_before_later_chunks() -> None:
+    ref = base(40)
+    ref[:10] = 1e200  # chunk 1: a sum of squares overflows float64
+    cand = ref.copy()
+    cand[25] = np.nan  # chunk 3 is never read
+    out = one(ref, cand, chunk=10)
+    assert not out.passed and "too large to compare" in out.message
+
+
+def test_an_element_exactly_on_the_bound_is_not_a_violation() -> None:
+    """|a-b| <= absolute + relative*|ref| passes: at ref == 0 the bound is exactly `absolute`."""
+    ref = base(10)
+    ref[3] = 0.0
+    cand = ref.copy()
+    cand[3] = TOL.absolute  # ratio exactly 1.0
+    cand[7] += 2 * (TOL.absolute + TOL.relative * ref[7])  # one real violation beside it
+    out = one(ref, cand)
+    assert out.violations == 1 and out.worstIndex == [7]

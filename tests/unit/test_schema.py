@@ -8,11 +8,15 @@ from pathlib import Path
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+from scrollcase import cli
 from scrollcase.box.release import release_json_schema
 from scrollcase.commands.schema import render_schema
 from scrollcase.io.files import write_atomic
 from scrollcase.recipe.model import recipe_json_schema
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import publish
 from tests.recipe_samples import cuda_recipe
+from tests.support.releases import write_release
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "recipes").glob("*/recipe.json"))
@@ -65,3 +69,24 @@ def test_render_and_write(tmp_path: Path) -> None:
     write_atomic(out, render_schema("recipe").encode("utf-8"))
     assert json.loads(out.read_text(encoding="utf-8"))["title"] == "scrollcase recipe.json"
     assert [p.name for p in out.parent.iterdir()] == ["recipe.schema.json"]
+
+
+def test_schema_index_validates_an_index_that_publish_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`scrollcase schema index` (docs/publish.md, "The box index": the JSON Schema comes from the
+    model) accepts the index a real publish writes and rejects one a host app could not trust."""
+    assert cli.main(["schema", "index"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    release = write_release(tmp_path / "dist")
+    publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path)
+    index = json.loads((tmp_path / "store" / "boxes" / "demo-box" / "index.json").read_text(encoding="utf-8"))
+    validator.validate(index)
+    entry = index["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]
+    entry["size"] = "big"
+    entry["surprise"] = True
+    del index["boxId"]
+    paths = sorted("/".join(map(str, e.absolute_path)) or e.message for e in validator.iter_errors(index))
+    assert len(paths) == 3, paths
+    assert "versions/1.0.0/linux-x86_64-cuda12.4/size" in paths

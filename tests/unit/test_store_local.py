@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.store import local
 from scrollcase.store.local import LocalStore
 
 
@@ -42,6 +45,26 @@ def test_if_match_compare_and_swap(tmp_path: Path) -> None:
     blob = store.get_bytes("index.json")
     assert blob is not None and blob.data == b"v2" and blob.etag == second
     assert not (tmp_path / "index.json.lock").exists()
+
+
+def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/publish.md: "a lock older than 60 s, left by a crashed writer, is broken" -- and only then."""
+    assert local.STALE_LOCK_SECONDS == 60
+    monkeypatch.setattr(local, "LOCK_WAIT_SECONDS", 0.5)  # the wait for a live lock, shortened
+    store = LocalStore(tmp_path)
+    first = store.put_bytes("index.json", b"v1", if_none_match=True)
+    lock = tmp_path / "index.json.lock"
+    lock.write_text("4242\n")
+    with pytest.raises(StoreError, match="has been held for over"):
+        store.put_bytes("index.json", b"v2", if_match=first)
+    crashed = time.time() - local.STALE_LOCK_SECONDS - 5
+    os.utime(lock, (crashed, crashed))
+    store.put_bytes("index.json", b"v2", if_match=first)
+    blob = store.get_bytes("index.json")
+    assert blob is not None and blob.data == b"v2"
+    assert not lock.exists()
 
 
 def test_put_file_copies_and_refuses_existing(tmp_path: Path) -> None:

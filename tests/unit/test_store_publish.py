@@ -1,9 +1,11 @@
-"""plan_publish is pure: what goes up, what is skipped, and what is refused before any write."""
+"""plan_publish is pure: what goes up, what is skipped, and what is refused before any write; and the
+executor's handling of a lost create-if-absent race (on a real directory store)."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,8 +13,9 @@ from scrollcase.box.release import ReleaseManifest, dump_release
 from scrollcase.errors import ConflictError, IntegrityError
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import ObjectInfo, sidecar_text
-from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish
-from tests.support.releases import box_json_for, make_manifest
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish, publish
+from tests.support.releases import box_json_for, make_manifest, write_release
 
 DATA = b"not really a zstd tar, but bytes with a known digest"
 SHA = hashlib.sha256(DATA).hexdigest()
@@ -215,3 +218,46 @@ def test_defect4_index_of_another_box_is_refused_and_dangling_entries_are_warned
     )
     assert len(plan.warnings) == 1 and "0.9.0" in plan.warnings[0]
     assert plan.to_json()["warnings"] == list(plan.warnings)
+
+
+# --- lost races (docs/publish.md, Guarantees 4 and 5) ------------------------------------------------
+
+
+class RacingStore(LocalStore):
+    """A directory store where a rival publisher creates the archive key just before our upload of it
+    (between our HEAD and our create-if-absent write): the race a second CI job can win."""
+
+    def __init__(self, root: Path, rival: bytes) -> None:
+        super().__init__(root)
+        self.rival = rival
+
+    def put_file(self, key: str, path: Path, **kwargs: Any) -> None:
+        rival = self.path_for(key)
+        rival.parent.mkdir(parents=True, exist_ok=True)
+        rival.write_bytes(self.rival)
+        super().put_file(key, path, **kwargs)
+
+
+def test_lost_race_to_identical_bytes_succeeds_and_completes_the_release(tmp_path: Path) -> None:
+    """docs/publish.md Guarantee 5: "Two publishers of the same release both succeed: one writes, the
+    other finds identical bytes" -- also when the other wrote the archive after our HEAD."""
+    release = write_release(tmp_path / "dist")
+    store = RacingStore(tmp_path / "store", rival=release.archive_path.read_bytes())
+    result = publish(store, release.manifest, release.archive_path)
+    assert list(result.uploaded) == [release.manifest.keys.sha256, release.manifest.keys.release]
+    assert result.index_written
+    assert (tmp_path / "store" / release.manifest.keys.release).read_bytes() == dump_release(release.manifest)
+
+
+def test_lost_race_to_different_bytes_is_a_conflict_and_publishes_no_manifest(tmp_path: Path) -> None:
+    """docs/publish.md Guarantee 4: a key that already holds different bytes is a ConflictError -- a
+    publisher that lost the archive race to other bytes must not go on to upload its sidecar and a
+    manifest that would point at someone else's archive."""
+    release = write_release(tmp_path / "dist")
+    store = RacingStore(tmp_path / "store", rival=b"another build's archive")
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(store, release.manifest, release.archive_path)
+    keys = release.manifest.keys
+    assert not (tmp_path / "store" / keys.sha256).exists()
+    assert not (tmp_path / "store" / keys.release).exists()
+    assert not (tmp_path / "store" / "boxes/demo-box/index.json").exists()
