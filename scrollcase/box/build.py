@@ -24,8 +24,9 @@ from scrollcase.box import bytecode as bytecode_mod
 from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest, wheelcache
 from scrollcase.box import wheels as wheels_mod
-from scrollcase.box.archive import pack_tree
+from scrollcase.box.archive import PackResult, pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
+from scrollcase.box.frames import frame_table
 from scrollcase.box.identity import identity_fields, identity_of
 from scrollcase.box.layout import BoxLayout, box_layout
 from scrollcase.box.release import (
@@ -253,7 +254,7 @@ def execute_build(
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
     with stages.stage("release", f"{plan.out_dir}/"):
-        manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu)
+        manifest = make_manifest(plan, packed, report, gpu)
         _publish_outputs(plan, packed.path, dump_release(manifest))
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
@@ -410,7 +411,7 @@ def run_self_test(
 
 
 def make_manifest(
-    plan: BuildPlan, size: int, sha256: str, report: SelfTestReport, gpu: evidence_mod.GpuEvidence | None = None
+    plan: BuildPlan, packed: PackResult, report: SelfTestReport, gpu: evidence_mod.GpuEvidence | None = None
 ) -> ReleaseManifest:
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
@@ -418,7 +419,9 @@ def make_manifest(
         **identity_fields(identity_of(r)),
         recipeVersion=r.recipeVersion,
         compatibility=r.compatibility,
-        archive=ArchiveInfo(name=r.archive_name, size=size, sha256=sha256),
+        archive=ArchiveInfo(
+            name=r.archive_name, size=packed.size, sha256=packed.sha256, frames=frame_table(packed.frames)
+        ),
         pythonEntryPoint=r.pythonEntryPoint,
         modelCacheSubdir=r.modelCacheSubdir,
         weights=plan.weights,
