@@ -365,9 +365,12 @@ def unpack_archive(
     expected_sha256: str,
     limits: Limits = DEFAULT_LIMITS,
     on_bytes: Callable[[int], None] | None = None,
+    relocate_to: Path | None = None,
 ) -> UnpackResult:
     """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
-    ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter)."""
+    ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
+    the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
+    then swaps)."""
     label = describe_path(archive) or str(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
@@ -375,7 +378,7 @@ def unpack_archive(
     tmp = _make_temp(final)
     try:
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
-        relocated = _relocate(tmp, final, label)
+        relocated = _relocate(tmp, relocate_to.absolute() if relocate_to else final, label)
         tmp.chmod(0o755)
         _publish(tmp, final)
     except BaseException:
