@@ -29,6 +29,7 @@ from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.frames import frame_table
 from scrollcase.box.identity import identity_fields, identity_of
 from scrollcase.box.layout import BoxLayout, box_layout
+from scrollcase.box.packcache import PackCache
 from scrollcase.box.release import (
     ArchiveInfo,
     BuiltBy,
@@ -62,6 +63,7 @@ class BuildPlan:
     asset_cache: Path
     wheel_cache: Path
     unpacked_cache: Path  # wheels unpacked and checked once, then linked into every box (box/wheelcache.py)
+    pack_cache: Path  # compressed frames of packed units, reused by a rebuild (box/packcache.py)
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
@@ -184,6 +186,7 @@ def plan_build(
         asset_cache=cache / "assets",
         wheel_cache=user_cache / "wheels",
         unpacked_cache=user_cache / "unpacked",
+        pack_cache=user_cache / "packframes",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),
@@ -248,9 +251,11 @@ def execute_build(
         write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
-        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing)
+        reuse = PackCache.open(plan.pack_cache)
+        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing, cache=reuse)
         packing.finish()
         progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
+        progress(f"      {reuse.hits} of {len(packed.frames) - 1} frames reused from {plan.pack_cache}")
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
     with stages.stage("release", f"{plan.out_dir}/"):

@@ -62,6 +62,7 @@ class FrameSink:
         self.sha = hashlib.sha256()
         self.size = 0
         self.frames: list[FrameRecord] = []
+        self.tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._frame = hashlib.sha256()
         self._start = 0
 
@@ -69,6 +70,8 @@ class FrameSink:
         self.sha.update(data)
         self._frame.update(data)
         self.size += len(data)
+        if self.tee is not None:
+            self.tee.write(data)
         return self.out.write(data)
 
     def flush(self) -> None:
