@@ -119,10 +119,10 @@ class _Plan:
     entries: dict[str, Entry]
     links: list[Entry]
     stats: dict[str, os.stat_result]  # each file's lstat at the walk (sizes; the pack cache's keys)
+    paths: dict[str, str] = field(default_factory=dict)  # each file's path on disk
 
-    @property
-    def paths(self) -> dict[str, str]:
-        return {name: entry.path for name, entry in self.entries.items()}
+    def __post_init__(self) -> None:
+        self.paths = {name: entry.path for name, entry in self.entries.items()}
 
 
 def plan_pack(root: Path) -> _Plan:
