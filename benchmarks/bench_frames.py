@@ -147,8 +147,10 @@ def measure_upgrade_and_rebuild(workdir: Path, box: Path, repeat: int, unit_pref
     out = workdir / "out"
     cache_dir = workdir / "packcache"
     shutil.rmtree(cache_dir, ignore_errors=True)
-    old = pack_tree(box, out / "old.tar.zst", cache=PackCache.open(cache_dir))  # the release before: fills it
+    # The changed tree first: it hard-links the box's files, as a build links them from the wheel and package
+    # caches, so the release before remembers their digests by inode when it fills the pack cache.
     changed = changed_box(workdir, box, unit_prefix)
+    old = pack_tree(box, out / "old.tar.zst", cache=PackCache.open(cache_dir))
     full: list[PackResult] = []
     full_times = timed(lambda: full.append(pack_tree(changed, out / "new-full.tar.zst")), repeat)
     reused: list[tuple[PackResult, PackCache]] = []
