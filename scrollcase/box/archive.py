@@ -34,7 +34,7 @@ import zstandard
 
 from scrollcase.box.frames import FrameRecord, FrameSink
 from scrollcase.box.packcache import PackCache
-from scrollcase.box.tarbuffer import TarBuffer
+from scrollcase.box.tarbuffer import CHUNK, TarBuffer
 from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header
 from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, open_file
 from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
@@ -228,8 +228,8 @@ class _Writer:
         self.files += sum(1 for m in unit.members if m.kind == "file")
         key = self.cache.unit_key(unit, self.level, self.plan.paths, self.plan.stats) if self.cache else None
         cached = self.cache.get(key) if self.cache and key else None
-        if cached is not None:
-            self._reuse(unit.name, size, cached)
+        if cached is not None and key is not None:
+            self._reuse(unit.name, size, cached, key)
         elif size <= SMALL_UNIT:
             data = self._tar_bytes(unit, size)
             self._queue(unit.name, size, self.pool.submit(_compress_small, data, self.level), key)
@@ -242,8 +242,9 @@ class _Writer:
         if len(self.pending) >= _IN_FLIGHT:
             self._emit_oldest()
 
-    def _reuse(self, name: str, size: int, path: Path) -> None:
-        """A frame from the cache: the bytes a fresh pack of this unit would write."""
+    def _reuse(self, name: str, size: int, path: Path, key: str) -> None:
+        """A frame from the cache: the bytes a fresh pack of this unit would write (a big one is not
+        hashed again: its sha256 was recorded when it was cached; the archive's own sha256 covers it)."""
         assert self.cache is not None
         self.cache.hits += 1
         if path.stat().st_size <= SMALL_UNIT:
@@ -252,8 +253,9 @@ class _Writer:
             self._queue(name, size, done, None)
             return
         self.flush()
+        self.sink.known = self.cache.digests.get(key)
         with path.open("rb") as frame:
-            while data := frame.read(1 << 20):
+            while data := frame.read(CHUNK):
                 self.sink.write(data)
         self.sink.end_frame(name, size)
 
@@ -271,7 +273,9 @@ class _Writer:
                     self.stream.drain()
             finally:
                 self.sink.tee = None
-        self.sink.end_frame(unit.name, size)
+        record = self.sink.end_frame(unit.name, size)
+        if self.cache is not None and key is not None:
+            self.cache.remember(key, record.sha256)
 
     def end(self) -> None:
         """The end-of-archive blocks, a frame of their own (every unit's frame stays position-free)."""
@@ -286,10 +290,11 @@ class _Writer:
         name, size, future, key = self.pending.popleft()
         frame = future.result()
         self.sink.write(frame)
-        self.sink.end_frame(name, size)
+        record = self.sink.end_frame(name, size)
         if self.cache is not None and key is not None:
             self.cache.misses += 1
             self.cache.put(key, frame)
+            self.cache.remember(key, record.sha256)
 
     def _tar_bytes(self, unit: Unit, size: int) -> bytes:
         collect = _Collect()

@@ -63,12 +63,14 @@ class FrameSink:
         self.size = 0
         self.frames: list[FrameRecord] = []
         self.tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
+        self.known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
         self._frame = hashlib.sha256()
         self._start = 0
 
     def write(self, data: bytes | memoryview) -> int:
         self.sha.update(data)
-        self._frame.update(data)
+        if self.known is None:
+            self._frame.update(data)
         self.size += len(data)
         if self.tee is not None:
             self.tee.write(data)
@@ -79,8 +81,10 @@ class FrameSink:
 
     def end_frame(self, name: str, uncompressed_size: int) -> FrameRecord:
         """Close the frame written since the last call: its row of the frame table."""
-        record = FrameRecord(name, self._start, self.size - self._start, uncompressed_size, self._frame.hexdigest())
+        digest = self.known or self._frame.hexdigest()
+        record = FrameRecord(name, self._start, self.size - self._start, uncompressed_size, digest)
         self.frames.append(record)
+        self.known = None
         self._frame = hashlib.sha256()
         self._start = self.size
         return record

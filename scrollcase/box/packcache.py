@@ -31,6 +31,7 @@ from scrollcase.io.files import temp_path, write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
+_FRAMES = "frames.json"  # key -> sha256 of the cached frame (a reused frame is not hashed again)
 _MAX_INODES = 2_000_000
 
 
@@ -38,17 +39,19 @@ _MAX_INODES = 2_000_000
 class PackCache:
     root: Path
     inodes: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
     _dirty: bool = False
 
     @classmethod
     def open(cls, root: Path) -> PackCache:
-        try:
-            loaded = json.loads((root / _INODES).read_bytes())
-        except (OSError, ValueError):
-            loaded = {}
-        return cls(root, loaded if isinstance(loaded, dict) else {})
+        return cls(root, _load(root / _INODES), _load(root / _FRAMES))
+
+    def remember(self, key: str, frame_sha256: str) -> None:
+        if self.digests.get(key) != frame_sha256:
+            self.digests[key] = frame_sha256
+            self._dirty = True
 
     def path_for(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -122,6 +125,15 @@ class PackCache:
         if self._dirty:
             try:
                 write_atomic(self.root / _INODES, json.dumps(self.inodes, separators=(",", ":")).encode())
+                write_atomic(self.root / _FRAMES, json.dumps(self.digests, separators=(",", ":")).encode())
             except OSError:
                 return
             self._dirty = False
+
+
+def _load(path: Path) -> dict[str, str]:
+    try:
+        loaded = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
