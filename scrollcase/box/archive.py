@@ -1,34 +1,43 @@
-"""Deterministic, fast ``.tar.zst`` packing of a box tree: the packer over its three parts.
+"""Deterministic, fast ``.tar.zst`` packing of a box tree, one independent zstd frame per unit.
 
-Determinism rules (the same content gives the same bytes, wherever it lies on disk):
-entries sorted by name at every level; mtime 0; uid/gid 0; empty uname/gname; mode 0o755 for
-directories and executables, 0o644 otherwise; symlinks kept as relative links; zstd at a pinned
-level in multi-threaded mode (zstd's multi-threaded output does not depend on the worker count, so
-``threads=1`` and ``threads=16`` give the same bytes — ``threads=0``, single-threaded mode, would not,
-so it is mapped to 1).
+Determinism rules (the same content gives the same bytes, wherever it lies on disk): members cut
+into units (one per package, :mod:`~scrollcase.box.units`) in a fixed order, sorted by name within a
+unit, each unit one zstd frame (the end-of-archive blocks a last one); mtime 0; uid/gid 0; empty
+uname/gname; mode 0o755 for directories and executables, 0o644 otherwise; symlinks kept as relative
+links; zstd at a pinned level in multi-threaded mode (zstd's multi-threaded output does not depend on
+the worker count, so ``threads=1`` and ``threads=16`` give the same bytes — ``threads=0``,
+single-threaded mode, would not, so it is mapped to 1).
 
 Speed: stdlib ``tarfile`` spends its time building TarInfo objects and copying 16 KiB at a time.
-Here the headers are built directly (:mod:`~scrollcase.box.tarformat`), the tree is walked with
-directory descriptors and each file measured with ``fstat`` on the open file
-(:mod:`~scrollcase.box.treewalk`), and file bytes go straight into one reused multi-MiB buffer that
-zstd compresses on its worker threads (:mod:`~scrollcase.box.tarbuffer`).
+Here the headers are built directly (:mod:`~scrollcase.box.tarformat`), the tree is walked once
+(:mod:`~scrollcase.box.treewalk`), and file bytes go straight into one reused multi-MiB buffer
+(:mod:`~scrollcase.box.tarbuffer`).  Small units are compressed whole, many at once on a thread pool;
+a big unit is streamed through zstd's own worker threads.  Either way the bytes depend only on the
+unit's content, so the frame of an unchanged package is the same in every release.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
 import zstandard
 
-from scrollcase.box.tarbuffer import HashingWriter, TarBuffer
-from scrollcase.box.tarformat import END_OF_ARCHIVE, build_header
-from scrollcase.box.treewalk import Entry, FdTree, PathTree, check_links, iter_entries, make_tree, open_file
+from scrollcase.box.frames import FrameRecord, FrameSink
+from scrollcase.box.packcache import PackCache
+from scrollcase.box.tarbuffer import CHUNK, TarBuffer
+from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header
+from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, open_file
+from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
 from scrollcase.errors import BuildError
 
 DEFAULT_LEVEL = 3
@@ -42,6 +51,7 @@ class PackResult:
     files: int  # regular files (directories and symlinks are counted in ``entries``)
     entries: int
     uncompressed_bytes: int  # length of the tar stream
+    frames: tuple[FrameRecord, ...] = ()  # the archive's frames, in order (see box/framepack.py)
 
 
 def normalised_mode(kind: str, st_mode: int) -> int:
@@ -51,31 +61,7 @@ def normalised_mode(kind: str, st_mode: int) -> int:
     return 0o777 if kind == "symlink" else 0o644
 
 
-@dataclass
-class _Written:
-    files: int = 0  # regular files
-    entries: int = 0  # all members
-    links: list[Entry] = field(default_factory=list)  # the symlinks, checked once all are known
-
-
-def _write_entries(entries: Iterable[Entry], stream: TarBuffer, tree: FdTree | PathTree) -> _Written:
-    """Write every member, then the end-of-archive blocks."""
-    written = _Written()
-    for entry in entries:
-        written.entries += 1
-        if entry.kind == "file":
-            _write_file(entry, stream, tree)
-            written.files += 1
-        else:
-            stream.put(build_header(entry.name, kind=entry.kind, mode=normalised_mode(entry.kind, 0), link=entry.link))
-            if entry.kind == "symlink":
-                written.links.append(entry)
-    stream.put(END_OF_ARCHIVE)
-    stream.drain()
-    return written
-
-
-def _write_file(entry: Entry, stream: TarBuffer, tree: FdTree | PathTree) -> None:
+def _write_file(entry: Entry, stream: TarBuffer, tree: PathTree, planned: int) -> None:
     """Header from ``fstat`` of the opened file, then its bytes (the hot loop: 30,000+ calls per env)."""
     try:
         fd = open_file(entry)
@@ -87,6 +73,11 @@ def _write_file(entry: Entry, stream: TarBuffer, tree: FdTree | PathTree) -> Non
             raise BuildError(
                 f"cannot pack {tree.shown(entry.name)}: it stopped being a regular "
                 "file while the tree was being packed",
+                fix="do not modify the box tree while packing it",
+            )
+        if st.st_size != planned:
+            raise BuildError(
+                f"cannot pack {tree.shown(entry.name)}: its size changed while the tree was being packed",
                 fix="do not modify the box tree while packing it",
             )
         stream.put(build_header(entry.name, kind="file", mode=normalised_mode("file", st.st_mode), size=st.st_size))
@@ -116,6 +107,217 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
     )
 
 
+SMALL_UNIT = 4 << 20  # units up to this many tar bytes are compressed whole, several at once in threads
+_IN_FLIGHT = 32  # small units compressed ahead of the writer (bounds memory: 32 x SMALL_UNIT)
+
+
+@dataclass
+class _Plan:
+    """The walked tree: every member with its unit, and where to open it."""
+
+    units: list[Unit]
+    entries: dict[str, Entry]
+    links: list[Entry]
+    stats: dict[str, os.stat_result]  # each file's lstat at the walk (sizes; the pack cache's keys)
+    paths: dict[str, str] = field(default_factory=dict)  # each file's path on disk
+
+    def __post_init__(self) -> None:
+        self.paths = {name: entry.path for name, entry in self.entries.items()}
+
+
+def plan_pack(root: Path) -> _Plan:
+    """Walk ``root`` and cut it into units (:mod:`scrollcase.box.units`); each file's size from ``lstat``.
+
+    The walk is by path (:class:`PathTree`): the units reorder members across directories, so an entry
+    cannot keep the directory descriptor it was found through."""
+    tree = PathTree(str(root))
+    members: list[Member] = []
+    entries: dict[str, Entry] = {}
+    stats: dict[str, os.stat_result] = {}
+    with contextlib.closing(iter_entries(root, tree)) as walk:
+        for entry in walk:
+            size = 0
+            if entry.kind == "file":
+                stats[entry.name] = tree.call(entry.name, os.lstat, entry.path)
+                size = stats[entry.name].st_size
+            members.append(Member(entry.name, entry.kind, size, entry.link))
+            entries[entry.name] = entry
+    claims = list(_claims(root, members))
+    units = group_units(members, claims, _asset_dir(root))
+    return _Plan(units, entries, [e for e in entries.values() if e.kind == "symlink"], stats)
+
+
+def _claims(root: Path, members: Iterable[Member]) -> Iterable[tuple[str, list[str]]]:
+    """(unit, members) from every conda-meta record, then every wheel RECORD, in name order."""
+    files = [m.name for m in members if m.kind == "file"]
+    for name in files:
+        folder, _, base = name.rpartition("/")
+        if folder.endswith("conda-meta") and base.endswith(".json") and folder.count("/") == name.count("/") - 1:
+            env_dir = folder.removesuffix("conda-meta").rstrip("/")
+            yield CONDA + base.removesuffix(".json"), conda_claims(name, env_dir, _read(root, name))
+    for name in files:
+        if name.endswith(".dist-info/RECORD"):
+            yield WHEEL + name.split("/")[-2].removesuffix(".dist-info"), record_claims(name, _read(root, name))
+
+
+def _read(root: Path, name: str) -> bytes:
+    try:
+        return (root / name).read_bytes()
+    except OSError:
+        return b""  # unreadable here: packing reports it with the member's name
+
+
+def _asset_dir(root: Path) -> str:
+    """box.json's ``modelCacheSubdir``, when the tree has a box.json that says it."""
+    try:
+        value = json.loads((root / "box.json").read_bytes()).get("modelCacheSubdir", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return value.strip("/") if isinstance(value, str) else ""
+
+
+def unit_tar_size(unit: Unit) -> int:
+    """The tar bytes of a unit, from its planned members (headers are built to measure them)."""
+    total = 0
+    for m in unit.members:
+        total += len(build_header(m.name, kind=m.kind, mode=0o644, size=m.size, link=m.link))
+        total += m.size + (-m.size % BLOCK)
+    return total
+
+
+class _Collect:
+    """TarBuffer's sink for a small unit: the unit's tar bytes, gathered for one compress() call."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: memoryview) -> None:
+        self.parts.append(bytes(data))
+
+
+_LOCAL = threading.local()
+
+
+def _compress_small(data: bytes, level: int) -> bytes:
+    """One unit as one frame, on a pool thread.  Multi-threaded mode with one worker: the same bytes as
+    with any worker count (see compression_parameters), and the frame header records the content size."""
+    compressor = getattr(_LOCAL, "compressor", None)
+    if compressor is None or _LOCAL.level != level:
+        compressor = zstandard.ZstdCompressor(compression_params=compression_parameters(level, 1))
+        _LOCAL.compressor, _LOCAL.level = compressor, level
+    return cast("bytes", compressor.compress(data))
+
+
+@dataclass
+class _Writer:
+    """Writes the units' frames in order: small units compressed ahead in a pool, big ones streamed."""
+
+    plan: _Plan
+    tree: PathTree
+    sink: FrameSink
+    stream: TarBuffer
+    level: int
+    threads: int
+    pool: ThreadPoolExecutor
+    cache: PackCache | None = None
+    pending: deque[tuple[str, int, Future[bytes], str | None]] = field(default_factory=deque)
+    files: int = 0
+
+    def unit(self, unit: Unit) -> None:
+        size = unit_tar_size(unit)
+        self.files += sum(1 for m in unit.members if m.kind == "file")
+        key = self.cache.unit_key(unit, self.level, self.plan.paths, self.plan.stats) if self.cache else None
+        cached = self.cache.get(key) if self.cache and key else None
+        if cached is not None and key is not None:
+            self._reuse(unit.name, size, cached, key)
+        elif size <= SMALL_UNIT:
+            data = self._tar_bytes(unit, size)
+            self._queue(unit.name, size, self.pool.submit(_compress_small, data, self.level), key)
+        else:
+            self.flush()
+            self._stream(unit, size, key)
+
+    def _queue(self, name: str, size: int, frame: Future[bytes], key: str | None) -> None:
+        self.pending.append((name, size, frame, key))
+        if len(self.pending) >= _IN_FLIGHT:
+            self._emit_oldest()
+
+    def _reuse(self, name: str, size: int, path: Path, key: str) -> None:
+        """A frame from the cache: the bytes a fresh pack of this unit would write (a big one is not
+        hashed again: its sha256 was recorded when it was cached; the archive's own sha256 covers it)."""
+        assert self.cache is not None
+        self.cache.hits += 1
+        if path.stat().st_size <= SMALL_UNIT:
+            done: Future[bytes] = Future()
+            done.set_result(path.read_bytes())
+            self._queue(name, size, done, None)
+            return
+        self.flush()
+        self.sink.known = self.cache.digests.get(key)
+        with path.open("rb") as frame:
+            while data := frame.read(CHUNK):
+                self.sink.write(data)
+        self.sink.end_frame(name, size)
+
+    def _stream(self, unit: Unit, size: int, key: str | None) -> None:
+        """A big unit through zstd's own worker threads, the frame copied into the cache on its way."""
+        params = compression_parameters(self.level, self.threads)
+        with self.cache.writing(key) if self.cache and key else contextlib.nullcontext() as tee:
+            self.sink.tee = tee
+            try:
+                with zstandard.ZstdCompressor(compression_params=params).stream_writer(
+                    cast("IO[bytes]", self.sink), size=size, closefd=False, write_size=1 << 20
+                ) as writer:
+                    self.stream.sink = writer
+                    self._members(unit)
+                    self.stream.drain()
+            finally:
+                self.sink.tee = None
+        record = self.sink.end_frame(unit.name, size)
+        if self.cache is not None and key is not None:
+            self.cache.remember(key, record.sha256)
+
+    def end(self) -> None:
+        """The end-of-archive blocks, a frame of their own (every unit's frame stays position-free)."""
+        self._queue("end", len(END_OF_ARCHIVE), self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level), None)
+        self.flush()
+
+    def flush(self) -> None:
+        while self.pending:
+            self._emit_oldest()
+
+    def _emit_oldest(self) -> None:
+        name, size, future, key = self.pending.popleft()
+        frame = future.result()
+        self.sink.write(frame)
+        record = self.sink.end_frame(name, size)
+        if self.cache is not None and key is not None:
+            self.cache.misses += 1
+            self.cache.put(key, frame)
+            self.cache.remember(key, record.sha256)
+
+    def _tar_bytes(self, unit: Unit, size: int) -> bytes:
+        collect = _Collect()
+        self.stream.sink = cast("zstandard.ZstdCompressionWriter", collect)
+        self._members(unit)
+        self.stream.drain()
+        data = b"".join(collect.parts)
+        if len(data) != size:  # only a file that changed since the walk measured it
+            raise BuildError(
+                f"cannot pack {self.tree.root}: unit {unit.name} changed while the tree was being packed",
+                fix="do not modify the box tree while packing it",
+            )
+        return data
+
+    def _members(self, unit: Unit) -> None:
+        for member in unit.members:
+            if member.kind == "file":
+                _write_file(self.plan.entries[member.name], self.stream, self.tree, member.size)
+            else:
+                mode = normalised_mode(member.kind, 0)
+                self.stream.put(build_header(member.name, kind=member.kind, mode=mode, link=member.link))
+
+
 def pack_tree(
     root: Path,
     out: Path,
@@ -123,30 +325,36 @@ def pack_tree(
     level: int = DEFAULT_LEVEL,
     threads: int = -1,
     on_bytes: Callable[[int], None] | None = None,
+    cache: PackCache | None = None,
 ) -> PackResult:
-    """Pack ``root`` into ``out`` (``.tar.zst``), byte-for-byte reproducible.
+    """Pack ``root`` into ``out`` (``.tar.zst``, one zstd frame per unit), byte-for-byte reproducible.
 
-    Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched.
-    The tree is walked while zstd compresses (reading every directory of a big env takes a while,
-    which would otherwise leave the compression workers idle); links are checked before the rename.
-    ``on_bytes`` is told each megabyte of tar data packed (for a progress meter).
+    With ``cache`` (:mod:`~scrollcase.box.packcache`) the frame of a unit whose content was packed before
+    is copied from it instead of compressed again: the same bytes, in a fraction of the time.
+
+    Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched; links
+    are checked before the rename.  ``on_bytes`` is told each chunk of tar data packed (a progress meter).
     """
-    tree = make_tree(root)
-    entries = iter_entries(root, tree)
+    plan = plan_pack(root)
+    tree = PathTree(str(root))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.part")
-    compressor = zstandard.ZstdCompressor(compression_params=compression_parameters(level, threads))
+    workers = (os.cpu_count() or 1) if threads < 0 else max(threads, 1)
     try:
-        with tmp.open("wb") as raw:
-            hashing = HashingWriter(raw)
-            target = cast("IO[bytes]", hashing)  # duck-typed: zstd only calls write/flush
-            with compressor.stream_writer(target, closefd=False, write_size=1 << 20) as sink:
-                stream = TarBuffer(sink, on_bytes)
-                with contextlib.closing(entries):
-                    written = _write_entries(entries, stream, tree)
-        check_links(root, written.links)
+        with tmp.open("wb") as raw, ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool:
+            sink = FrameSink(raw)
+            stream = TarBuffer(cast("zstandard.ZstdCompressionWriter", None), on_bytes)
+            writer = _Writer(plan, tree, sink, stream, level, threads, pool, cache)
+            for unit in plan.units:
+                writer.unit(unit)
+            writer.end()
+        if cache is not None:
+            cache.save()
+        check_links(root, plan.links)
         tmp.replace(out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return PackResult(out, hashing.size, hashing.sha.hexdigest(), written.files, written.entries, stream.total)
+    entries = sum(len(u.members) for u in plan.units)
+    total = sum(f.uncompressed_size for f in sink.frames)
+    return PackResult(out, sink.size, sink.sha.hexdigest(), writer.files, entries, total, tuple(sink.frames))

@@ -25,11 +25,13 @@ from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest, wheelcache
 from scrollcase.box import sbom as sbom_mod
 from scrollcase.box import wheels as wheels_mod
-from scrollcase.box.archive import pack_tree
+from scrollcase.box.archive import PackResult, pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.filedigests import TreeDigests, digest_tree
+from scrollcase.box.frames import frame_table
 from scrollcase.box.identity import identity_fields, identity_of
 from scrollcase.box.layout import BOX_JSON, BoxLayout, box_layout
+from scrollcase.box.packcache import PackCache
 from scrollcase.box.provenance import BuildProvenance, provenance_from_env
 from scrollcase.box.release import (
     ArchiveInfo,
@@ -66,6 +68,7 @@ class BuildPlan:
     asset_cache: Path
     wheel_cache: Path
     unpacked_cache: Path  # wheels unpacked and checked once, then linked into every box (box/wheelcache.py)
+    pack_cache: Path  # compressed frames of packed units, reused by a rebuild (box/packcache.py)
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
@@ -194,6 +197,7 @@ def plan_build(
         asset_cache=cache / "assets",
         wheel_cache=user_cache / "wheels",
         unpacked_cache=user_cache / "unpacked",
+        pack_cache=user_cache / "packframes",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),
@@ -260,14 +264,16 @@ def execute_build(
         write_atomic(plan.box_root / "box.json", dump_box_json(box))
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
-        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing)
+        reuse = PackCache.open(plan.pack_cache)
+        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing, cache=reuse)
         packing.finish()
         progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
+        progress(f"      {reuse.hits} of {len(packed.frames) - 1} frames reused from {plan.pack_cache}")
     with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
     with stages.stage("release", f"{plan.out_dir}/ (archive, SBOM, release manifest)"):
         sbom = make_box_sbom(plan, locked, packed.sha256)
-        manifest = make_manifest(plan, packed.size, packed.sha256, report, gpu, sbom=sbom_info(plan, sbom))
+        manifest = make_manifest(plan, packed, report, gpu, sbom=sbom_info(plan, sbom))
         _publish_outputs(plan, packed.path, dump_release(manifest), sbom)
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
@@ -445,8 +451,7 @@ def sbom_info(plan: BuildPlan, sbom: bytes) -> SbomInfo:
 
 def make_manifest(
     plan: BuildPlan,
-    size: int,
-    sha256: str,
+    packed: PackResult,
     report: SelfTestReport,
     gpu: evidence_mod.GpuEvidence | None = None,
     *,
@@ -458,7 +463,9 @@ def make_manifest(
         **identity_fields(identity_of(r)),
         recipeVersion=r.recipeVersion,
         compatibility=r.compatibility,
-        archive=ArchiveInfo(name=r.archive_name, size=size, sha256=sha256),
+        archive=ArchiveInfo(
+            name=r.archive_name, size=packed.size, sha256=packed.sha256, frames=frame_table(packed.frames)
+        ),
         pythonEntryPoint=r.pythonEntryPoint,
         modelCacheSubdir=r.modelCacheSubdir,
         weights=plan.weights,

@@ -1,9 +1,10 @@
 """Read one small top-level member (``box.json``) from a box archive without unpacking the rest.
 
-Archives are packed sorted by name at every level, depth first (:mod:`scrollcase.box.archive`), so
-``box.json`` comes right after the few top-level names that sort before it (and their contents), and
-the stream is decompressed only that far.  Once a member whose first path component sorts after
-``box.json`` appears, the archive has none.  Nothing touches the disk; memory is bounded by the
+Archives are packed with every directory first and ``box.json`` right after them
+(:mod:`scrollcase.box.units`; older single-frame archives sorted by name, depth first, so ``box.json``
+came after the few top-level names that sort before it), and the stream is decompressed only that far.
+Once a member other than a directory whose first path component sorts after ``box.json`` appears, the
+archive has none.  Nothing touches the disk; memory is bounded by the
 decompressor's output chunk and the member's own size limit.
 
 This is not a check of the archive's integrity: callers compare its size and sha256 with the
@@ -76,7 +77,8 @@ def _scan(chunks: ChunkReader, name: str, max_size: int, label: str) -> bytes | 
                     fix="rebuild the box with `scrollcase build`",
                 )
             return chunks.read(size)
-        if member.split("/", 1)[0] > name:  # sorted: it would have come before this member
+        # Sorted, after the directories (a framed archive puts them all first): it would have come already.
+        if header.kind != "dir" and member.split("/", 1)[0] > name:
             return None
         chunks.skip(size + (-size % BLOCK))
 

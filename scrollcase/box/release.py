@@ -41,12 +41,24 @@ def _file_name(value: str) -> str:
 FileName = Annotated[str, AfterValidator(_file_name)]
 
 
+class ArchiveFrame(_Model):
+    """One independent zstd frame of the archive (one package, box.json, one asset…): an upgrade
+    fetches only the frames it does not hold (box/frames.py checks the table against the archive)."""
+
+    name: str
+    offset: Annotated[int, Field(ge=0, strict=True)]
+    size: Annotated[int, Field(gt=0, strict=True)]
+    uncompressedSize: Annotated[int, Field(ge=0, strict=True)]
+    sha256: Sha256
+
+
 class ArchiveInfo(_Model):
     name: FileName
     size: Annotated[int, Field(ge=0, strict=True)]  # a JSON integer: not "12", not 12.0
     sha256: Sha256
     format: Literal["tar"] = "tar"
     compression: Literal["zstd"] = "zstd"
+    frames: list[ArchiveFrame] | None = None  # absent: an archive packed without a frame table
 
 
 class SbomInfo(_Model):

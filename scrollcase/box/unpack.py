@@ -365,9 +365,12 @@ def unpack_archive(
     expected_sha256: str,
     limits: Limits = DEFAULT_LIMITS,
     on_bytes: Callable[[int], None] | None = None,
+    relocate_to: Path | None = None,
 ) -> UnpackResult:
     """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
-    ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter)."""
+    ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
+    the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
+    then swaps)."""
     label = describe_path(archive) or str(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
@@ -375,8 +378,9 @@ def unpack_archive(
     tmp = _make_temp(final)
     try:
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
-        relocated = _relocate(tmp, final, label)
-        installed.write_receipt(tmp, final.as_posix() if os.sep == "/" else str(final))  # for verify --installed
+        where = relocate_to.absolute() if relocate_to else final
+        relocated = _relocate(tmp, where, label)
+        installed.write_receipt(tmp, where.as_posix() if os.sep == "/" else str(where))  # for verify --installed
         tmp.chmod(0o755)
         _publish(tmp, final)
     except BaseException:

@@ -15,6 +15,7 @@ from pathlib import Path
 from scrollcase.box import evidence
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.build import check_host, run_self_test
+from scrollcase.box.frames import check_frame_table
 from scrollcase.box.layout import BOX_JSON, env_dir_for
 from scrollcase.box.release import ReleaseManifest, SelfTestReport, load_release
 from scrollcase.box.unpack import unpack_archive
@@ -107,6 +108,8 @@ def verify_release(
     with tempfile.TemporaryDirectory(prefix="scrollcase-verify-", dir=temp_parent) as tmp:
         root = Path(tmp) / "box"
         unpack_archive(archive, root, expected_size=manifest.archive.size, expected_sha256=manifest.archive.sha256)
+        if manifest.archive.frames:
+            check_frame_table(archive, manifest.archive.frames, manifest.archive.size, release.name)
         box = _read_box_json(root)
         problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")
         if problems:
@@ -116,7 +119,7 @@ def verify_release(
                 fix="rebuild the box with `scrollcase build`",
             )
         checks: tuple[str, ...] = (
-            "archive size and sha256",
+            "archive size and sha256" + (", frame table" if manifest.archive.frames else ""),
             "box.json valid and matches the manifest",
             f"{box.pythonEntryPoint} exists and is executable",
             *check_sbom_file(release.parent, manifest),

@@ -65,7 +65,7 @@ def download_archive(
     if _complete(paths.complete, size):
         return Download(paths.complete, 0, 0, cached=True)
     _mkdir(paths.partial.parent)
-    with _locked(paths.lock):
+    with locked(paths.lock):
         start = _partial_size(paths.partial, size)
         if start:
             progress(f"resuming the download at {start} of {size} bytes ({paths.partial})")
@@ -202,7 +202,7 @@ def _mkdir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _locked(lock: Path) -> Iterator[None]:
+def locked(lock: Path) -> Iterator[None]:
     """One writer per partial file; a lock whose process is gone (killed) is taken over."""
     for _ in range(2):
         if try_lock(lock):

@@ -18,6 +18,7 @@ from typing import Any
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import prepare_dest, unpack_archive
 from scrollcase.client.download import Download, download_archive
+from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.commands import SubParsers, add_command
@@ -43,7 +44,9 @@ box only when nvidia-smi shows a driver >= its minNvidiaDriverVersion and a GPU 
 runs on; CUDA before metal before cpu; no pre-releases unless --pre or --version).  The archive
 is downloaded into the user cache ($SCROLLCASE_CACHE_DIR), resuming an interrupted download,
 with its size and sha256 checked before anything appears at DEST; then it is unpacked and
-relocated as `scrollcase unpack` does.  --list shows every release and why it fits or not.
+relocated as `scrollcase unpack` does.  The archive's frames are kept in the frame cache, so a later
+`scrollcase upgrade` downloads only the frames that changed.  --list shows every release and why it
+fits or not.
 """
 
 
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = 
         prepare_dest(args.dest)  # before any byte is downloaded
     elif args.dest is not None:
         raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
-    store = open_read_store(_location(args.store), args.endpoint_url)
+    store = open_read_store(location(args.store), args.endpoint_url)
     with waiting(console.progress, store.url):
         index = read_box_index(store, args.box)
     wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = 
     return install(args, console, store, chosen, host)
 
 
-def _location(option: str | None) -> str:
+def location(option: str | None) -> str:
     location = option if option is not None else os.environ.get(STORE_ENV)
     if location is None:
         raise UsageError(
@@ -115,6 +118,10 @@ def install(args: argparse.Namespace, console: Console, store: ReadableStore, ch
     )
     try:
         check_identity(manifest, download.path)
+        if info.frames:  # the frame table checked against the archive; its frames kept for `upgrade`
+            fill_from_archive(
+                FrameCache.default(), download.path, info.frames, info.size, store.url_for(chosen.entry.release)
+            )
         meter = console.meter("unpacking", info.size)
         result = unpack_archive(
             download.path, args.dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter

@@ -140,8 +140,11 @@ class ReadableStore(Protocol):
         """The bytes of a small object; None when it does not exist."""
         ...
 
-    def read_from(self, key: str, offset: int = 0) -> contextlib.AbstractContextManager[RangeRead]:
-        """Stream ``key`` from byte ``offset`` to its end (HTTP Range, S3 ranged GET, a seek).
+    def read_from(
+        self, key: str, offset: int = 0, length: int | None = None
+    ) -> contextlib.AbstractContextManager[RangeRead]:
+        """Stream ``key`` from byte ``offset`` to its end, or ``length`` bytes of it (HTTP Range, S3 ranged
+        GET, a seek; an upgrade reads single frames this way).
 
         StoreError when the key does not exist or the store fails; :class:`RangeNotSupportedError` when
         ``offset`` > 0 and the server ignores ranges."""
@@ -158,6 +161,26 @@ def parse_content_range(value: str | None) -> tuple[int, int, int | None] | None
         return None
     start, end, total = found.groups()
     return int(start), int(end), None if total == "*" else int(total)
+
+
+def range_header(offset: int, length: int | None) -> str | None:
+    """The ``Range`` value for ``offset`` on (``length`` bytes, or to the end); None for the whole object."""
+    if length is not None:
+        return f"bytes={offset}-{offset + length - 1}"
+    return f"bytes={offset}-" if offset else None
+
+
+def limited(chunks: Iterator[bytes], length: int | None) -> Iterator[bytes]:
+    """``chunks`` cut after ``length`` bytes (all of them when None)."""
+    if length is None:
+        yield from chunks
+        return
+    left = length
+    for chunk in chunks:
+        if left <= 0:
+            return
+        yield chunk[:left]
+        left -= len(chunk)
 
 
 def sidecar_text(sha256: str, file_name: str) -> bytes:

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 
 from scrollcase.errors import StoreError, UsageError
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.store.base import CHUNK, Blob, RangeNotSupportedError, RangeRead, parse_content_range
+from scrollcase.store.base import CHUNK, Blob, RangeNotSupportedError, RangeRead, parse_content_range, range_header
 
 # The longest silence between two socket operations, as for S3 (scrollcase.store.s3.READ_TIMEOUT): a large
 # download keeps going as long as bytes move; a server that accepts and never answers fails in 15 s.
@@ -71,15 +71,16 @@ class HttpStore:
         return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
 
     @contextlib.contextmanager
-    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+    def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
         url = self.url_for(key)
-        response = self._open(url, {"Range": f"bytes={offset}-"} if offset else {})
+        wanted = range_header(offset, length)
+        response = self._open(url, {"Range": wanted} if wanted else {})
         if response is None:
             raise StoreError(
                 f"{url} does not exist (HTTP 404)", fix="check --store and --box, and that it is published"
             )
         with response:
-            yield RangeRead(offset, _total(response, url, offset), _chunks(response, url))
+            yield RangeRead(offset, _total(response, url, offset, wanted), _chunks(response, url))
 
     def _open(self, url: str, headers: dict[str, str]) -> http.client.HTTPResponse | None:
         # identity: a server must not gzip the archive (the sha256 is of the bytes as stored).
@@ -112,12 +113,11 @@ def _why(reason: object) -> str:
     return str(reason) or type(reason).__name__
 
 
-def _total(response: http.client.HTTPResponse, url: str, offset: int) -> int | None:
+def _total(response: http.client.HTTPResponse, url: str, offset: int, wanted: str | None) -> int | None:
     """The object's whole size, from Content-Range (206) or Content-Length (200)."""
-    if offset and response.status != 206:
+    if wanted and response.status != 206:
         raise RangeNotSupportedError(
-            f"{url}: the server ignored the Range request (bytes={offset}-) and sent the whole file "
-            f"(HTTP {response.status})",
+            f"{url}: the server ignored the Range request ({wanted}) and sent the whole file (HTTP {response.status})",
             fix="serve the store with a server that honours Range requests (nginx, caddy, any CDN); "
             "the download restarts from the beginning",
         )

@@ -23,7 +23,7 @@ from pathlib import Path
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
 from scrollcase.io.digest import sha256_bytes, sha256_file
-from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, RangeRead
+from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, RangeRead, limited
 
 STALE_LOCK_SECONDS = 60.0
 TEMP_SUFFIX = ".tmp"
@@ -79,7 +79,7 @@ class LocalStore:
         return Blob(data=data, etag=sha256_bytes(data))
 
     @contextlib.contextmanager
-    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+    def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
         """The file from byte ``offset`` on (an installer continues an interrupted copy this way)."""
         path = self.path_for(key)
         try:
@@ -93,7 +93,7 @@ class LocalStore:
         with stream:
             stream.seek(offset)
             total = os.fstat(stream.fileno()).st_size
-            yield RangeRead(offset, total, iter(lambda: stream.read(CHUNK), b""))
+            yield RangeRead(offset, total, limited(iter(lambda: stream.read(CHUNK), b""), length))
 
     def put_bytes(
         self,

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
+from scrollcase.box.frames import check_frame_table
 from scrollcase.box.peek import read_box_json
 from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
@@ -420,6 +421,8 @@ def publish(
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
     check_archive(manifest, archive, manifest_file)
+    if manifest.archive.frames:
+        check_frame_table(archive_path, manifest.archive.frames, manifest.archive.size, manifest_file)
     archive = read_box(archive)
     check_box(manifest, archive, manifest_file)
     sbom = read_sbom(manifest, sbom_folder or archive_path.parent)

@@ -41,6 +41,7 @@ from scrollcase.store.base import (
     RangeNotSupportedError,
     RangeRead,
     parse_content_range,
+    range_header,
 )
 
 if TYPE_CHECKING:  # boto3-stubs: types only, no client is created here
@@ -219,11 +220,12 @@ class S3Store:
         return Blob(data=data, etag=str(response["ETag"]))
 
     @contextlib.contextmanager
-    def read_from(self, key: str, offset: int = 0) -> Iterator[RangeRead]:
+    def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
         """A ranged GET (``Range: bytes=OFFSET-``): an interrupted download resumes where it stopped."""
         args: dict[str, Any] = {"Bucket": self.bucket, "Key": self._full(key)}
-        if offset:
-            args["Range"] = f"bytes={offset}-"
+        wanted = range_header(offset, length)
+        if wanted:
+            args["Range"] = wanted
         try:
             with self._errors("GET", key):
                 response = self.client.get_object(**args)
@@ -233,18 +235,18 @@ class S3Store:
             ) from None
         body = response["Body"]
         try:
-            total = self._range_total(key, response, offset)
+            total = self._range_total(key, response, offset, wanted)
             yield RangeRead(offset, total, self._chunks(key, body))
         finally:
             body.close()
 
-    def _range_total(self, key: str, response: Mapping[str, Any], offset: int) -> int:
-        if not offset:
+    def _range_total(self, key: str, response: Mapping[str, Any], offset: int, wanted: str | None) -> int:
+        if not wanted:
             return int(response["ContentLength"])
         found = parse_content_range(response.get("ContentRange"))
         if found is None or found[0] != offset or found[2] is None:
             raise RangeNotSupportedError(
-                f"{self.url_for(key)}: the server ignored the ranged GET (bytes={offset}-)",
+                f"{self.url_for(key)}: the server ignored the ranged GET ({wanted})",
                 fix="use an S3 server that honours Range requests; the download restarts from the beginning",
             )
         return found[2]

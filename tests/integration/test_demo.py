@@ -21,15 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 # The demo archive's sha256, keyed by what it is built from: this interpreter (the demo packages this
 # CPython's stdlib) and the installed numpy wheel, on this machine's architecture.  A restructuring must
 # leave these bytes alone; a new interpreter or numpy needs its own row (run the demo, add the digest).
-# Changed on purpose when box.json gained `files` and `links` (every file's size and sha256: issue 17).
+# Changed on purpose twice: box.json gained `files` and `links` (every file's size and sha256: issue 17),
+# and the archive became one zstd frame per package (issue 16).
 # The demo's numpy package is made from this interpreter's numpy, dist-info included: the tool that
 # installed it (INSTALLER: pip in .ci/run's venv, uv in a `uv venv`) is part of the key.
 DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str, str], str] = {
     ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip"): (
-        "9f3acd0a8a12a88d00152b4a087648f18cc595b6a7f58b02d05f10d92cb08af4"
-    ),
-    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "uv"): (
-        "7eef8db9278ca0848e5775b7a11c1df8b9d4cb8fa82284d211e0cc42d9ef2dca"
+        "0e23c6a27114c52a04859cb1eaddf846f5f1cae1e981a660c4f667bb1fe3111c"
     ),
 }
 

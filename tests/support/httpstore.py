@@ -1,6 +1,6 @@
-"""A static file server on 127.0.0.1 that honours ``Range: bytes=N-`` (or, on request, ignores it), counts
-the body bytes it sends, and can break a transfer off after a budget of bytes (as a server that dies
-mid-download would).  Started and stopped by the tests, in a thread of the test process."""
+"""A static file server on 127.0.0.1 that honours ``Range: bytes=N-`` and ``bytes=N-M`` (or, on request,
+ignores them), counts the body bytes it sends, and can break a transfer off after a budget of bytes (as a
+server that dies mid-download would).  Started and stopped by the tests, in a thread of the test process."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ class RangeHandler(SimpleHTTPRequestHandler):
         size = path.stat().st_size
         found = _RANGE.match(wanted or "") if state.honour_range else None
         start = int(found.group(1)) if found else 0
+        end = min(int(found.group(2)), size - 1) if found and found.group(2) else size - 1
         if found and start >= size:
             self.send_response(416)
             self.send_header("Content-Range", f"bytes */{size}")
@@ -68,13 +69,14 @@ class RangeHandler(SimpleHTTPRequestHandler):
             return
         self.send_response(206 if found else 200)
         if found:
-            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
-        self.send_header("Content-Length", str(size - start))
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(end + 1 - start))
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
-        self._send_body(path, start, size)
+        self._send_body(path, start, end + 1)
 
     def _send_body(self, path: Path, start: int, size: int) -> None:
+        """Bytes ``start`` up to ``size`` (exclusive) of the file."""
         with path.open("rb") as stream:
             stream.seek(start)
             left = size - start

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,10 @@ def test_pack_normalises_and_keeps_symlinks(tmp_path: Path) -> None:
     root = _make_tree(tmp_path / "tree")
     result = pack_tree(root, tmp_path / "out.tar.zst")
     members = {m.name: m for m in _read_tar(result.path)}
-    assert list(members) == sorted(members, key=lambda n: n.split("/"))  # sorted at every level
+    names = list(members)
+    dirs = [n for n in names if members[n].isdir()]
+    assert names[: len(dirs)] == sorted(dirs) and names[len(dirs)] == "box.json"  # directories, then box.json
+    assert names == [m.name for unit in archive.plan_pack(root).units for m in unit.members]
     assert members["venv/bin/python3.11"].mode == 0o755
     assert members["venv/lib/python3.11/os.py"].mode == 0o644
     assert members["empty"].isdir() and members["empty"].mode == 0o755
@@ -188,7 +191,7 @@ def test_failed_pack_leaves_no_output(tmp_path: Path, monkeypatch: pytest.Monkey
     def boom(*_: object) -> int:
         raise BuildError("simulated")
 
-    monkeypatch.setattr(archive, "_write_entries", boom)
+    monkeypatch.setattr(archive._Writer, "unit", boom)
     with pytest.raises(BuildError):
         pack_tree(root, tmp_path / "o.tar.zst")
     assert (tmp_path / "o.tar.zst").read_bytes() == b"previous"
@@ -250,35 +253,36 @@ def test_path_walk_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: 
     assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
 
 
-def _pack_swapping(root: Path, name: str, swap: Callable[[Path], object]) -> None:
-    """Write the archive of ``root``, replacing member ``name`` on disk right after the walk saw it."""
-    tree = treewalk.make_tree(root)
+def _pack_swapping(root: Path, name: str, swap: Callable[[Path], object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pack ``root``, replacing member ``name`` on disk right after the walk saw it."""
+    real_plan = archive.plan_pack
 
-    def entries() -> Iterator[treewalk.Entry]:
-        for entry in treewalk.iter_entries(root, tree):
-            if entry.name == name:
-                (root / name).unlink()
-                swap(root / name)
-            yield entry
+    def plan(tree_root: Path) -> archive._Plan:
+        planned = real_plan(tree_root)
+        (root / name).unlink()
+        swap(root / name)
+        return planned
 
-    stream = tarbuffer.TarBuffer(zstandard.ZstdCompressor().stream_writer(io.BytesIO()))
-    archive._write_entries(entries(), stream, tree)
+    monkeypatch.setattr(archive, "plan_pack", plan)
+    pack_tree(root, root.parent / "swapped.tar.zst")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
-def test_file_swapped_for_a_fifo_mid_pack_fails_instead_of_hanging(tmp_path: Path) -> None:
+def test_file_swapped_for_a_fifo_mid_pack_fails_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = _make_tree(tmp_path / "t")
     with pytest.raises(BuildError, match="stopped being a regular file") as info:
-        _pack_swapping(root, "box.json", os.mkfifo)
+        _pack_swapping(root, "box.json", os.mkfifo, monkeypatch)
     assert str(root / "box.json") in str(info.value)
 
 
-def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(tmp_path: Path) -> None:
+def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _make_tree(tmp_path / "t")
     secret = tmp_path / "secret"
     secret.write_text("outside the tree")
     with pytest.raises(BuildError, match="cannot read") as info:
-        _pack_swapping(root, "box.json", lambda p: p.symlink_to(secret))
+        _pack_swapping(root, "box.json", lambda p: p.symlink_to(secret), monkeypatch)
     assert "box.json" in str(info.value)
 
 
@@ -295,16 +299,16 @@ def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _make_tree(tmp_path / "t")
-    real_scan = treewalk.FdTree.scan
-    scanned: list[int] = []
+    real_scan = treewalk.PathTree.scan
+    scanned: list[str] = []
 
-    def scan(self: treewalk.FdTree, handle: int) -> list[os.DirEntry[str]]:
+    def scan(self: treewalk.PathTree, handle: str) -> list[os.DirEntry[str]]:
         scanned.append(handle)
         if len(scanned) == 3:  # the root, then "empty", then "model-cache"
             raise PermissionError(13, "Permission denied")
         return real_scan(self, handle)
 
-    monkeypatch.setattr(treewalk.FdTree, "scan", scan)
+    monkeypatch.setattr(treewalk.PathTree, "scan", scan)
     before = len(list(Path("/proc/self/fd").iterdir()))
     with pytest.raises(BuildError, match=r"cannot read .*model-cache: Permission denied"):
         pack_tree(root, tmp_path / "o.tar.zst")

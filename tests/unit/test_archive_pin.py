@@ -15,7 +15,7 @@ import pytest
 
 from scrollcase.box.archive import pack_tree
 
-SYNTHETIC_BOX_SHA256 = "39c6d65136947e1360e4db241459508c1b1edbd3581821b36ab671927d694db6"
+SYNTHETIC_BOX_SHA256 = "ed215b5c5888362b0eb0966d592777422a0adc32b71e0b43a293bb10501e598b"
 
 
 def _synthetic_box(root: Path) -> Path:

@@ -1,0 +1,253 @@
+"""Framed archives (issue 16): size and speed against the single-frame packer, and the bytes an upgrade
+and a rebuild in which one package changed cost.
+
+    python benchmarks/bench_frames.py --workdir /tmp/scrollcase-bench-frames [--repeat 1]
+
+The box is bench_archive's synthetic ~1 GB conda environment (40 packages installed by py-rattler from
+a local channel, 30,000+ files, conda-meta records, four 100 MB libraries), cached under --workdir.
+"One package changed" is a hard-linked copy of that box in which the largest file of one mid-sized
+package is rewritten (new content, same size) — what a release that bumps one package looks like.
+``--box DIR --changed wheel/NAME-`` measures an existing box tree instead (e.g. the real torch box).  Measured:
+
+  size:     framed pack_tree vs the single-frame packer scrollcase had before (loaded from git,
+            SINGLE_FRAME_REV) vs `tar -cf - -C BOX . | zstd -T0 -3`;
+  pack:     seconds of each (warm page cache);
+  unpack:   unpack_archive (sha256, safety checks, relocation) on the framed archive vs
+            `zstd -dc | tar -xf -`;
+  upgrade:  bytes an upgrade downloads: the frames of the new archive whose sha256 the old one lacks
+            (exactly what `scrollcase upgrade` fetches; tests/integration/test_upgrade_cli.py counts them
+            at the server), against the archive and against the changed package's own frame;
+  rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) vs a full pack, and
+            that both give the same bytes.
+Prints a table and writes JSON to benchmarks/results/bench_frames-<utc>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import bench_archive  # noqa: E402
+
+from scrollcase.box.archive import PackResult, pack_tree, plan_pack  # noqa: E402
+from scrollcase.box.packcache import PackCache  # noqa: E402
+from scrollcase.box.unpack import unpack_archive  # noqa: E402
+
+SINGLE_FRAME_REV = "e8eba80"  # the last commit whose packer wrote one zstd frame
+CHANGED_UNIT = "conda/bench-pkg-17-"  # a mid-sized package of the synthetic box
+
+
+def single_frame_packer() -> Callable[[Path, Path], object] | None:
+    """The packer as it was before frames, from git (None when git or the revision is not there)."""
+    try:
+        source = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{SINGLE_FRAME_REV}:scrollcase/box/archive.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType("single_frame_archive")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, "single_frame_archive.py", "exec"), module.__dict__)  # our own history
+    pack: Callable[[Path, Path], object] = module.pack_tree
+    return pack
+
+
+def timed(action: Callable[[], object], repeat: int, before: Callable[[], object] = lambda: None) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        before()
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def fresh(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def empty_dir(path: Path) -> None:
+    fresh(path)
+    path.mkdir()
+
+
+def changed_box(workdir: Path, box: Path, unit_prefix: str) -> Path:
+    """A hard-linked copy of ``box`` in which the largest file of the first unit named ``unit_prefix``
+    is rewritten (a new file, same size, its first 64 KiB new): a new build of that one package."""
+    copy = workdir / "box-changed"
+    if not (copy / "box.json").is_file():
+        shutil.rmtree(copy, ignore_errors=True)
+        bench_archive.hardlink_copy(box, copy)
+        unit = next(u for u in plan_pack(box).units if u.name.startswith(unit_prefix))
+        biggest = max((m for m in unit.members if m.kind == "file"), key=lambda m: m.size)
+        target = copy / biggest.name
+        data = bytearray(target.read_bytes())
+        data[: 1 << 16] = os.urandom(min(1 << 16, len(data)))
+        mode = target.stat().st_mode
+        target.unlink()
+        target.write_bytes(bytes(data))
+        target.chmod(mode)
+    return copy
+
+
+def measure_sizes(workdir: Path, box: Path, repeat: int) -> dict[str, Any]:
+    out = workdir / "out"
+    out.mkdir(exist_ok=True)
+    framed_path, single_path, pipe_path = out / "framed.tar.zst", out / "single.tar.zst", out / "pipe.tar.zst"
+    results: dict[str, Any] = {}
+    framed: list[PackResult] = []
+    results["framedPackSeconds"] = timed(lambda: framed.append(pack_tree(box, framed_path)), repeat)
+    results["framedSize"] = framed[-1].size
+    results["frames"] = len(framed[-1].frames)
+    results["uncompressedBytes"] = framed[-1].uncompressed_bytes
+    single = single_frame_packer()
+    if single is not None:
+        results["singlePackSeconds"] = timed(lambda: single(box, single_path), repeat)
+        results["singleSize"] = single_path.stat().st_size
+    pipe = f"tar -cf - -C {box} . | zstd -q -T0 -3 -o {pipe_path} -f"
+    results["tarZstdPackSeconds"] = timed(lambda: subprocess.run(pipe, shell=True, check=True), repeat)
+    results["tarZstdSize"] = pipe_path.stat().st_size
+    dest = out / "unpacked"
+    packed = framed[-1]
+    results["unpackSeconds"] = timed(
+        lambda: unpack_archive(framed_path, dest, expected_size=packed.size, expected_sha256=packed.sha256),
+        repeat,
+        lambda: fresh(dest),
+    )
+    dest.mkdir(exist_ok=True)
+    untar = f"zstd -dc {framed_path} | tar -xf - -C {dest}"
+    results["tarUnpackSeconds"] = timed(
+        lambda: subprocess.run(untar, shell=True, check=True), repeat, lambda: empty_dir(dest)
+    )
+    fresh(dest)
+    return results
+
+
+def measure_upgrade_and_rebuild(workdir: Path, box: Path, repeat: int, unit_prefix: str) -> dict[str, Any]:
+    out = workdir / "out"
+    cache_dir = workdir / "packcache"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    # The changed tree first: it hard-links the box's files, as a build links them from the wheel and package
+    # caches, so the release before remembers their digests by inode when it fills the pack cache.
+    changed = changed_box(workdir, box, unit_prefix)
+    old = pack_tree(box, out / "old.tar.zst", cache=PackCache.open(cache_dir))
+    full: list[PackResult] = []
+    full_times = timed(lambda: full.append(pack_tree(changed, out / "new-full.tar.zst")), repeat)
+    reused: list[tuple[PackResult, PackCache]] = []
+
+    def rebuild() -> None:
+        cache = PackCache.open(cache_dir)
+        reused.append((pack_tree(changed, out / "new-reuse.tar.zst", cache=cache), cache))
+
+    rebuild_times = timed(rebuild, repeat)
+    new = full[-1]
+    have = {f.sha256 for f in old.frames}
+    fetched = [f for f in new.frames if f.sha256 not in have]
+    package = next(f for f in new.frames if f.name.startswith(unit_prefix))
+    return {
+        "changedUnit": package.name,
+        "upgradeBytes": sum(f.size for f in fetched),
+        "upgradeFrames": [f.name for f in fetched],
+        "archiveSize": new.size,
+        "changedPackageFrame": package.size,
+        "fullPackSeconds": full_times,
+        "rebuildPackSeconds": rebuild_times,
+        "rebuildSameBytes": reused[-1][0].sha256 == new.sha256,
+        "rebuildFramesReused": reused[-1][1].hits,
+    }
+
+
+def summarise(r: dict[str, Any]) -> dict[str, Any]:
+    def best(key: str) -> float:
+        return float(min(r[key]))
+
+    def num(key: str) -> float:
+        return float(r[key])
+
+    summary: dict[str, Any] = {
+        "upgradeBytesVsArchive": num("upgradeBytes") / num("archiveSize"),
+        "upgradeBytesVsPackageFrame": num("upgradeBytes") / num("changedPackageFrame"),
+        "rebuildVsFullPack": best("rebuildPackSeconds") / best("fullPackSeconds"),
+        "framedVsTarZstdSize": num("framedSize") / num("tarZstdSize"),
+        "framedPackSpeedupVsTarZstd": best("tarZstdPackSeconds") / best("framedPackSeconds"),
+        "unpackSpeedupVsTar": best("tarUnpackSeconds") / best("unpackSeconds"),
+    }
+    if "singleSize" in r:
+        summary["framedVsSingleFrameSize"] = num("framedSize") / num("singleSize")
+        summary["framedPackVsSingleFrameTime"] = best("framedPackSeconds") / best("singlePackSeconds")
+    return summary
+
+
+def report(r: dict[str, Any], s: dict[str, Any]) -> str:
+    mb = 1e6
+    lines = [
+        f"box: {r['uncompressedBytes'] / mb:.0f} MB of tar, {r['frames']} frames",
+        f"{'':34} {'size MB':>10} {'pack s':>8}",
+        f"{'framed pack_tree':34} {r['framedSize'] / mb:>10.1f} {min(r['framedPackSeconds']):>8.2f}",
+    ]
+    if "singleSize" in r:
+        lines.append(
+            f"{'single-frame packer (' + SINGLE_FRAME_REV + ')':34} {r['singleSize'] / mb:>10.1f} "
+            f"{min(r['singlePackSeconds']):>8.2f}"
+        )
+    lines += [
+        f"{'tar | zstd -T0 -3':34} {r['tarZstdSize'] / mb:>10.1f} {min(r['tarZstdPackSeconds']):>8.2f}",
+        f"unpack: unpack_archive {min(r['unpackSeconds']):.2f} s, zstd -dc | tar -x {min(r['tarUnpackSeconds']):.2f} s",
+        f"upgrade with {r['changedUnit']} changed: {r['upgradeBytes'] / mb:.2f} MB of {r['archiveSize'] / mb:.1f} MB "
+        f"({100 * s['upgradeBytesVsArchive']:.2f}%; {s['upgradeBytesVsPackageFrame']:.2f}x the package's frame); "
+        f"frames {r['upgradeFrames']}",
+        f"rebuild with the pack cache: {min(r['rebuildPackSeconds']):.2f} s "
+        f"vs full pack {min(r['fullPackSeconds']):.2f} s "
+        f"({100 * s['rebuildVsFullPack']:.1f}%), {r['rebuildFramesReused']} frames reused, "
+        f"same bytes: {r['rebuildSameBytes']}",
+        "summary: " + json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in s.items()}),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/scrollcase-bench-frames"))
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--box", type=Path, default=None, help="an existing box tree instead of the synthetic one")
+    parser.add_argument("--changed", default=CHANGED_UNIT, help="name prefix of the unit to change (e.g. wheel/torch-)")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    box = args.box or bench_archive.build_environment(args.workdir)
+    results: dict[str, Any] = {"box": str(box)}
+    results |= measure_sizes(args.workdir, box, args.repeat)
+    results |= measure_upgrade_and_rebuild(args.workdir, box, args.repeat, args.changed)
+    summary = summarise(results)
+    results["summary"] = summary
+    results["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": os.getloadavg()}
+    results["medianFramedPackSeconds"] = statistics.median(results["framedPackSeconds"])
+    print(report(results, summary))
+    out_dir = REPO / "benchmarks" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    (out_dir / f"bench_frames-{stamp}.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The packer's frame cache: a rebuild reuses the compressed frame of every unit whose content is unchanged.
+
+A unit's key is the sha256 of what its tar bytes are made of — the packer's format version, the zstd
+level, and per member its name, kind, normalised mode, size, link target and the sha256 of its content —
+so two units with different content cannot share a key, and a cached frame is exactly the frame a fresh
+pack would write (the packer's output depends only on the unit's content: :mod:`scrollcase.box.archive`).
+
+Hashing every file of a 5 GB box on each build would cost a good part of a pack, so a file's content
+digest is remembered by its inode: ``(device, inode, size, mtime_ns)`` of a file with more than one
+hard link.  That is what a box tree mostly is — wheels are hard-linked from the unpacked-wheel cache
+(:mod:`scrollcase.box.wheelcache`) and conda files from rattler's package cache, and those caches never
+change a file in place — so their digests are looked up, not computed.  Files with one link (generated
+bytecode, prefix-rewritten conda files, box.json) are new on every build and are hashed: cheap, they are
+small.  ``<cache>/packframes/<key[:2]>/<key>`` holds the frames; ``inodes.json`` the remembered digests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from scrollcase.box.units import Unit
+from scrollcase.io.files import temp_path, write_atomic
+
+FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
+_INODES = "inodes.json"
+_FRAMES = "frames.json"  # key -> sha256 of the cached frame (a reused frame is not hashed again)
+_MAX_INODES = 2_000_000
+
+
+@dataclass
+class PackCache:
+    root: Path
+    inodes: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+    _dirty: bool = False
+
+    @classmethod
+    def open(cls, root: Path) -> PackCache:
+        return cls(root, _load(root / _INODES), _load(root / _FRAMES))
+
+    def remember(self, key: str, frame_sha256: str) -> None:
+        if self.digests.get(key) != frame_sha256:
+            self.digests[key] = frame_sha256
+            self._dirty = True
+
+    def path_for(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def file_digest(self, path: str, st: os.stat_result) -> str:
+        """The sha256 of a file's content, remembered by inode for files with more than one link."""
+        memo = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}" if st.st_nlink > 1 else None
+        if memo is not None and memo in self.inodes:
+            return self.inodes[memo]
+        sha = hashlib.sha256()
+        with open(path, "rb") as f:  # noqa: PTH123 - str paths from the walk
+            while data := f.read(1 << 20):
+                sha.update(data)
+        digest = sha.hexdigest()
+        if memo is not None and len(self.inodes) < _MAX_INODES:
+            self.inodes[memo] = digest
+            self._dirty = True
+        return digest
+
+    def unit_key(self, unit: Unit, level: int, paths: Mapping[str, str], stats: Mapping[str, os.stat_result]) -> str:
+        key = hashlib.sha256(f"{FORMAT}\0{level}\0".encode())
+        for m in unit.members:
+            digest = ""
+            mode = 0
+            if m.kind == "file":
+                st = stats[m.name]
+                digest = self.file_digest(paths[m.name], st)
+                mode = 0o755 if stat.S_IMODE(st.st_mode) & 0o111 else 0o644
+            key.update(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n".encode())
+        return key.hexdigest()
+
+    def get(self, key: str, size: int | None = None) -> Path | None:
+        path = self.path_for(key)
+        try:
+            ok = path.stat().st_size > 0 and (size is None or path.stat().st_size == size)
+        except OSError:
+            return None
+        return path if ok else None
+
+    def put(self, key: str, frame: bytes) -> None:
+        target = self.path_for(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp = temp_path(target, ".part")
+            temp.write_bytes(frame)
+            temp.replace(target)
+        except OSError:
+            return  # a cache that cannot be written only costs the next build time
+
+    @contextlib.contextmanager
+    def writing(self, key: str) -> Iterator[BinaryIO | None]:
+        """A file to copy a big frame into as it is written; it becomes the entry for ``key`` only if the
+        block ends without an error (None, and nothing cached, when the cache cannot be written)."""
+        target = self.path_for(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp = temp_path(target, ".part")
+            out = temp.open("wb")
+        except OSError:
+            yield None
+            return
+        try:
+            with out:
+                yield out
+            temp.replace(target)
+            self.misses += 1
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def save(self) -> None:
+        if self._dirty:
+            try:
+                write_atomic(self.root / _INODES, json.dumps(self.inodes, separators=(",", ":")).encode())
+                write_atomic(self.root / _FRAMES, json.dumps(self.digests, separators=(",", ":")).encode())
+            except OSError:
+                return
+            self._dirty = False
+
+
+def _load(path: Path) -> dict[str, str]:
+    try:
+        loaded = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}

@@ -1,0 +1,137 @@
+"""Moving an installed box to another release, fetching only the frames it lacks, then swapping folders.
+
+Order of events (``scrollcase upgrade``, :mod:`scrollcase.commands.upgrade`):
+
+1. DEST's ``box.json`` says which box, target and version it holds;
+2. the release is chosen as ``install`` chooses, restricted to DEST's target;
+3. the new manifest's frame table against the frame cache (:mod:`scrollcase.client.framecache`): the
+   missing frames are read from the store with ranged reads, each checked against the table as it
+   arrives, then the archive is reassembled from the cache and its whole sha256 checked;
+4. it is unpacked into ``.<DEST>.upgrade`` beside DEST, relocated to DEST's path;
+5. the swap: DEST becomes ``.<DEST>.previous``, the new tree becomes DEST (two renames on one file
+   system); the previous tree is deleted unless it is kept for a rollback.
+
+Until step 5 DEST is untouched, so an upgrade that fails or is killed leaves the old install working;
+a rerun finds the frames already fetched in the cache.  A kill between the two renames of step 5 leaves
+no DEST but a complete ``.<DEST>.previous``: :func:`recover_swap` (run first by every upgrade) puts it back.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from scrollcase.box.boxjson import BoxJson, parse_box_json
+from scrollcase.box.layout import BOX_JSON
+from scrollcase.box.release import ArchiveFrame, ReleaseManifest
+from scrollcase.client.download import cache_paths, locked
+from scrollcase.client.framecache import FrameCache, assemble, fetch_frames
+from scrollcase.errors import BuildError, ScrollcaseError, UsageError, describe_path
+from scrollcase.progress import MeterFactory, silent_meter
+from scrollcase.store.base import ReadableStore
+
+
+@dataclass(frozen=True)
+class Siblings:
+    """The folders an upgrade of ``dest`` uses beside it (same file system: the renames are atomic)."""
+
+    dest: Path
+
+    @property
+    def staging(self) -> Path:
+        return self.dest.with_name(f".{self.dest.name}.upgrade")
+
+    @property
+    def previous(self) -> Path:
+        return self.dest.with_name(f".{self.dest.name}.previous")
+
+    @property
+    def lock(self) -> Path:
+        return self.dest.with_name(f".{self.dest.name}.upgrade.lock")
+
+
+def installed_box(dest: Path) -> BoxJson:
+    """What DEST holds, from its box.json; UsageError when DEST is no installed box."""
+    path = dest / BOX_JSON
+    if not path.is_file():
+        raise UsageError(
+            f"cannot upgrade {describe_path(dest)}: it holds no {BOX_JSON} (not an installed box)",
+            fix="pass the folder `scrollcase install` or `scrollcase unpack` created",
+        )
+    return parse_box_json(path.read_bytes(), file=describe_path(path) or str(path))
+
+
+def recover_swap(dest: Path) -> bool:
+    """Put back the previous tree when a swap was killed between its two renames; whether it did."""
+    sib = Siblings(dest)
+    if dest.exists() or not (sib.previous / BOX_JSON).is_file():
+        return False
+    sib.previous.replace(dest)
+    return True
+
+
+@contextmanager
+def upgrading(dest: Path) -> Iterator[Siblings]:
+    """One upgrade of ``dest`` at a time (a lock beside it, taken over from a killed run)."""
+    sib = Siblings(dest)
+    with locked(sib.lock):
+        yield sib
+
+
+@dataclass(frozen=True)
+class Fetched:
+    archive: Path
+    frames_total: int
+    frames_fetched: int
+    bytes_fetched: int
+
+
+def fetch_release(
+    store: ReadableStore,
+    manifest: ReleaseManifest,
+    frames: list[ArchiveFrame],
+    cache: FrameCache,
+    cache_dir: Path | None = None,
+    meter: MeterFactory = silent_meter,
+) -> Fetched:
+    """The new archive in the download cache, built from cached frames plus the missing ones fetched."""
+    missing = cache.missing(frames)
+    fetched = fetch_frames(store, manifest.keys.archive, missing, cache, meter)
+    info = manifest.archive
+    out = cache_paths(info.sha256, cache_dir).complete
+    assemble(cache, frames, out, info.size, info.sha256, store.url_for(manifest.keys.archive))
+    return Fetched(out, len(frames), len(missing), fetched)
+
+
+def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:
+    """Make the unpacked staging tree DEST, the old DEST ``.previous`` (deleted unless kept)."""
+    if sib.previous.exists():
+        shutil.rmtree(sib.previous)
+    try:
+        sib.dest.replace(sib.previous)
+        sib.staging.replace(sib.dest)
+    except OSError as exc:
+        recover_swap(sib.dest)
+        raise BuildError(
+            f"cannot swap {describe_path(sib.staging)} into {describe_path(sib.dest)}: {exc.strerror}",
+            fix="check the folder's permissions; the old install is in place",
+        ) from None
+    if keep_previous:
+        return sib.previous
+    shutil.rmtree(sib.previous, ignore_errors=True)
+    return None
+
+
+def clear_staging(sib: Siblings) -> None:
+    """Remove what an interrupted upgrade left in the staging folder (this run holds the lock)."""
+    if sib.staging.exists() or sib.staging.is_symlink():
+        try:
+            shutil.rmtree(sib.staging)
+        except OSError as exc:
+            raise ScrollcaseError(
+                f"cannot remove {describe_path(sib.staging)} left by an interrupted upgrade: {exc.strerror}",
+                fix="delete it by hand and rerun",
+            ) from None

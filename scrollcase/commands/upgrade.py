@@ -1,0 +1,173 @@
+"""``scrollcase upgrade --store STORE DEST [--version V]``: move an installed box to another release,
+downloading only the frames that changed (:mod:`scrollcase.client.upgrade`)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from scrollcase.box.boxjson import BoxJson
+from scrollcase.box.release import ReleaseManifest
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.client.download import download_archive
+from scrollcase.client.framecache import FrameCache
+from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
+from scrollcase.client.select import Candidate, Wanted, require_choice, select_release, semver_key
+from scrollcase.client.upgrade import (
+    Fetched,
+    Siblings,
+    clear_staging,
+    fetch_release,
+    installed_box,
+    recover_swap,
+    swap_in,
+    upgrading,
+)
+from scrollcase.commands.install import check_gpu, location, refuse
+from scrollcase.commands.unpack import check_identity, report_gpu
+from scrollcase.console import Console
+from scrollcase.errors import IntegrityError
+from scrollcase.host.facts import HostProbes
+from scrollcase.progress import waiting
+from scrollcase.store.base import ReadableStore
+from scrollcase.store.factory import open_read_store
+
+NAME = "upgrade"
+
+DESCRIPTION = """\
+Move the box installed in DEST to the newest release of the same box and target in STORE (or to
+--version V, older ones too: that is how a host rolls back).  Only the archive frames missing from the
+frame cache ($SCROLLCASE_CACHE_DIR/frames, filled by install and upgrade) are downloaded, each checked
+against the release manifest's frame table; the reassembled archive's sha256 is checked, it is unpacked
+beside DEST and swapped in.  DEST stays the old, working install until the new one is complete.
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        NAME,
+        parents=[common],
+        help="upgrade an installed box, downloading only what changed",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dest", metavar="DEST", type=Path, help="the installed box's folder")
+    p.add_argument("--store", metavar="STORE", default=None, help="directory, s3:// or http(s):// ($SCROLLCASE_STORE)")
+    p.add_argument("--version", metavar="V", default=None, help="this version (older too: a rollback)")
+    p.add_argument("--pre", action="store_true", help="consider pre-releases too")
+    p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint (default: AWS)")
+    p.add_argument("--skip-gpu-check", action="store_true", help="do not ask nvidia-smi (prints a warning)")
+    p.add_argument(
+        "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous (an instant rollback)"
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+    dest: Path = args.dest.absolute()
+    if recover_swap(dest):
+        console.progress(f"put back {dest}: an earlier upgrade was killed while swapping folders")
+    box = installed_box(dest)
+    store = open_read_store(location(args.store), args.endpoint_url)
+    with waiting(console.progress, store.url):
+        index = read_box_index(store, box.boxId)
+    wanted = Wanted(args.version, box.targetId, args.pre, args.skip_gpu_check)
+    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
+    chosen = require_choice(select_release(index, host, wanted), index, wanted, store.url)
+    if chosen.version == box.version or (args.version is None and not _newer(chosen, box)):
+        data = {"boxId": box.boxId, "dest": str(dest), "from": box.version, "to": box.version, "upgraded": False}
+        console.result(data, f"{box.boxId} in {dest} is at {box.version}: nothing newer in {store.url}")
+        return 0
+    with waiting(console.progress, store.url):
+        manifest = fetch_manifest(store, box.boxId, chosen)
+    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
+    if check.errors:
+        raise refuse(manifest, check)
+    report_gpu(console, check)
+    return _upgrade(args, console, store, manifest, box, dest)
+
+
+def _newer(chosen: Candidate, box: BoxJson) -> bool:
+    return semver_key(chosen.version) > semver_key(box.version)
+
+
+def _upgrade(
+    args: argparse.Namespace,
+    console: Console,
+    store: ReadableStore,
+    manifest: ReleaseManifest,
+    box: BoxJson,
+    dest: Path,
+) -> int:
+    console.progress(f"upgrading {box.boxId} in {dest}: {box.version} -> {manifest.version} from {store.url}")
+    start = time.monotonic()
+    with upgrading(dest) as sib:
+        clear_staging(sib)
+        fetched = _fetch(store, manifest, console)
+        try:
+            check_identity(manifest, fetched.archive)
+            info = manifest.archive
+            meter = console.meter("unpacking", info.size)
+            result = unpack_archive(
+                fetched.archive, sib.staging, expected_size=info.size, expected_sha256=info.sha256,
+                on_bytes=meter, relocate_to=dest,
+            )  # fmt: skip
+            meter.finish()
+        finally:
+            fetched.archive.unlink(missing_ok=True)  # the frames stay in the frame cache
+        previous = swap_in(Siblings(dest), args.keep_previous)
+    data = _json(manifest, box, dest, fetched, previous, result.files, time.monotonic() - start)
+    console.result(data, _render(data))
+    return 0
+
+
+def _fetch(store: ReadableStore, manifest: ReleaseManifest, console: Console) -> Fetched:
+    frames = manifest.archive.frames
+    info = manifest.archive
+    if not frames:  # an archive without a frame table: the whole archive, as install fetches it
+        download = download_archive(
+            store, manifest.keys.archive, size=info.size, sha256=info.sha256, meter=console.meter
+        )
+        return Fetched(download.path, 1, 0 if download.cached else 1, download.downloaded)
+    try:
+        return fetch_release(store, manifest, frames, FrameCache.default(), meter=console.meter)
+    except IntegrityError:
+        console.progress("nothing was changed in DEST")
+        raise
+
+
+def _json(
+    manifest: ReleaseManifest,
+    box: BoxJson,
+    dest: Path,
+    fetched: Fetched,
+    previous: Path | None,
+    files: int,
+    seconds: float,
+) -> dict[str, object]:
+    return {
+        "boxId": manifest.boxId,
+        "dest": str(dest),
+        "from": box.version,
+        "to": manifest.version,
+        "upgraded": True,
+        "targetId": manifest.targetId,
+        "sha256": manifest.archive.sha256,
+        "size": manifest.archive.size,
+        "frames": fetched.frames_total,
+        "framesFetched": fetched.frames_fetched,
+        "bytesDownloaded": fetched.bytes_fetched,
+        "previous": str(previous) if previous else None,
+        "files": files,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _render(data: dict[str, object]) -> str:
+    return (
+        f"upgraded {data['boxId']} in {data['dest']} from {data['from']} to {data['to']} in {data['seconds']}s: "
+        f"downloaded {data['bytesDownloaded']} of {data['size']} bytes ({data['framesFetched']} of "
+        f"{data['frames']} frames); sha256 {data['sha256']} verified"
+        + (f"; the old tree is kept in {data['previous']}" if data["previous"] else "")
+    )

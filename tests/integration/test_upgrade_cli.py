@@ -1,0 +1,264 @@
+"""`scrollcase upgrade` end to end: two framed releases of one box (1.0.0 and 1.0.1, one package changed)
+published by the real publish to a directory store and served by the Range-honouring HTTP server on
+127.0.0.1 that counts the bytes it sends (tests/support/httpstore.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrollcase import cli
+from scrollcase.box.archive import pack_tree
+from scrollcase.box.boxjson import dump_box_json
+from scrollcase.box.frames import frame_table
+from scrollcase.box.release import dump_release
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.client.framecache import FrameCache
+from scrollcase.commands import upgrade as upgrade_command
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import publish
+from tests.support.framedbox import SITE, make_framed_box
+from tests.support.httpstore import ServerState, serve
+from tests.support.releases import SyntheticRelease, box_json_for, make_manifest
+
+BOX = "framed-box"
+PKG0 = f"{SITE}/pkg0/__init__.py"
+
+
+def make_release(work: Path, version: str) -> SyntheticRelease:
+    """A framed box: eight wheels of 1 MB incompressible bytes, pkg0 differing between versions."""
+    draft = make_manifest(box_id=BOX, version=version, cuda=None, size=0, sha256="0" * 64)
+    tree = make_framed_box(work / f"tree-{version}", version=version, payload=1_000_000, packages=8)
+    (tree / "venv" / "bin" / "tool").write_text(f"#!{BOX_PREFIX_PLACEHOLDER}/venv/bin/python\n")
+    files = scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER)
+    box = box_json_for(draft).model_copy(
+        update={"relocation": RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=files)}
+    )
+    (tree / "box.json").write_bytes(dump_box_json(box))
+    packed = pack_tree(tree, work / "dist" / draft.archive.name, level=1)
+    archive = draft.archive.model_copy(
+        update={"size": packed.size, "sha256": packed.sha256, "frames": frame_table(packed.frames)}
+    )
+    manifest = draft.model_copy(update={"archive": archive})
+    path = packed.path.with_name(archive.name.removesuffix(".tar.zst") + ".release.json")
+    path.write_bytes(dump_release(manifest))
+    return SyntheticRelease(manifest, path, packed.path)
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SyntheticRelease]:
+    work = tmp_path_factory.mktemp("upgrade-releases")
+    return {v: make_release(work, v) for v in ("1.0.0", "1.0.1")}
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory, releases: dict[str, SyntheticRelease]) -> Path:
+    root = tmp_path_factory.mktemp("upgrade-store") / "store"
+    for release in releases.values():
+        publish(LocalStore(root), release.manifest, release.archive_path)
+    return root
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in [k for k in os.environ if k.startswith(("AWS_", "SCROLLCASE_")) or k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = cli.main([argv[0], "--json", *argv[1:]])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, json.loads(out) if out.strip() else None, err
+
+
+def installed_state(dest: Path) -> tuple[str, str, list[str]]:
+    """DEST's box.json version, pkg0's module and its file list: what must not change on a refusal."""
+    names = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*"))
+    return json.loads((dest / "box.json").read_text())["version"], (dest / PKG0).read_text(), names
+
+
+def changed_bytes(releases: dict[str, SyntheticRelease]) -> tuple[int, list[str]]:
+    old = {f.sha256 for f in releases["1.0.0"].manifest.archive.frames or []}
+    new = [f for f in releases["1.0.1"].manifest.archive.frames or [] if f.sha256 not in old]
+    return sum(f.size for f in new), sorted(f.name for f in new)
+
+
+@pytest.fixture
+def server(store_dir: Path) -> Iterator[tuple[str, ServerState]]:
+    state = ServerState()
+    with serve(store_dir, state) as running:
+        yield running.url + "/", state
+
+
+def install_old(capsys: pytest.CaptureFixture[str], url: str, dest: Path) -> None:
+    code, result, err = run_cli(capsys, "install", "--store", url, "--box", BOX, "--version", "1.0.0", str(dest))
+    assert code == 0, err
+    assert result["version"] == "1.0.0"
+
+
+def test_upgrade_downloads_only_the_changed_package(
+    server: tuple[str, ServerState],
+    releases: dict[str, SyntheticRelease],
+    host: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, state = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    expected, names = changed_bytes(releases)
+    assert names == ["box.json", "wheel/pkg0-1.0"]  # the one package that changed, and the box's description
+    sent = state.sent_for(".tar.zst") - before
+    assert sent == expected == result["bytesDownloaded"]
+    assert sent < 0.2 * releases["1.0.1"].manifest.archive.size
+    assert (result["from"], result["to"], result["upgraded"]) == ("1.0.0", "1.0.1", True)
+    assert installed_state(dest)[:2] == ("1.0.1", "VERSION = '1.0.1'\n" + "# package 0\n" * 50)
+    tool = (dest / "venv" / "bin" / "tool").read_text()
+    assert tool == f"#!{dest}/venv/bin/python\n"  # relocated to DEST, although unpacked beside it
+    assert sorted(p.name for p in host.iterdir()) == ["box", "cache"]  # no staging or previous tree left
+    again = run_cli(capsys, "upgrade", "--store", url, str(dest))[1]
+    assert again["upgraded"] is False  # already the newest
+
+
+def test_rollback_with_version_downloads_nothing(
+    server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, state = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    assert run_cli(capsys, "upgrade", "--store", url, "--keep-previous", str(dest))[0] == 0
+    assert installed_state(host / ".box.previous")[0] == "1.0.0"  # kept for an instant rollback
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, "--version", "1.0.0", str(dest))
+    assert code == 0, err
+    assert result["to"] == "1.0.0" and result["bytesDownloaded"] == 0 == state.sent_for(".tar.zst") - before
+    assert installed_state(dest)[0] == "1.0.0"
+
+
+def test_a_tampered_frame_is_refused_and_dest_is_unchanged(
+    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_store = host / "bad-store"
+    shutil.copytree(store_dir, bad_store)
+    manifest = releases["1.0.1"].manifest
+    frame = next(f for f in manifest.archive.frames or [] if f.name == "wheel/pkg0-1.0")
+    archive = bad_store / manifest.keys.archive
+    data = bytearray(archive.read_bytes())
+    data[frame.offset + frame.size // 2] ^= 0x01
+    archive.write_bytes(bytes(data))
+    with serve(bad_store) as running:
+        url = running.url + "/"
+        dest = host / "box"
+        install_old(capsys, url, dest)
+        state = installed_state(dest)
+        code, _, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code != 0
+    assert "refusing frame 'wheel/pkg0-1.0'" in err and "frame table" in err
+    assert installed_state(dest) == state
+    assert not FrameCache.default().has(frame)
+    assert sorted(p.name for p in host.iterdir()) == ["bad-store", "box", "cache"]
+
+
+def test_an_interrupted_upgrade_leaves_the_old_install_and_a_rerun_completes(
+    server: tuple[str, ServerState],
+    releases: dict[str, SyntheticRelease],
+    host: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, state = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    old = installed_state(dest)
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt  # as a kill right before the swap: everything fetched and unpacked
+
+    monkeypatch.setattr(upgrade_command, "swap_in", killed)
+    assert cli.main(["upgrade", "--store", url, str(dest)]) != 0
+    assert "interrupted" in capsys.readouterr().err
+    assert installed_state(dest) == old  # the old install is untouched and whole
+    assert (host / ".box.upgrade" / "box.json").is_file()  # the new tree was complete, not swapped in
+    monkeypatch.undo()
+    monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(host / "cache"))
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    assert result["bytesDownloaded"] == 0 == state.sent_for(".tar.zst") - before  # the frames were kept
+    assert installed_state(dest)[0] == "1.0.1"
+
+
+def test_a_dead_server_mid_upgrade_keeps_the_fetched_frames(
+    server: tuple[str, ServerState],
+    releases: dict[str, SyntheticRelease],
+    host: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, state = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    old = installed_state(dest)
+    expected, _ = changed_bytes(releases)
+    state.budget, state.budget_suffix = state.sent_for(".tar.zst") + 700, ".tar.zst"  # box.json's frame, then cut
+    code, _, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code != 0 and "broke off" in err
+    assert installed_state(dest) == old
+    state.budget = None
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    assert result["bytesDownloaded"] == state.sent_for(".tar.zst") - before < expected
+    assert installed_state(dest)[0] == "1.0.1"
+
+
+def test_a_swap_killed_between_its_renames_is_put_back(
+    server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, _ = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    dest.replace(host / ".box.previous")  # the first rename happened, the second did not
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    assert "put back" in err and result["from"] == "1.0.0" and installed_state(dest)[0] == "1.0.1"
+
+
+def test_a_manifest_whose_frame_table_disagrees_is_refused_by_install(
+    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_store = host / "bad-store"
+    shutil.copytree(store_dir, bad_store)
+    manifest = releases["1.0.0"].manifest
+    frames = list(manifest.archive.frames or [])
+    frames[3] = frames[3].model_copy(update={"sha256": frames[4].sha256})
+    edited = manifest.model_copy(update={"archive": manifest.archive.model_copy(update={"frames": frames})})
+    (bad_store / manifest.keys.release).write_bytes(dump_release(edited))
+    code, _, err = run_cli(capsys, "install", "--store", str(bad_store), "--box", BOX, "--version", "1.0.0", "box")
+    assert code == 8 and f"refusing frame {frames[3].name!r}" in err
+    assert not (host / "box").exists()
+
+
+def test_a_store_missing_the_archive_is_refused_and_dest_is_unchanged(
+    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_store = host / "bad-store"
+    shutil.copytree(store_dir, bad_store)
+    dest = host / "box"
+    install_old(capsys, str(bad_store), dest)
+    old = installed_state(dest)
+    (bad_store / releases["1.0.1"].manifest.keys.archive).unlink()
+    code, _, err = run_cli(capsys, "upgrade", "--store", str(bad_store), str(dest))
+    assert code == 9 and "does not exist" in err
+    assert installed_state(dest) == old

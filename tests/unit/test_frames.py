@@ -1,0 +1,107 @@
+"""The framed archive: one zstd frame per unit, a correct frame table, the same bytes every time,
+readable by GNU tar and by our unpack, and a tampered frame found by the frame table check."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from scrollcase.box.archive import pack_tree
+from scrollcase.box.frames import FrameRecord, check_frame_table, frame_table, table_problems
+from scrollcase.box.unpack import unpack_archive
+from scrollcase.box.zstdframes import FrameWalker
+from scrollcase.errors import IntegrityError
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import publish
+from tests.support.framedbox import make_framed_box
+from tests.support.releases import make_manifest
+
+
+def test_frame_table_describes_the_archive(tmp_path: Path) -> None:
+    packed = pack_tree(make_framed_box(tmp_path / "box"), tmp_path / "a.tar.zst")
+    data = packed.path.read_bytes()
+    names = [f.name for f in packed.frames]
+    assert names[:2] == ["dirs", "box.json"] and names[-1] == "end"
+    assert {
+        "conda/python-3.11.7-h0_0",
+        "wheel/pkg0-1.0",
+        "wheel/pkg3-1.0",
+        "assets/org/model/weights.bin",
+        "rest",
+    } <= set(names)
+    assert not table_problems(packed.frames, packed.size)
+    for frame in packed.frames:
+        chunk = data[frame.offset : frame.offset + frame.size]
+        assert hashlib.sha256(chunk).hexdigest() == frame.sha256
+        walker = FrameWalker()
+        walker.feed(chunk)
+        walker.finish()
+        assert walker.frames == 1  # each row is exactly one independent frame
+        assert len(zstandard.ZstdDecompressor().decompress(chunk)) == frame.uncompressed_size
+    assert sum(f.uncompressed_size for f in packed.frames) == packed.uncompressed_bytes
+    check_frame_table(packed.path, frame_table(packed.frames) or [], packed.size, "a.release.json")
+
+
+def test_framed_archive_is_reproducible_and_shares_unchanged_frames(tmp_path: Path) -> None:
+    first = pack_tree(make_framed_box(tmp_path / "a", version="1.0.0", payload=5_000_000), tmp_path / "1.tar.zst")
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "a", copy, symlinks=True)
+    again = pack_tree(copy, tmp_path / "2.tar.zst", threads=1)
+    assert again.sha256 == first.sha256  # pkg0's 5 MB unit is streamed, the rest compressed in the pool
+    newer = pack_tree(make_framed_box(tmp_path / "b", version="1.0.1", payload=5_000_000), tmp_path / "3.tar.zst")
+    changed = {f.name for f in newer.frames} - {f.name for f in first.frames}
+    old = {f.name: f.sha256 for f in first.frames}
+    differ = sorted(f.name for f in newer.frames if old.get(f.name) != f.sha256)
+    assert not changed and differ == ["box.json", "wheel/pkg0-1.0"]
+
+
+def test_gnu_tar_and_unpack_read_the_framed_archive(tmp_path: Path) -> None:
+    packed = pack_tree(make_framed_box(tmp_path / "box"), tmp_path / "a.tar.zst")
+    if shutil.which("zstd") and shutil.which("tar"):
+        listing = subprocess.run(
+            f"zstd -dc {packed.path} | tar -tf -", shell=True, check=True, capture_output=True, text=True
+        ).stdout.split()
+        assert "venv/lib/python3.11/site-packages/pkg0/__init__.py" in listing and "box.json" in listing
+        out = tmp_path / "gnu"
+        out.mkdir()
+        subprocess.run(f"zstd -dc {packed.path} | tar -xf - -C {out}", shell=True, check=True)
+        assert (out / "venv" / "bin" / "python").is_symlink()
+    result = unpack_archive(packed.path, tmp_path / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
+    assert (result.dest / "model-cache" / "org" / "model" / "weights.bin").stat().st_size == 25600
+
+
+def test_a_tampered_frame_is_found(tmp_path: Path) -> None:
+    packed = pack_tree(make_framed_box(tmp_path / "box"), tmp_path / "a.tar.zst")
+    table = frame_table(packed.frames) or []
+    victim = next(f for f in packed.frames if f.name == "wheel/pkg2-1.0")
+    data = bytearray(packed.path.read_bytes())
+    data[victim.offset + victim.size // 2] ^= 0xFF
+    packed.path.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match=r"frame 'wheel/pkg2-1.0' at offset \d+ has sha256"):
+        check_frame_table(packed.path, table, packed.size, "a.release.json")
+
+
+def test_a_table_with_gaps_or_a_wrong_total_is_refused() -> None:
+    rows = [FrameRecord("a", 0, 10, 1, "0" * 64), FrameRecord("b", 12, 5, 1, "0" * 64)]
+    problems = table_problems(rows, 20)
+    assert problems == [
+        "frame 'b' starts at 12, the one before it ends at 10",
+        "the frames end at 17, the archive is 20 bytes",
+    ]
+
+
+def test_publish_refuses_a_manifest_whose_frame_table_disagrees(tmp_path: Path) -> None:
+    packed = pack_tree(make_framed_box(tmp_path / "box"), tmp_path / "a.tar.zst")
+    table = frame_table(packed.frames) or []
+    swapped = [table[0], table[2].model_copy(update={"offset": table[1].offset}), *table[2:]]
+    draft = make_manifest(size=packed.size, sha256=packed.sha256)
+    archive = draft.archive.model_copy(update={"frames": swapped})
+    manifest = draft.model_copy(update={"archive": archive})
+    with pytest.raises(IntegrityError, match=r"the frame table of release\.json disagrees"):
+        publish(LocalStore(tmp_path / "store"), manifest, packed.path)
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.tar.zst"))
