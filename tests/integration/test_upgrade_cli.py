@@ -4,6 +4,7 @@ published by the real publish to a directory store and served by the Range-honou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from scrollcase.box.release import dump_release
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.framecache import FrameCache
 from scrollcase.commands import upgrade as upgrade_command
+from scrollcase.store.index import index_key
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
 from tests.support.framedbox import SITE, make_framed_box
@@ -245,6 +247,11 @@ def test_a_manifest_whose_frame_table_disagrees_is_refused_by_install(
     frames[3] = frames[3].model_copy(update={"sha256": frames[4].sha256})
     edited = manifest.model_copy(update={"archive": manifest.archive.model_copy(update={"frames": frames})})
     (bad_store / manifest.keys.release).write_bytes(dump_release(edited))
+    index_file = bad_store / index_key(BOX)  # a store that lies consistently: the index vouches for the edit
+    index = json.loads(index_file.read_text())
+    entry = index["versions"][manifest.version][manifest.targetId]
+    entry["releaseSha256"] = hashlib.sha256(dump_release(edited)).hexdigest()
+    index_file.write_text(json.dumps(index))
     code, _, err = run_cli(capsys, "install", "--store", str(bad_store), "--box", BOX, "--version", "1.0.0", "box")
     assert code == 8 and f"refusing frame {frames[3].name!r}" in err
     assert not (host / "box").exists()
