@@ -23,11 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 # leave these bytes alone; a new interpreter or numpy needs its own row (run the demo, add the digest).
 # Changed on purpose twice: box.json gained `files` and `links` (every file's size and sha256: issue 17),
 # and the archive became one zstd frame per package (issue 16).
-# The demo's numpy package is made from this interpreter's numpy, dist-info included: the tool that
-# installed it (INSTALLER: pip in .ci/run's venv, uv in a `uv venv`) is part of the key.
+# The demo's numpy package is made from this interpreter's numpy, dist-info included (INSTALLER and
+# RECORD differ between pip versions and uv), so the key ends with the sha256 of numpy's RECORD: the row
+# below is .ci/run's fresh venv; another venv skips with its key printed.
 DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str, str], str] = {
-    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip"): (
-        "0e23c6a27114c52a04859cb1eaddf846f5f1cae1e981a660c4f667bb1fe3111c"
+    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip b9a7d38e15aedc8d"): (
+        "9e8870b2bcb6e36d7407f9a52c172aa5157e74dd618102161c9b4c9722c8f692"
     ),
 }
 
@@ -122,7 +123,9 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
 
 def _demo_key() -> tuple[str, str, str, str]:
     numpy = pytest.importorskip("numpy")
-    installer = (importlib.metadata.distribution("numpy").read_text("INSTALLER") or "").strip()
+    dist = importlib.metadata.distribution("numpy")
+    record = hashlib.sha256((dist.read_text("RECORD") or "").encode()).hexdigest()[:16]
+    installer = f"{(dist.read_text('INSTALLER') or '').strip()} {record}"
     return (sys.version, numpy.__version__, platform.machine(), installer)
 
 
@@ -130,7 +133,9 @@ def _demo_key() -> tuple[str, str, str, str]:
 def test_demo_archive_bytes_are_pinned(tmp_path: Path) -> None:
     key = _demo_key()
     if key not in DEMO_ARCHIVE_SHA256:
-        pytest.skip(f"no pinned demo archive sha256 for (sys.version, numpy, machine, installer) = {key!r}")
+        pytest.skip(
+            f"no pinned demo archive sha256 for (sys.version, numpy, machine, numpy's installer and RECORD) = {key!r}"
+        )
     done = subprocess.run(
         [sys.executable, "-m", "scrollcase", "demo", "--workdir", "w", "--json"],
         capture_output=True,
