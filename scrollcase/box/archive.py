@@ -39,6 +39,7 @@ from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header
 from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, open_file
 from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
 from scrollcase.errors import BuildError
+from scrollcase.io.files import replacing
 
 DEFAULT_LEVEL = 3
 
@@ -337,11 +338,9 @@ def pack_tree(
     """
     plan = plan_pack(root)
     tree = PathTree(str(root))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.part")
     workers = (os.cpu_count() or 1) if threads < 0 else max(threads, 1)
-    try:
-        with tmp.open("wb") as raw, ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool:
+    with replacing(out) as tmp:  # io.files: a pid-named temp beside ``out``, renamed only when complete
+        with tmp.open("xb") as raw, ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool:
             sink = FrameSink(raw)
             stream = TarBuffer(cast("zstandard.ZstdCompressionWriter", None), on_bytes)
             writer = _Writer(plan, tree, sink, stream, level, threads, pool, cache)
@@ -351,10 +350,6 @@ def pack_tree(
         if cache is not None:
             cache.save()
         check_links(root, plan.links)
-        tmp.replace(out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     entries = sum(len(u.members) for u in plan.units)
     total = sum(f.uncompressed_size for f in sink.frames)
     return PackResult(out, sink.size, sink.sha.hexdigest(), writer.files, entries, total, tuple(sink.frames))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
-from scrollcase.io.files import lock_owner, pid_alive, try_lock, user_cache_dir
+from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, try_lock, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
 
@@ -70,7 +70,7 @@ def download_archive(
         if start:
             progress(f"resuming the download at {start} of {size} bytes ({paths.partial})")
         fetched = _fetch(store, key, paths.partial, size, sha256, meter, progress, attempts)
-        paths.partial.replace(paths.complete)
+        finish_resumed(paths.partial, paths.complete)
     return Download(paths.complete, fetched, start, cached=False)
 
 
