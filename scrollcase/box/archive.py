@@ -223,6 +223,7 @@ class _Writer:
     cache: PackCache | None = None
     pending: deque[tuple[str, int, Future[bytes], str | None]] = field(default_factory=deque)
     files: int = 0
+    streaming: zstandard.ZstdCompressor | None = None
 
     def unit(self, unit: Unit) -> None:
         size = unit_tar_size(unit)
@@ -254,7 +255,7 @@ class _Writer:
             self._queue(name, size, done, None)
             return
         self.flush()
-        self.sink.known = self.cache.digests.get(key)
+        self.sink.begin_frame(known=self.cache.digests.get(key))
         with path.open("rb") as frame:
             while data := frame.read(CHUNK):
                 self.sink.write(data)
@@ -262,21 +263,32 @@ class _Writer:
 
     def _stream(self, unit: Unit, size: int, key: str | None) -> None:
         """A big unit through zstd's own worker threads, the frame copied into the cache on its way."""
-        params = compression_parameters(self.level, self.threads)
         with self.cache.writing(key) if self.cache and key else contextlib.nullcontext() as tee:
-            self.sink.tee = tee
-            try:
-                with zstandard.ZstdCompressor(compression_params=params).stream_writer(
-                    cast("IO[bytes]", self.sink), size=size, closefd=False, write_size=1 << 20
-                ) as writer:
-                    self.stream.sink = writer
-                    self._members(unit)
-                    self.stream.drain()
-            finally:
-                self.sink.tee = None
-        record = self.sink.end_frame(unit.name, size)
-        if self.cache is not None and key is not None:
-            self.cache.remember(key, record.sha256)
+            self.sink.begin_frame(tee=tee)
+            with self._compressor().stream_writer(
+                cast("IO[bytes]", self.sink), size=size, closefd=False, write_size=1 << 20
+            ) as writer:
+                self.stream.sink = writer
+                self._members(unit)
+                self.stream.drain()
+            self.sink.end_frame(unit.name, size, self._remember(key))
+            if tee is not None:
+                self.sink.wait()  # every byte of the frame in the tee before the cache entry is closed
+
+    def _compressor(self) -> zstandard.ZstdCompressor:
+        """One multi-threaded compressor for every big unit (its workers and buffers are kept between frames)."""
+        if self.streaming is None:
+            self.streaming = zstandard.ZstdCompressor(
+                compression_params=compression_parameters(self.level, self.threads)
+            )
+        return self.streaming
+
+    def _remember(self, key: str | None) -> Callable[[FrameRecord], None] | None:
+        """What records a frame's digest in the pack cache once the sink has hashed it."""
+        cache = self.cache
+        if cache is None or key is None:
+            return None
+        return lambda record: cache.remember(key, record.sha256)
 
     def end(self) -> None:
         """The end-of-archive blocks, a frame of their own (every unit's frame stays position-free)."""
@@ -291,11 +303,10 @@ class _Writer:
         name, size, future, key = self.pending.popleft()
         frame = future.result()
         self.sink.write(frame)
-        record = self.sink.end_frame(name, size)
+        self.sink.end_frame(name, size, self._remember(key))
         if self.cache is not None and key is not None:
             self.cache.misses += 1
             self.cache.put(key, frame)
-            self.cache.remember(key, record.sha256)
 
     def _tar_bytes(self, unit: Unit, size: int) -> bytes:
         collect = _Collect()
@@ -344,9 +355,14 @@ def pack_tree(
             sink = FrameSink(raw)
             stream = TarBuffer(cast("zstandard.ZstdCompressionWriter", None), on_bytes)
             writer = _Writer(plan, tree, sink, stream, level, threads, pool, cache)
-            for unit in plan.units:
-                writer.unit(unit)
-            writer.end()
+            try:
+                for unit in plan.units:
+                    writer.unit(unit)
+                writer.end()
+            except BaseException:
+                sink.close(quiet=True)  # the packer's own error wins over the sink's
+                raise
+            sink.close()  # every byte hashed and written, or the sink's error (a full disk) raised
         if cache is not None:
             cache.save()
         check_links(root, plan.links)

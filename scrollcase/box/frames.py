@@ -10,10 +10,12 @@ each frame it fetches against it before the reassembled archive's own sha256 is 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeAlias
 
 from scrollcase.box.release import ArchiveFrame
 from scrollcase.box.zstdframes import ZSTD_MAGIC
@@ -21,6 +23,9 @@ from scrollcase.errors import IntegrityError
 
 _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
+_Item: TypeAlias = tuple[
+    Any, ...
+]  # ("data", bytes) | ("begin", known, tee) | ("end", name, size, on_record) | ("stop",)
 
 
 class FrameLike(Protocol):
@@ -55,39 +60,98 @@ def frame_table(records: Sequence[FrameRecord]) -> list[ArchiveFrame] | None:
 
 
 class FrameSink:
-    """The archive file the packer writes: hashes the whole and each frame as the bytes go to disk."""
+    """The archive file the packer writes: hashes the whole and each frame as the bytes go to disk.
 
-    def __init__(self, out: BinaryIO) -> None:
+    Hashing (twice: the archive and each frame) and writing run on a thread of their own, fed through a
+    bounded queue: ``hashlib`` and file writes release the GIL, so they overlap with reading files and
+    feeding zstd instead of stalling zstd's workers between calls.  Every call keeps the stream's order;
+    an error on the thread (a full disk) is raised by the next call, and by :meth:`close`.
+    """
+
+    def __init__(self, out: BinaryIO, depth: int = 32) -> None:
         self.out = out
         self.sha = hashlib.sha256()
         self.size = 0
         self.frames: list[FrameRecord] = []
-        self.tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
-        self.known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
+        self._queue: queue.Queue[_Item] = queue.Queue(depth)
+        self._error: BaseException | None = None
         self._frame = hashlib.sha256()
+        self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
+        self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
+        self._thread = threading.Thread(target=self._run, name="scrollcase-pack-sink", daemon=True)
+        self._thread.start()
 
     def write(self, data: bytes | memoryview) -> int:
-        self.sha.update(data)
-        if self.known is None:
-            self._frame.update(data)
-        self.size += len(data)
-        if self.tee is not None:
-            self.tee.write(data)
-        return self.out.write(data)
+        self._put(("data", bytes(data) if isinstance(data, memoryview) else data))
+        return len(data)
 
     def flush(self) -> None:
-        self.out.flush()
+        """zstd's writer calls it; the bytes reach the file in order anyway (see :meth:`wait`)."""
 
-    def end_frame(self, name: str, uncompressed_size: int) -> FrameRecord:
-        """Close the frame written since the last call: its row of the frame table."""
-        digest = self.known or self._frame.hexdigest()
-        record = FrameRecord(name, self._start, self.size - self._start, uncompressed_size, digest)
-        self.frames.append(record)
-        self.known = None
-        self._frame = hashlib.sha256()
-        self._start = self.size
-        return record
+    def begin_frame(self, *, known: str | None = None, tee: BinaryIO | None = None) -> None:
+        """The next frame's sha256 when already known (not hashed again), and a file it is copied to."""
+        self._put(("begin", known, tee))
+
+    def end_frame(
+        self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None = None
+    ) -> None:
+        """Close the frame written since the last call; ``on_record`` gets its row of the frame table."""
+        self._put(("end", name, uncompressed_size, on_record))
+
+    def wait(self) -> None:
+        """Until every byte given so far is hashed and written (before a tee file is closed)."""
+        self._queue.join()
+        self._raise()
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Stop the thread once it has written everything; raise its error unless ``quiet``."""
+        self._queue.put(("stop",))
+        self._thread.join()
+        if not quiet:
+            self._raise()
+
+    def _put(self, item: _Item) -> None:
+        self._raise()
+        self._queue.put(item)
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item[0] == "stop":
+                    return
+                if self._error is None:  # after an error the queue is still drained, so no put() blocks
+                    self._handle(item)
+            except BaseException as exc:  # handed to the packer's thread by the next call
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _handle(self, item: _Item) -> None:
+        if item[0] == "data":
+            data = item[1]
+            self.sha.update(data)
+            if self._known is None:
+                self._frame.update(data)
+            self.size += len(data)
+            if self._tee is not None:
+                self._tee.write(data)
+            self.out.write(data)
+        elif item[0] == "begin":
+            self._known, self._tee = item[1], item[2]
+        elif item[0] == "end":
+            record = FrameRecord(
+                item[1], self._start, self.size - self._start, item[2], self._known or self._frame.hexdigest()
+            )
+            self.frames.append(record)
+            self._known, self._tee, self._frame, self._start = None, None, hashlib.sha256(), self.size
+            if item[3] is not None:
+                item[3](record)
 
 
 def table_problems(frames: Sequence[FrameLike], archive_size: int) -> list[str]:

@@ -3,16 +3,21 @@ readable by GNU tar and by our unpack, and a tampered frame found by the frame t
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
 
+from scrollcase.box import archive
 from scrollcase.box.archive import pack_tree
-from scrollcase.box.frames import FrameRecord, check_frame_table, frame_table, table_problems
+from scrollcase.box.frames import FrameRecord, FrameSink, check_frame_table, frame_table, table_problems
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.zstdframes import FrameWalker
 from scrollcase.errors import IntegrityError
@@ -105,3 +110,66 @@ def test_publish_refuses_a_manifest_whose_frame_table_disagrees(tmp_path: Path) 
     with pytest.raises(IntegrityError, match=r"the frame table of release\.json disagrees"):
         publish(LocalStore(tmp_path / "store"), manifest, packed.path)
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.tar.zst"))
+
+
+class _FullDisk(io.BytesIO):
+    """A file that takes ``room`` bytes, then fails as a full disk does."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(data)
+
+
+def test_the_sink_hashes_and_writes_each_frame_in_order() -> None:
+    out = io.BytesIO()
+    sink = FrameSink(out, depth=2)
+    seen: list[str] = []
+    for name, parts in (("a", [b"x" * 10, b"y" * 5]), ("b", [b"z" * 7])):
+        for part in parts:
+            sink.write(part)
+        sink.end_frame(name, 100, lambda record: seen.append(record.name))
+    sink.close()
+    data = out.getvalue()
+    assert data == b"x" * 10 + b"y" * 5 + b"z" * 7
+    assert sink.size == len(data) and sink.sha.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert [(f.name, f.offset, f.size, f.sha256) for f in sink.frames] == [
+        ("a", 0, 15, hashlib.sha256(data[:15]).hexdigest()),
+        ("b", 15, 7, hashlib.sha256(data[15:]).hexdigest()),
+    ]
+    assert seen == ["a", "b"]
+
+
+def test_a_full_disk_under_the_sink_is_raised_to_the_packer_and_never_hangs_it() -> None:
+    """The sink writes on its own thread: its ENOSPC must reach the packer, even with the queue full."""
+    sink = FrameSink(_FullDisk(room=3), depth=1)
+    with pytest.raises(OSError) as raised:
+        for _ in range(50):
+            sink.write(b"0123456789")
+        sink.close()
+    assert raised.value.errno == errno.ENOSPC
+
+
+def test_pack_tree_on_a_full_disk_raises_enospc_and_leaves_no_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "tree"
+    (tree / "venv").mkdir(parents=True)
+    (tree / "venv" / "big.bin").write_bytes(os.urandom(6 << 20))  # a streamed unit
+    real = archive.FrameSink
+
+    def full(out: Any) -> FrameSink:
+        sink = real(out)
+        sink.out = _FullDisk(room=1 << 20)
+        return sink
+
+    monkeypatch.setattr(archive, "FrameSink", full)
+    out = tmp_path / "box.tar.zst"
+    with pytest.raises(OSError) as raised:
+        archive.pack_tree(tree, out)
+    assert raised.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]
