@@ -41,6 +41,7 @@ from scrollcase.box.release import (
     BuiltBy,
     CheckOutcome,
     ReleaseManifest,
+    ReleaseRelocation,
     SelfTestReport,
     dump_release,
     object_keys,
@@ -358,7 +359,8 @@ ZEROS = 65 << 20  # past the 64 MiB floor of the 200x ratio limit, from an archi
 class Refused:
     name: str
     description: str
-    stage: str  # dest (before downloading) | frames (the frame table against the archive) | unpack
+    stage: str  # dest (before downloading) | frames (the table against the archive) | box.json (against the
+    # manifest, before extracting) | unpack (extracting)
     error: str
     exit_code: int
     phrase: str  # a phrase of scrollcase's message (its wording: other implementations match the class)
@@ -488,6 +490,14 @@ REFUSED = (
         "frame table",
     ),
     Refused(
+        "relocation-disagrees",
+        "the demo archive, with a manifest that allows a longer DEST (250 bytes) than its box.json (196)",
+        "box.json",
+        "IntegrityError",
+        8,
+        "box.json and the release manifest disagree",
+    ),
+    Refused(
         "dest-too-long",
         "the demo box (binary relocation) into a 251-byte DEST",
         "dest",
@@ -516,8 +526,8 @@ def make_refused(out: Path, vector: Refused, demo: dict[str, Any]) -> dict[str, 
         return {**entry, "release": demo["release"], "archive": demo["archive"]}
     folder = out / vector.name
     folder.mkdir(parents=True)
-    if vector.stage == "frames":
-        release, archive = _bad_frame_table(out, folder, demo)
+    if vector.stage in ("frames", "box.json"):
+        release, archive = _edited_demo(out, folder, demo, vector.stage)
     else:
         release, archive = _own_archive(folder, vector)
     return {**entry, "release": release.relative_to(out).as_posix(), "archive": archive.relative_to(out).as_posix()}
@@ -535,15 +545,20 @@ def _own_archive(folder: Path, vector: Refused) -> tuple[Path, Path]:
     return release, archive
 
 
-def _bad_frame_table(out: Path, folder: Path, demo: dict[str, Any]) -> tuple[Path, Path]:
-    """The demo archive as it is, beside a manifest whose second frame has another sha256."""
+def _edited_demo(out: Path, folder: Path, demo: dict[str, Any], stage: str) -> tuple[Path, Path]:
+    """The demo archive as it is, beside its manifest edited: a frame with another sha256 (stage frames),
+    or a longer DEST limit than box.json's relocation gives (stage box.json)."""
     source = out / demo["archive"]
     archive = folder / source.name
     shutil.copyfile(source, archive)
     manifest = ReleaseManifest.model_validate_json((out / demo["release"]).read_bytes())
-    frames = list(manifest.archive.frames or [])
-    frames[1] = ArchiveFrame.model_validate({**frames[1].model_dump(), "sha256": sha256_bytes(b"another frame")})
-    manifest = manifest.model_copy(update={"archive": manifest.archive.model_copy(update={"frames": frames})})
+    if stage == "frames":
+        frames = list(manifest.archive.frames or [])
+        frames[1] = ArchiveFrame.model_validate({**frames[1].model_dump(), "sha256": sha256_bytes(b"another frame")})
+        manifest = manifest.model_copy(update={"archive": manifest.archive.model_copy(update={"frames": frames})})
+    else:
+        limit = ReleaseRelocation(placeholderBytes=196, maxDestBytes=250)
+        manifest = manifest.model_copy(update={"relocation": limit})
     release = folder / (out / demo["release"]).name
     release.write_bytes(dump_release(manifest))
     return release, archive
