@@ -139,6 +139,8 @@ def test_a_refused_vector_is_refused_as_expected(tmp_path: Path, vector: dict[st
     error, want = _refuse(vector, tmp_path), vector["refusal"]
     assert (type(error).__name__, error.exit_code) == (want["error"], want["exitCode"])
     assert want["phrase"] in error.render()
+    if "member" in want:  # the member the archive names, as scrollcase quotes it
+        assert f"member {want['member']!r}" in error.message
 
 
 CLI_REFUSED = [v for v in REFUSED if v["refusal"]["stage"] != "frames"]  # unpack does not read frame tables

@@ -520,6 +520,7 @@ def make_refused(out: Path, vector: Refused, demo: dict[str, Any]) -> dict[str, 
             "error": vector.error,
             "exitCode": vector.exit_code,
             "phrase": vector.phrase,
+            **({"member": vector.member} if vector.member else {}),
         },
     }
     if vector.stage == "dest":
