@@ -109,3 +109,5 @@ def test_entry_carries_the_longest_dest_and_older_entries_parse_without_it() -> 
     assert raw["versions"]["1.0.0"][CPU.targetId]["relocation"] == {"maxDestBytes": 196, "placeholderBytes": 196}
     del raw["versions"]["1.0.0"][CPU.targetId]["relocation"]
     assert parse_index(json.dumps(raw).encode(), "index.json").versions["1.0.0"][CPU.targetId].relocation is None
+    schema = json.dumps(index_json_schema())  # `scrollcase schema index` documents the field
+    assert '"maxDestBytes"' in schema and '"placeholderBytes"' in schema
