@@ -37,10 +37,12 @@ from scrollcase.box.release import (
     ArchiveInfo,
     BuiltBy,
     ReleaseManifest,
+    ReleaseRelocation,
     SbomInfo,
     SelfTestReport,
     dump_release,
     object_keys,
+    release_relocation,
 )
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.box.tarformat import FIXED_MTIME
@@ -273,7 +275,9 @@ def execute_build(
         report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
     with stages.stage("release", f"{plan.out_dir}/ (archive, SBOM, release manifest)"):
         sbom = make_box_sbom(plan, locked, packed.sha256)
-        manifest = make_manifest(plan, packed, report, gpu, sbom=sbom_info(plan, sbom))
+        manifest = make_manifest(
+            plan, packed, report, gpu, sbom=sbom_info(plan, sbom), relocation=release_relocation(box.relocation)
+        )
         _publish_outputs(plan, packed.path, dump_release(manifest), sbom)
     shutil.rmtree(plan.work_dir, ignore_errors=True)
     return BuildResult(plan, manifest, plan.archive_path, plan.release_path, plan.junit_path, stages.timings)
@@ -456,6 +460,7 @@ def make_manifest(
     gpu: evidence_mod.GpuEvidence | None = None,
     *,
     sbom: SbomInfo | None = None,
+    relocation: ReleaseRelocation | None = None,
 ) -> ReleaseManifest:
     r = plan.recipe
     lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
@@ -476,6 +481,7 @@ def make_manifest(
         gpu=gpu,
         sbom=sbom,
         provenance=plan.provenance,
+        relocation=relocation,
     )
 
 

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from scrollcase.box.evidence import GpuEvidence
 from scrollcase.box.identity import BoxName, BoxTarget
 from scrollcase.box.provenance import BuildProvenance
+from scrollcase.box.relocate import RelocationInfo, max_dest_bytes
 from scrollcase.errors import IntegrityError, UsageError, describe_path
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.io.files import ReadErrors, read_bytes
@@ -68,6 +69,19 @@ class SbomInfo(_Model):
     size: Annotated[int, Field(ge=0, strict=True)]
     sha256: Sha256
     format: Literal["CycloneDX-1.6-json"] = "CycloneDX-1.6-json"
+
+
+class ReleaseRelocation(_Model):
+    """What a host checks before downloading: the longest DEST (UTF-8 bytes) the box can be relocated
+    to, from box.json's relocation.  maxDestBytes absent: any length (no binary file embeds the placeholder)."""
+
+    placeholderBytes: Annotated[int, Field(gt=0, strict=True)]
+    maxDestBytes: Annotated[int, Field(gt=0, strict=True)] | None = None
+
+
+def release_relocation(info: RelocationInfo) -> ReleaseRelocation:
+    """The manifest's (and the index's) summary of box.json's ``relocation``."""
+    return ReleaseRelocation(placeholderBytes=len(info.placeholder.encode("utf-8")), maxDestBytes=max_dest_bytes(info))
 
 
 class ReleaseAsset(_Model):
@@ -158,6 +172,7 @@ class ReleaseManifest(BoxTarget, ReleaseName):
     gpu: GpuEvidence | None = None  # the box's GPU evidence (box.json's), for hosts choosing a release
     sbom: SbomInfo | None = None  # absent in releases built before SBOMs
     provenance: BuildProvenance | None = None  # only when built on GitHub Actions (box/provenance.py)
+    relocation: ReleaseRelocation | None = None  # absent in releases built before it: only box.json knows
 
 
 def object_prefix(box_id: str, version: str, target_id: str) -> str:

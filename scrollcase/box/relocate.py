@@ -247,12 +247,7 @@ def relocate(root: Path, info: RelocationInfo, new_prefix: str) -> int:
     """
     placeholder = info.placeholder.encode("utf-8")
     target = new_prefix.encode("utf-8")
-    if len(target) > len(placeholder) and any(f.mode == "binary" for f in info.files):
-        raise BuildError(
-            f"cannot relocate the box to {new_prefix}: the path is {len(target)} bytes, longer than the "
-            f"{len(placeholder)}-byte build placeholder that binary files have room for",
-            fix=f"unpack into a shorter path (at most {len(placeholder)} bytes)",
-        )
+    check_dest_length(new_prefix, max_dest_bytes(info))
     if b"\n" in target or b"\r" in target:
         raise BuildError(
             f"cannot relocate the box to {new_prefix!r}: the path contains a line break, which no shebang "
@@ -268,6 +263,32 @@ def relocate(root: Path, info: RelocationInfo, new_prefix: str) -> int:
             _rewrite(path, new)
             changed += 1
     return changed
+
+
+def max_dest_bytes(info: RelocationInfo) -> int | None:
+    """The longest DEST (UTF-8 bytes of :func:`prefix_text`) the box allows; None: any length.  Only
+    binary files limit it (their C strings are padded in place); text files and shebangs take any length."""
+    if any(f.mode == "binary" for f in info.files):
+        return len(info.placeholder.encode("utf-8"))
+    return None
+
+
+def prefix_text(dest: Path) -> str:
+    """DEST as relocation writes it into the files: POSIX form, the native form on Windows."""
+    return dest.as_posix() if os.sep == "/" else str(dest)
+
+
+def check_dest_length(new_prefix: str, limit: int | None, *, nothing_done: str = "") -> None:
+    """BuildError when ``new_prefix`` is longer than ``limit`` bytes (:func:`max_dest_bytes`); an installer
+    calls it before downloading (the limit is in the release manifest and the index), relocate() again."""
+    size = len(new_prefix.encode("utf-8"))
+    if limit is None or size <= limit:
+        return
+    raise BuildError(
+        f"cannot relocate the box to {new_prefix}: the path is {size} bytes, longer than the "
+        f"{limit}-byte build placeholder that binary files have room for{nothing_done}",
+        fix=f"unpack into a shorter path (at most {limit} bytes)",
+    )
 
 
 def _inside(root: Path, rel: str) -> Path:

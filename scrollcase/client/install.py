@@ -8,7 +8,11 @@ and :func:`~scrollcase.box.unpack.unpack_archive`; a host app can do the same fr
 
 from __future__ import annotations
 
-from scrollcase.box.release import ReleaseManifest, parse_release
+from pathlib import Path
+
+from scrollcase.box.release import ReleaseManifest, ReleaseRelocation, parse_release
+from scrollcase.box.relocate import check_dest_length, prefix_text
+from scrollcase.box.unpack import absolute_as_given
 from scrollcase.client.select import Candidate, HostView
 from scrollcase.errors import IntegrityError, Problem, StoreError
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
@@ -71,6 +75,8 @@ def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> R
         "archive.size": manifest.archive.size,
         "keys.archive": manifest.keys.archive,
     }
+    if entry.relocation is not None:  # the DEST limit the install already checked must be the manifest's
+        wanted["relocation"], found["relocation"] = entry.relocation, manifest.relocation
     problems = [
         Problem(message="the release manifest and the box index disagree", file=url, key=key, value=f"{found[key]!r}")
         for key in wanted
@@ -99,3 +105,16 @@ def check_release_digest(data: bytes, url: str, candidate: Candidate) -> None:
             problems=[Problem(message="the release manifest's sha256 differs from the index's", file=url)],
             fix="the store's index and release manifest disagree: republish the release, or use another store",
         )
+
+
+def check_dest_fits(dest: Path, relocation: ReleaseRelocation | None, nothing_done: str) -> None:
+    """BuildError (exit 5, as relocation itself refuses) when DEST is longer than the release allows: checked
+    from the index entry or the manifest, before anything is downloaded or extracted.  No limit, or an older
+    release without the field: nothing to check here (relocation checks box.json's after extracting)."""
+    if relocation is None or relocation.maxDestBytes is None:
+        return
+    try:
+        final = absolute_as_given(dest)  # the path relocation will write
+    except (OSError, RuntimeError):
+        return  # a DEST that cannot be resolved: the unpack's own check says why
+    check_dest_length(prefix_text(final), relocation.maxDestBytes, nothing_done=nothing_done)

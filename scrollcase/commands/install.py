@@ -19,7 +19,7 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import prepare_dest, unpack_archive
 from scrollcase.client.download import Download, download_archive
 from scrollcase.client.framecache import FrameCache, fill_from_archive
-from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
+from scrollcase.client.install import check_dest_fits, fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.commands import SubParsers, add_command
 from scrollcase.commands.unpack import check_identity, report_gpu, to_json
@@ -104,8 +104,10 @@ def location(option: str | None) -> str:
 
 
 def install(args: argparse.Namespace, console: Console, store: ReadableStore, chosen: Candidate, host: HostView) -> int:
+    check_dest_fits(args.dest, chosen.entry.relocation, "; nothing was downloaded")
     with waiting(console.progress, store.url):
         manifest = fetch_manifest(store, args.box, chosen)
+    check_dest_fits(args.dest, manifest.relocation, "; nothing was downloaded")
     check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
     if check.errors:
         raise refuse(manifest, check)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.peek import read_member
-from scrollcase.box.release import ReleaseManifest, parse_release
+from scrollcase.box.release import ReleaseManifest, parse_release, release_relocation
+from scrollcase.box.relocate import RelocationInfo
 from scrollcase.box.unpack import UnpackResult, unpack_archive
+from scrollcase.client.install import check_dest_fits
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
@@ -141,7 +143,32 @@ def identity_problems(manifest: ReleaseManifest, box: object, file: str) -> list
                     fix="unpack the release manifest built with this archive",
                 )
             )
-    return problems
+    return problems + relocation_problems(manifest, box.get("relocation"), file)
+
+
+def relocation_problems(manifest: ReleaseManifest, relocation: object, file: str) -> list[Problem]:
+    """The manifest's DEST limit (checked before extracting) must be the one box.json's relocation gives."""
+    if manifest.relocation is None or relocation is None:
+        return []
+    try:
+        inside = release_relocation(RelocationInfo.model_validate(relocation))
+    except ValueError:
+        return []  # an invalid relocation entry: relocation itself reports it
+    if inside == manifest.relocation:
+        return []
+    shown = (
+        inside.model_dump(mode="json", exclude_none=True),
+        manifest.relocation.model_dump(mode="json", exclude_none=True),
+    )
+    return [
+        Problem(
+            message="box.json and the release manifest disagree",
+            file=file,
+            key="relocation",
+            value=f"{shown[0]!r} vs {shown[1]!r}",
+            fix="unpack the release manifest built with this archive",
+        )
+    ]
 
 
 def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
@@ -207,6 +234,8 @@ def run(args: UnpackArgs, console: Console, probes: HostProbes | None = None) ->
         )
     manifest = read_manifest(args.source)
     archive, size, sha256 = expected_digest(args.source, args.sha256, args.size, manifest)
+    if manifest is not None:
+        check_dest_fits(args.dest, manifest.relocation, "; nothing was extracted")
     if manifest is not None and archive.is_file() and archive.stat().st_size == size:
         check_identity(manifest, archive)
     check = check_gpu(manifest, args.source, args.skip_gpu_check, probes or HostProbes())

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.box.evidence import GpuEvidence
-from scrollcase.box.release import ReleaseManifest, dump_release
+from scrollcase.box.release import ReleaseManifest, ReleaseRelocation, dump_release
 from scrollcase.errors import ConflictError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json, parse_json_model
@@ -46,6 +46,7 @@ class IndexEntry(_Model):
     minHostAppVersion: SemVer
     minRamGb: float
     gpu: GpuEvidence | None = None  # the release's GPU evidence: CUDA runtime, cuDNN, compiled archs
+    relocation: ReleaseRelocation | None = None  # the longest DEST; absent when the manifest has none (older)
 
 
 class BoxIndex(_Model):
@@ -72,6 +73,7 @@ def entry_for(manifest: ReleaseManifest) -> IndexEntry:
         minHostAppVersion=manifest.compatibility.minHostAppVersion,
         minRamGb=manifest.compatibility.minRamGb,
         gpu=manifest.gpu,
+        relocation=manifest.relocation,
     )
 
 

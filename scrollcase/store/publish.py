@@ -20,7 +20,7 @@ from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.frames import check_frame_table
 from scrollcase.box.peek import read_box_json
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, release_relocation
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
@@ -162,6 +162,7 @@ def box_problems(
         "target": (box.target, manifest.target),
         "targetId": (box.targetId, manifest.targetId),
         "gpu": (box.gpu, manifest.gpu),
+        "relocation": (release_relocation(box.relocation) if manifest.relocation else None, manifest.relocation),
     }
     for key, (inside, outside) in pairs.items():
         if inside != outside:

@@ -17,6 +17,7 @@ from junitparser import JUnitXml
 
 from scrollcase.box.assets import default_fetchers, fetch_file
 from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
+from scrollcase.box.peek import read_member
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
 from scrollcase.box.sbom import validation_errors
 from scrollcase.box.unpack import unpack_archive
@@ -88,6 +89,10 @@ def test_build_writes_archive_sbom_and_release_only(built: BuildResult) -> None:
         "code",
     ]
     assert manifest["assets"][0]["bundled"] is True and "url" not in manifest["assets"][0]
+    # The longest DEST, known before downloading (#17): 196 bytes when a binary file embeds the placeholder
+    box = json.loads(read_member(built.archive, "box.json") or b"{}")
+    binary = any(f["mode"] == "binary" for f in box["relocation"]["files"])
+    assert manifest["relocation"] == {"placeholderBytes": 196, **({"maxDestBytes": 196} if binary else {})}
     assert not (built.plan.work_dir).exists()  # work folder removed after success
 
 

@@ -19,7 +19,7 @@ from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import dump_box_json
 from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
 from scrollcase.box.filedigests import digest_tree
-from scrollcase.box.release import ReleaseManifest, dump_release
+from scrollcase.box.release import ReleaseManifest, dump_release, parse_release
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.download import cache_paths
 from scrollcase.store.base import Store
@@ -397,3 +397,28 @@ def test_verify_installed_passes_on_a_clean_install_and_lists_every_change(
     assert cli.main(["verify", "--installed", str(dest)]) == 8
     out, err = capsys.readouterr()
     assert "changed  payload.bin" in out and "4 file(s)" in err
+
+
+def test_a_dest_longer_than_the_box_allows_is_refused_before_downloading(
+    tmp_path: Path, host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The test vectors' demo box has binary relocation: its index entry and manifest say 196 bytes at most."""
+    from tests.vectors.generate import VECTORS
+
+    release = next((VECTORS / "demo").glob("*.release.json"))
+    manifest = parse_release(release.read_bytes())
+    root = tmp_path / "limit-store"
+    publish(LocalStore(root), manifest, release.parent / manifest.archive.name)
+    entry = json.loads((root / "boxes" / manifest.boxId / "index.json").read_bytes())["versions"]["1.0.0"][CPU]
+    assert entry["relocation"] == {"placeholderBytes": 196, "maxDestBytes": 196}
+    state = ServerState()
+    with serve(root, state) as server:
+        too_long = host / ("d" * (200 - len(str(host))))
+        code, error, _ = install(capsys, "--store", server.url, "--box", manifest.boxId, str(too_long))
+        assert (code, error["error"]) == (5, "BuildError") and "nothing was downloaded" in error["message"]
+        assert "at most 196 bytes" in error["fix"] and state.sent_for(".tar.zst") == 0 and not too_long.exists()
+        code, result, err = install(capsys, "--store", server.url, "--box", manifest.boxId, str(host / "fits"))
+        assert code == 0, err
+        assert result["relocatedFiles"] == len(
+            json.loads((host / "fits" / "box.json").read_bytes())["relocation"]["files"]
+        )

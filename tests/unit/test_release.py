@@ -64,3 +64,25 @@ def test_archive_name_must_be_a_plain_file_name() -> None:
         raw["archive"]["name"] = bad
         with pytest.raises(IntegrityError):
             parse_release(json.dumps(raw))
+
+
+def test_the_longest_dest_comes_from_the_binary_relocation_files() -> None:
+    from scrollcase.box.release import release_relocation
+    from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo
+
+    text = PrefixFile(path="venv/bin/tool", mode="text")
+    binary = PrefixFile(path="venv/lib/libpython3.11.so", mode="binary")
+    limited = release_relocation(RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=[text, binary]))
+    assert (limited.placeholderBytes, limited.maxDestBytes) == (196, 196)
+    unlimited = release_relocation(RelocationInfo(placeholder="/opt/ü", files=[text]))
+    assert (unlimited.placeholderBytes, unlimited.maxDestBytes) == (7, None)  # UTF-8 bytes; any DEST length
+    raw = json.loads(dump_release(make_manifest(size=1, sha256="a" * 64).model_copy(update={"relocation": unlimited})))
+    assert raw["relocation"] == {"placeholderBytes": 7}
+
+
+def test_a_manifest_without_the_relocation_field_still_parses() -> None:
+    raw = json.loads(dump_release(make_manifest(size=1, sha256="a" * 64)))
+    assert "relocation" not in raw and parse_release(json.dumps(raw)).relocation is None
+    raw["relocation"] = {"placeholderBytes": 196, "maxDestBytes": "196"}
+    with pytest.raises(IntegrityError, match="maxDestBytes"):
+        parse_release(json.dumps(raw))

@@ -271,3 +271,12 @@ def test_env_shebang_passes_the_prefix_as_one_argument(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"[{tmp_path / HOSTILE}/rc][{script}]".encode()
     assert list(work.iterdir()) == []
+
+
+def test_the_dest_length_check_an_installer_makes_before_downloading() -> None:
+    relocate.check_dest_length("/x" * 200, None)  # no binary file: any length
+    relocate.check_dest_length("/" + "ü" * 97 + "x", 196)  # 196 bytes in UTF-8
+    with pytest.raises(BuildError, match="197 bytes, longer than the 196-byte") as caught:
+        relocate.check_dest_length("/" + "ü" * 98, 196, nothing_done="; nothing was downloaded")
+    assert "nothing was downloaded" in caught.value.message and caught.value.exit_code == 5
+    assert caught.value.fix == "unpack into a shorter path (at most 196 bytes)"

@@ -95,3 +95,19 @@ def test_a_real_index_validates_against_the_published_schema() -> None:
     broken = json.loads(dump_index(index))
     del broken["versions"]["1.0.0"]["linux-x86_64-cpu"]["sha256"]
     assert list(validator.iter_errors(broken)) != []
+
+
+def test_entry_carries_the_longest_dest_and_older_entries_parse_without_it() -> None:
+    from scrollcase.box.release import ReleaseRelocation
+
+    limit = ReleaseRelocation(placeholderBytes=196, maxDestBytes=196)
+    entry = entry_for(CPU.model_copy(update={"relocation": limit}))
+    assert entry.relocation == limit and entry_for(CPU).relocation is None
+    index = merge_entry(None, "demo-box", "1.0.0", entry)
+    assert index is not None
+    raw = json.loads(dump_index(index))
+    assert raw["versions"]["1.0.0"][CPU.targetId]["relocation"] == {"maxDestBytes": 196, "placeholderBytes": 196}
+    del raw["versions"]["1.0.0"][CPU.targetId]["relocation"]
+    assert parse_index(json.dumps(raw).encode(), "index.json").versions["1.0.0"][CPU.targetId].relocation is None
+    schema = json.dumps(index_json_schema())  # `scrollcase schema index` documents the field
+    assert '"maxDestBytes"' in schema and '"placeholderBytes"' in schema

@@ -261,3 +261,16 @@ def test_lost_race_to_different_bytes_is_a_conflict_and_publishes_no_manifest(tm
     assert not (tmp_path / "store" / keys.sha256).exists()
     assert not (tmp_path / "store" / keys.release).exists()
     assert not (tmp_path / "store" / "boxes/demo-box/index.json").exists()
+
+
+def test_a_dest_limit_that_is_not_box_jsons_is_refused() -> None:
+    """The index and hosts check DEST against the manifest's relocation before downloading: it must be box.json's."""
+    from scrollcase.box.release import ReleaseRelocation
+
+    assert plan_publish(
+        MANIFEST.model_copy(update={"relocation": ReleaseRelocation(placeholderBytes=196)}), ARCHIVE, empty()
+    )
+    lying = MANIFEST.model_copy(update={"relocation": ReleaseRelocation(placeholderBytes=196, maxDestBytes=196)})
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(lying, ARCHIVE, empty())  # box.json's relocation has no binary file: no limit
+    assert [p.key for p in caught.value.problems] == ["relocation"]

@@ -1,0 +1,1 @@
+build_time_vars = {'prefix': '/srv/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/long/box/venv'}

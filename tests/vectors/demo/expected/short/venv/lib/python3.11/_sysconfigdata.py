@@ -1,0 +1,1 @@
+build_time_vars = {'prefix': '/srv/box/venv'}

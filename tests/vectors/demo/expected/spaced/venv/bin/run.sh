@@ -1,0 +1,2 @@
+#!/usr/bin/env -S bash --init-file '/srv/My Boxes/it\'s $HOME/venv/etc/rc'
+echo /srv/My Boxes/it's $HOME
