@@ -97,8 +97,8 @@ if mode == "cold":
     got = fill_all(cache, wheels, workers=int(workers) or None)
     unpacked = [got[sha] for _, sha in wheels]
 else:
-    unpacked = [cache.load(sha) for _, sha in wheels]
-    assert all(unpacked), "the warm cache is not filled"
+    loaded = cache.load_all([sha for _, sha in wheels])  # as build.install_locked looks the wheels up
+    unpacked = [loaded[sha] for _, sha in wheels]  # KeyError: the warm cache is not filled
 install_wheels(unpacked, box_layout("venv/bin/python", "linux", "3.11", "m"), Path(dest),
                placeholder=BOX_PREFIX_PLACEHOLDER + "/venv", arch="x86_64", workers=int(workers) or None,
                link="copy" if mode == "copy" else "hardlink")

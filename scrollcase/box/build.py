@@ -293,7 +293,7 @@ def install_locked(
     A wheel already in the unpacked-wheel cache is neither fetched nor inflated again: linked."""
     install.verify_local_packages(locked.records, str(plan.recipe_dir.lock_file))
     cache = wheelcache.WheelCache(plan.unpacked_cache)
-    hits = {w.sha256: u for w in locked.wheels if (u := cache.load(w.sha256)) is not None}
+    hits = cache.load_all([w.sha256 for w in locked.wheels])
     missing = [w for w in locked.wheels if w.sha256 not in hits]
     downloading = meter("downloading wheels", None)
     fetched = [(wheels_mod.fetch_wheel(w, plan.wheel_cache, fetchers, on_bytes=downloading), w) for w in missing]

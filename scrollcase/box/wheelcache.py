@@ -113,8 +113,8 @@ class CachedWheel(WheelSource):
             self._save_layout(job, destination.placed)
 
     def _replay(self, layout: InstallLayout, job: wheelinstall.Job) -> None:
-        """Claim every target, make the folders, then link in threads: ``link`` releases the GIL, and
-        one wheel (torch) holds most of a box's files."""
+        """Claim every target, make the folders, then link, all in threads: ``mkdir`` and ``link``
+        release the GIL, and one wheel (torch) holds most of a box's files and folders."""
         root, env = str(self.root), job.env
         targets = [os.path.join(env, _relative(placed.target)) for placed in layout.files]  # noqa: PTH118
         claimed = job.claims.claim_all(self.name, [(t, p.identity) for t, p in zip(targets, layout.files, strict=True)])
@@ -123,13 +123,14 @@ class CachedWheel(WheelSource):
             for placed, target, mine in zip(layout.files, targets, claimed, strict=True)
             if mine
         ]
-        for folder in sorted({os.path.dirname(target) for _, target in links}):  # noqa: PTH120
-            job.folders.make(folder)
+        folders = {os.path.dirname(target) for _, target in links}  # noqa: PTH120
         chunks = [links[i : i + REPLAY_CHUNK] for i in range(0, len(links), REPLAY_CHUNK)]
         if len(chunks) <= 1:
+            job.folders.make_all(folders, env, None)
             _place(job, links)
             return
-        with ThreadPoolExecutor(max_workers=min(len(chunks), usable_cores())) as pool:
+        with ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="scrollcase-link") as pool:
+            job.folders.make_all(folders, env, pool)
             for done in [pool.submit(_place, job, chunk) for chunk in chunks]:
                 done.result()
 
@@ -240,6 +241,13 @@ class WheelCache:
             shutil.rmtree(folder, ignore_errors=True)  # never trusted: unpacked again from the wheel
             return None
         return cached
+
+    def load_all(self, sha256s: Sequence[str], workers: int | None = None) -> dict[str, CachedWheel]:
+        """:meth:`load` for many entries at once, in threads (checking an entry is 1,000s of ``stat`` calls,
+        which release the GIL); the entries found, by sha256."""
+        with ThreadPoolExecutor(max_workers=workers or usable_cores(), thread_name_prefix="scrollcase-cache") as pool:
+            loaded = dict(zip(sha256s, pool.map(self.load, sha256s), strict=True))
+        return {sha: cached for sha, cached in loaded.items() if cached is not None}
 
     def fill(self, wheel: Path, sha256: str, cancel: threading.Event, umask: int) -> CachedWheel:
         """Unpack ``wheel`` (already checked against the lock's ``sha256``) into a new entry."""
