@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from scrollcase.client.download import Download, download_archive
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
-from scrollcase.commands import SubParsers, add_command
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.commands.unpack import check_identity, report_gpu, to_json
 from scrollcase.console import Console
 from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
@@ -50,6 +51,20 @@ fits or not.
 """
 
 
+@dataclass(frozen=True)
+class InstallArgs(CommandArgs):
+    dest: Path | None
+    store: str | None
+    box: str
+    version: str | None
+    target: str | None
+    pre: bool
+    list: bool
+    endpoint_url: str | None
+    skip_gpu_check: bool
+    keep_download: bool
+
+
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION, raw=True)
     p.add_argument("dest", metavar="DEST", type=Path, nargs="?", help="folder to create (not with --list)")
@@ -70,27 +85,34 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         help="treat CUDA boxes as fitting without asking nvidia-smi (prints a warning)",
     )
     p.add_argument("--keep-download", action="store_true", help="keep the checked archive in the download cache")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(InstallArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
-    if not args.list:
-        if args.dest is None:
-            raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
-        prepare_dest(args.dest)  # before any byte is downloaded
-    elif args.dest is not None:
-        raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
+def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
+    dest = checked_dest(args)
     store = open_read_store(location(args.store), args.endpoint_url)
     with waiting(console.progress, store.url):
         index = read_box_index(store, args.box)
     wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
     host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
     selection = select_release(index, host, wanted)
-    if args.list:
+    if dest is None:  # --list
         console.result(list_json(store, args.box, host, selection), render_list(store, args.box, host, selection))
         return 0
     chosen = require_choice(selection, index, wanted, store.url)
-    return install(args, console, store, chosen, host)
+    return install(args, dest, console, store, chosen, host)
+
+
+def checked_dest(args: InstallArgs) -> Path | None:
+    """DEST, ready before any byte is downloaded; None with --list (which takes no DEST)."""
+    if args.list:
+        if args.dest is not None:
+            raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
+        return None
+    if args.dest is None:
+        raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
+    prepare_dest(args.dest)
+    return args.dest
 
 
 def location(option: str | None) -> str:
@@ -103,7 +125,9 @@ def location(option: str | None) -> str:
     return location
 
 
-def install(args: argparse.Namespace, console: Console, store: ReadableStore, chosen: Candidate, host: HostView) -> int:
+def install(
+    args: InstallArgs, dest: Path, console: Console, store: ReadableStore, chosen: Candidate, host: HostView
+) -> int:
     with waiting(console.progress, store.url):
         manifest = fetch_manifest(store, args.box, chosen)
     check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
@@ -124,7 +148,7 @@ def install(args: argparse.Namespace, console: Console, store: ReadableStore, ch
             )
         meter = console.meter("unpacking", info.size)
         result = unpack_archive(
-            download.path, args.dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
+            download.path, dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
         )
         meter.finish()
     except IntegrityError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.boxjson import BoxJson
@@ -24,6 +25,7 @@ from scrollcase.client.upgrade import (
     swap_in,
     upgrading,
 )
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.commands.install import check_gpu, location, refuse
 from scrollcase.commands.unpack import check_identity, report_gpu
 from scrollcase.console import Console
@@ -34,6 +36,7 @@ from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
 
 NAME = "upgrade"
+HELP = "upgrade an installed box, downloading only what changed"
 
 DESCRIPTION = """\
 Move the box installed in DEST to the newest release of the same box and target in STORE (or to
@@ -44,14 +47,19 @@ beside DEST and swapped in.  DEST stays the old, working install until the new o
 """
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="upgrade an installed box, downloading only what changed",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+@dataclass(frozen=True)
+class UpgradeArgs(CommandArgs):
+    dest: Path
+    store: str | None
+    version: str | None
+    pre: bool
+    endpoint_url: str | None
+    skip_gpu_check: bool
+    keep_previous: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION, raw=True)
     p.add_argument("dest", metavar="DEST", type=Path, help="the installed box's folder")
     p.add_argument("--store", metavar="STORE", default=None, help="directory, s3:// or http(s):// ($SCROLLCASE_STORE)")
     p.add_argument("--version", metavar="V", default=None, help="this version (older too: a rollback)")
@@ -61,10 +69,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument(
         "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous (an instant rollback)"
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(UpgradeArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -> int:
     dest: Path = args.dest.absolute()
     if recover_swap(dest):
         console.progress(f"put back {dest}: an earlier upgrade was killed while swapping folders")
@@ -93,7 +101,7 @@ def _newer(chosen: Candidate, box: BoxJson) -> bool:
 
 
 def _upgrade(
-    args: argparse.Namespace,
+    args: UpgradeArgs,
     console: Console,
     store: ReadableStore,
     manifest: ReleaseManifest,
