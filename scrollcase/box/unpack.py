@@ -568,9 +568,7 @@ def _relocate(tmp: Path, final: Path, label: str) -> int:
 
 def _publish(tmp: Path, final: Path) -> None:
     try:
-        if final.is_dir() and not final.is_symlink():
-            final.rmdir()  # empty (checked before), replaced by the complete tree in one rename
-        tmp.replace(final)
+        files.swap_dir(tmp, final)  # an empty DEST (checked before) is replaced by the complete tree
     except OSError as exc:
         if final.exists() or final.is_symlink():
             raise UsageError(
