@@ -23,11 +23,12 @@ from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
-from scrollcase.commands.unpack import check_identity, report_gpu, to_json
+from scrollcase.commands.unpack import check_identity, report_gpu, skipped_gpu_check, to_json
+from scrollcase.commands.unpack import refuse as refuse_unpack
 from scrollcase.console import Console
-from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
+from scrollcase.errors import HostError, IntegrityError, UsageError
 from scrollcase.host.facts import HostProbes
-from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.host.gpucheck import GpuCheckResult, gpu_check
 from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
@@ -168,23 +169,13 @@ def check_gpu(manifest: ReleaseManifest, host: HostView, skip: bool, source: str
     """unpack's install-time check, on the manifest (authoritative) with the GPUs selection already saw."""
     spec = manifest.target.spec
     if skip and spec.is_cuda:
-        warning = Problem(
-            message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
-            "this machine's NVIDIA driver and GPUs; it may not run here",
-            file=source,
-            severity="warning",
-        )
-        return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+        return skipped_gpu_check(manifest, source)
     return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host.gpus, source)
 
 
 def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
-    return HostError(
-        f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
-        "cannot run it; nothing was downloaded",
-        problems=result.problems,
-        fix=f"fix the problems above, use the box for another target (--target), or {SKIP_FIX}",
-    )
+    """unpack's refusal, said before a byte of the archive is downloaded."""
+    return refuse_unpack(manifest, result, "downloaded", "another target (--target)")
 
 
 def install_json(
