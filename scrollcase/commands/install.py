@@ -32,6 +32,7 @@ from scrollcase.host.gpucheck import GpuCheckResult, gpu_check
 from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
+from scrollcase.store.index import BoxIndex
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"
@@ -53,16 +54,22 @@ fits or not.
 
 
 @dataclass(frozen=True)
-class InstallArgs(CommandArgs):
-    dest: Path | None
+class ReleaseArgs(CommandArgs):
+    """What install and upgrade both read: the store, and which of its releases may be chosen."""
+
     store: str | None
-    box: str
-    version: str | None
-    target: str | None
-    pre: bool
-    list: bool
     endpoint_url: str | None
+    version: str | None
+    pre: bool
     skip_gpu_check: bool
+
+
+@dataclass(frozen=True)
+class InstallArgs(ReleaseArgs):
+    dest: Path | None
+    box: str
+    target: str | None
+    list: bool
     keep_download: bool
 
 
@@ -91,17 +98,49 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
     dest = checked_dest(args)
-    store = open_read_store(location(args.store), args.endpoint_url)
-    with waiting(console.progress, store.url):
-        index = read_box_index(store, args.box)
-    wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
-    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
-    selection = select_release(index, host, wanted)
+    offer = read_offer(args, args.box, args.target, console, probes)
+    selection = select_release(offer.index, offer.host, offer.wanted)
     if dest is None:  # --list
+        store, host = offer.store, offer.host
         console.result(list_json(store, args.box, host, selection), render_list(store, args.box, host, selection))
         return 0
-    chosen = require_choice(selection, index, wanted, store.url)
-    return install(args, dest, console, store, chosen, host)
+    chosen = require_choice(selection, offer.index, offer.wanted, offer.store.url)
+    return install(args, dest, console, offer, chosen)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One box's releases in a store, this machine as they are chosen for, and what the command line wants."""
+
+    store: ReadableStore
+    box_id: str
+    index: BoxIndex
+    host: HostView
+    wanted: Wanted
+
+
+def read_offer(
+    args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None
+) -> Offer:
+    """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
+    store = open_read_store(location(args.store), args.endpoint_url)
+    with waiting(console.progress, store.url):
+        index = read_box_index(store, box_id)
+    wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
+    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
+    return Offer(store, box_id, index, host, wanted)
+
+
+def checked_manifest(offer: Offer, chosen: Candidate, console: Console) -> tuple[ReleaseManifest, GpuCheckResult]:
+    """The chosen release's manifest once this machine passed its GPU check (HostError otherwise)."""
+    store = offer.store
+    with waiting(console.progress, store.url):
+        manifest = fetch_manifest(store, offer.box_id, chosen)
+    check = check_gpu(manifest, offer.host, offer.wanted.skip_gpu_check, store.url_for(chosen.entry.release))
+    if check.errors:
+        raise refuse(manifest, check)
+    report_gpu(console, check)
+    return manifest, check
 
 
 def checked_dest(args: InstallArgs) -> Path | None:
@@ -126,15 +165,9 @@ def location(option: str | None) -> str:
     return location
 
 
-def install(
-    args: InstallArgs, dest: Path, console: Console, store: ReadableStore, chosen: Candidate, host: HostView
-) -> int:
-    with waiting(console.progress, store.url):
-        manifest = fetch_manifest(store, args.box, chosen)
-    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
-    if check.errors:
-        raise refuse(manifest, check)
-    report_gpu(console, check)
+def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chosen: Candidate) -> int:
+    manifest, check = checked_manifest(offer, chosen, console)
+    store = offer.store
     info = manifest.archive
     console.progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
     start = time.monotonic()

@@ -13,8 +13,7 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache
-from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
-from scrollcase.client.select import Candidate, Wanted, require_choice, select_release, semver_key
+from scrollcase.client.select import Candidate, require_choice, select_release, semver_key
 from scrollcase.client.upgrade import (
     Fetched,
     Siblings,
@@ -25,15 +24,13 @@ from scrollcase.client.upgrade import (
     swap_in,
     upgrading,
 )
-from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
-from scrollcase.commands.install import check_gpu, location, refuse
-from scrollcase.commands.unpack import check_identity, report_gpu
+from scrollcase.commands import SubParsers, add_command, handler
+from scrollcase.commands.install import ReleaseArgs, checked_manifest, read_offer
+from scrollcase.commands.unpack import check_identity
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError
 from scrollcase.host.facts import HostProbes
-from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
-from scrollcase.store.factory import open_read_store
 
 NAME = "upgrade"
 HELP = "upgrade an installed box, downloading only what changed"
@@ -48,13 +45,8 @@ beside DEST and swapped in.  DEST stays the old, working install until the new o
 
 
 @dataclass(frozen=True)
-class UpgradeArgs(CommandArgs):
+class UpgradeArgs(ReleaseArgs):
     dest: Path
-    store: str | None
-    version: str | None
-    pre: bool
-    endpoint_url: str | None
-    skip_gpu_check: bool
     keep_previous: bool
 
 
@@ -77,22 +69,14 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
     if recover_swap(dest):
         console.progress(f"put back {dest}: an earlier upgrade was killed while swapping folders")
     box = installed_box(dest)
-    store = open_read_store(location(args.store), args.endpoint_url)
-    with waiting(console.progress, store.url):
-        index = read_box_index(store, box.boxId)
-    wanted = Wanted(args.version, box.targetId, args.pre, args.skip_gpu_check)
-    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
-    chosen = require_choice(select_release(index, host, wanted), index, wanted, store.url)
+    offer = read_offer(args, box.boxId, box.targetId, console, probes)
+    store = offer.store
+    chosen = require_choice(select_release(offer.index, offer.host, offer.wanted), offer.index, offer.wanted, store.url)
     if chosen.version == box.version or (args.version is None and not _newer(chosen, box)):
         data = {"boxId": box.boxId, "dest": str(dest), "from": box.version, "to": box.version, "upgraded": False}
         console.result(data, f"{box.boxId} in {dest} is at {box.version}: nothing newer in {store.url}")
         return 0
-    with waiting(console.progress, store.url):
-        manifest = fetch_manifest(store, box.boxId, chosen)
-    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
-    if check.errors:
-        raise refuse(manifest, check)
-    report_gpu(console, check)
+    manifest, _ = checked_manifest(offer, chosen, console)
     return _upgrade(args, console, store, manifest, box, dest)
 
 
