@@ -300,10 +300,8 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
     """Parse the tar stream and extract every member; stops at the end-of-archive blocks."""
     pending: dict[str, str] = {}
     while True:
-        block = reader.read_block_or_end()
+        block = reader.read_header_block()
         if block is None:
-            raise TarFormatError("archive is truncated (no end-of-archive marker)")
-        if not any(block):
             reader.drain(_MAX_TRAILER)  # the second zero block and the record padding
             return
         if reader.consumed > ex.budget:  # counts extended headers too, not only member data
