@@ -53,13 +53,19 @@ class Problem:
 
 @dataclass
 class ScrollcaseError(Exception):
-    """Base of every error scrollcase raises on purpose.  ``exit_code`` is what the CLI exits with."""
+    """Base of every error scrollcase raises on purpose.  ``exit_code`` is what the CLI exits with; each
+    subclass names its own in its class line (``class UsageError(ScrollcaseError, exit_code=2)``)."""
 
     message: str
     problems: Sequence[Problem] = field(default_factory=tuple)
     fix: str | None = None
     exit_code = 1
     kind = "error"
+
+    def __init_subclass__(cls, exit_code: int | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -86,87 +92,61 @@ class ScrollcaseError(Exception):
         return out
 
 
-class UsageError(ScrollcaseError):
+class UsageError(ScrollcaseError, exit_code=2):
     """Bad command line: unknown recipe id, missing argument, conflicting options."""
 
-    exit_code = 2
 
-
-class RecipeError(ScrollcaseError):
+class RecipeError(ScrollcaseError, exit_code=3):
     """recipe.json (or the recipe folder) is invalid."""
 
-    exit_code = 3
 
-
-class ManifestError(ScrollcaseError):
+class ManifestError(ScrollcaseError, exit_code=3):
     """pixi.toml does not follow the rules for the recipe's target."""
 
-    exit_code = 3
 
-
-class LockError(ScrollcaseError):
+class LockError(ScrollcaseError, exit_code=4):
     """pixi.lock is missing, unreadable, stale, or not the build the target promises."""
-
-    exit_code = 4
 
 
 class SolveError(LockError):
     """The solver could not produce an environment for the recipe's target."""
 
 
-class BuildError(ScrollcaseError):
+class BuildError(ScrollcaseError, exit_code=5):
     """Installing, pruning, packing or writing the box failed."""
 
-    exit_code = 5
 
-
-class SelfTestError(ScrollcaseError):
+class SelfTestError(ScrollcaseError, exit_code=6):
     """The box's own interpreter failed one of the recipe's self-test checks."""
 
-    exit_code = 6
 
-
-class ParityError(ScrollcaseError):
+class ParityError(ScrollcaseError, exit_code=7):
     """Outputs on two accelerators disagree beyond the declared tolerances, or a run failed."""
 
-    exit_code = 7
 
-
-class IntegrityError(ScrollcaseError):
+class IntegrityError(ScrollcaseError, exit_code=8):
     """An archive or download does not match its size/sha256, or contains an unsafe entry."""
 
-    exit_code = 8
 
-
-class StoreError(ScrollcaseError):
+class StoreError(ScrollcaseError, exit_code=9):
     """The object store (S3 or a directory) failed or refused a request."""
 
-    exit_code = 9
 
-
-class ConflictError(StoreError):
+class ConflictError(StoreError, exit_code=10):
     """A published key already holds different bytes: releases are immutable."""
 
-    exit_code = 10
 
-
-class HostError(ScrollcaseError):
+class HostError(ScrollcaseError, exit_code=11):
     """This machine cannot build the target (cross-build, old driver, no disk), or cannot run the box
     ``scrollcase unpack`` is installing (no NVIDIA GPU, old driver, no compiled architecture for its GPUs)."""
 
-    exit_code = 11
 
-
-class GitHubError(ScrollcaseError):
+class GitHubError(ScrollcaseError, exit_code=12):
     """Talking to GitHub (outputs, check runs, matrix limits) failed."""
 
-    exit_code = 12
 
-
-class InternalError(ScrollcaseError):
+class InternalError(ScrollcaseError, exit_code=70):
     """A bug in scrollcase: an exception no check anticipated.  The CLI prints its traceback too."""
-
-    exit_code = 70
 
 
 EXIT_CODES: dict[str, int] = {

@@ -12,7 +12,8 @@ import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
@@ -87,20 +88,20 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
 
 
 def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int) -> None:
-    try:
+    what = f"downloading asset {source.name!r} failed or was interrupted"
+    fix = "rerun the build: the partial download is kept and resumed"
+    with fetching(what, f"assets.{source.name}", source.url, fix):
         fetcher(source.url, out, offset)
+
+
+@contextmanager
+def fetching(what: str, key: str, url: str, fix: str) -> Iterator[None]:
+    """A fetcher's network or file error as a BuildError saying ``what`` failed, located at ``key``."""
+    try:
+        yield
     except (OSError, http.client.HTTPException) as exc:
-        raise BuildError(
-            f"downloading asset {source.name!r} failed or was interrupted",
-            problems=[
-                Problem(
-                    message=str(exc) or type(exc).__name__,
-                    key=f"assets.{source.name}",
-                    value=source.url,
-                    fix="rerun the build: the partial download is kept and resumed",
-                )
-            ],
-        ) from None
+        problem = Problem(message=str(exc) or type(exc).__name__, key=key, value=url, fix=fix)
+        raise BuildError(what, problems=[problem]) from None
 
 
 def _verify(part: Path, source: AssetSource, *, progressed: bool) -> None:

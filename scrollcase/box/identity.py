@@ -47,17 +47,13 @@ class BoxIdentity(BoxTarget, BoxName):
 
 
 def identity_of(recipe: Recipe) -> BoxIdentity:
-    """The identity of the box ``recipe`` builds (the target id is derived, not written in the recipe)."""
-    return BoxIdentity(
-        boxId=recipe.boxId,
-        modelId=recipe.modelId,
-        runtimeId=recipe.runtimeId,
-        version=recipe.version,
-        sourceRevision=recipe.sourceRevision,
-        recipeId=recipe.recipeId,
-        target=recipe.target,
-        targetId=recipe.target_id,
-    )
+    """The identity of the box ``recipe`` builds: the recipe's fields of the same names, and the target id
+    (derived, not written in the recipe)."""
+    copied = {name: getattr(recipe, name) for name in BoxIdentity.model_fields if name not in _NOT_COPIED}
+    return BoxIdentity(**copied, targetId=recipe.target_id)
+
+
+_NOT_COPIED = ("schemaVersion", "targetId")  # each document's own version; the id derived from the target
 
 
 def identity_fields(identity: BoxIdentity) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from scrollcase.box.units import Unit
-from scrollcase.io.files import temp_path, write_atomic
+from scrollcase.io.files import cache_entry, write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
@@ -92,12 +92,9 @@ class PackCache:
         return path if ok else None
 
     def put(self, key: str, frame: bytes) -> None:
-        target = self.path_for(key)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temp = temp_path(target, ".part")
-            temp.write_bytes(frame)
-            temp.replace(target)
+            with cache_entry(self.path_for(key)) as out:
+                out.write(frame)
         except OSError:
             return  # a cache that cannot be written only costs the next build time
 
@@ -105,21 +102,14 @@ class PackCache:
     def writing(self, key: str) -> Iterator[BinaryIO | None]:
         """A file to copy a big frame into as it is written; it becomes the entry for ``key`` only if the
         block ends without an error (None, and nothing cached, when the cache cannot be written)."""
-        target = self.path_for(key)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temp = temp_path(target, ".part")
-            out = temp.open("wb")
-        except OSError:
-            yield None
-            return
-        try:
-            with out:
-                yield out
-            temp.replace(target)
+        with contextlib.ExitStack() as stack:
+            try:
+                out: BinaryIO | None = stack.enter_context(cache_entry(self.path_for(key)))
+            except OSError:
+                out = None
+            yield out
+        if out is not None:
             self.misses += 1
-        finally:
-            temp.unlink(missing_ok=True)
 
     def save(self) -> None:
         if self._dirty:

@@ -53,10 +53,8 @@ def read_member(archive: Path, name: str, *, max_size: int = MAX_MEMBER) -> byte
 def _scan(chunks: ChunkReader, name: str, max_size: int, label: str) -> bytes | None:
     pending: dict[str, str] = {}
     while True:
-        block = chunks.read_block_or_end()
+        block = chunks.read_header_block()
         if block is None:
-            raise TarFormatError("archive is truncated (no end-of-archive marker)")
-        if not any(block):
             return None
         header = parse_header(block)
         if header.kind in META_KINDS:

@@ -166,7 +166,7 @@ def failure(results: Sequence[CheckResult], recipe_file: str | None, where: str)
             line=r.check.line,
             key="selfTest",
             value=_details(r),
-            fix=_fix_for(r.check.kind),
+            fix=_FIXES[r.check.kind],
         )
         for r in failed
     ]
@@ -181,13 +181,13 @@ def _details(result: CheckResult) -> str | None:
     return text if text and text != result.problem else None
 
 
-def _fix_for(kind: str) -> str:
-    return {
-        "import": "add the package that provides this module to pixi.toml, re-lock, or remove the import",
-        "file": "bundle the file (assets with --weights bundled) or correct selfTest.files",
-        "code": "fix the box (or the pythonCode) so the code runs cleanly with the box's interpreter",
-        "entrypoint": "check pythonEntryPoint and that the environment installs python",
-    }[kind]
+# How to fix a failed check, by its kind.
+_FIXES = {
+    "import": "add the package that provides this module to pixi.toml, re-lock, or remove the import",
+    "file": "bundle the file (assets with --weights bundled) or correct selfTest.files",
+    "code": "fix the box (or the pythonCode) so the code runs cleanly with the box's interpreter",
+    "entrypoint": "check pythonEntryPoint and that the environment installs python",
+}
 
 
 def _declaration_lines(text: str) -> dict[tuple[str, str], int]:

@@ -44,6 +44,14 @@ class ChunkReader:
             return None
         return self.read(BLOCK)
 
+    def read_header_block(self) -> bytes | None:
+        """The next member's header block, or None at the end-of-archive marker (a zero block);
+        TarFormatError when the stream ends before the marker."""
+        block = self.read_block_or_end()
+        if block is None:
+            raise TarFormatError("archive is truncated (no end-of-archive marker)")
+        return block if any(block) else None
+
     def slices(self, n: int) -> Iterator[memoryview]:
         """``n`` bytes as consecutive zero-copy views (valid until the next call)."""
         while n:

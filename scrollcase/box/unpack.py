@@ -300,10 +300,8 @@ def _extract_all(reader: ChunkReader, ex: _Extractor) -> None:
     """Parse the tar stream and extract every member; stops at the end-of-archive blocks."""
     pending: dict[str, str] = {}
     while True:
-        block = reader.read_block_or_end()
+        block = reader.read_header_block()
         if block is None:
-            raise TarFormatError("archive is truncated (no end-of-archive marker)")
-        if not any(block):
             reader.drain(_MAX_TRAILER)  # the second zero block and the record padding
             return
         if reader.consumed > ex.budget:  # counts extended headers too, not only member data
@@ -568,9 +566,7 @@ def _relocate(tmp: Path, final: Path, label: str) -> int:
 
 def _publish(tmp: Path, final: Path) -> None:
     try:
-        if final.is_dir() and not final.is_symlink():
-            final.rmdir()  # empty (checked before), replaced by the complete tree in one rename
-        tmp.replace(final)
+        files.swap_dir(tmp, final)  # an empty DEST (checked before) is replaced by the complete tree
     except OSError as exc:
         if final.exists() or final.is_symlink():
             raise UsageError(

@@ -43,18 +43,15 @@ class VerifyReport:
         }
 
 
+# What box.json and the release manifest both say, and must say alike.
+SHARED_FIELDS = ("boxId", "version", "targetId", "pythonEntryPoint", "modelCacheSubdir", "gpu")
+
+
 def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
     """How the unpacked box disagrees with its manifest or cannot run (empty when it is sound)."""
     problems = []
-    pairs = {
-        "boxId": (box.boxId, manifest.boxId),
-        "version": (box.version, manifest.version),
-        "targetId": (box.targetId, manifest.targetId),
-        "pythonEntryPoint": (box.pythonEntryPoint, manifest.pythonEntryPoint),
-        "modelCacheSubdir": (box.modelCacheSubdir, manifest.modelCacheSubdir),
-        "gpu": (box.gpu, manifest.gpu),
-    }
-    for key, (inside, outside) in pairs.items():
+    for key in SHARED_FIELDS:
+        inside, outside = getattr(box, key), getattr(manifest, key)
         if inside != outside:
             problems.append(
                 Problem(
@@ -68,25 +65,9 @@ def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, win
         problems.append(
             Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON, key="envDir", value=box.envDir)
         )
-    python = box_root / box.pythonEntryPoint
-    if not python.is_file():
-        problems.append(
-            Problem(
-                message="the interpreter is missing from the archive",
-                file=BOX_JSON,
-                key="pythonEntryPoint",
-                value=box.pythonEntryPoint,
-            )
-        )
-    elif not windows and not os.access(python, os.X_OK):
-        problems.append(
-            Problem(
-                message="the interpreter is not executable",
-                file=BOX_JSON,
-                key="pythonEntryPoint",
-                value=box.pythonEntryPoint,
-            )
-        )
+    fault = _interpreter_fault(box_root / box.pythonEntryPoint, windows)
+    if fault is not None:
+        problems.append(Problem(message=fault, file=BOX_JSON, key="pythonEntryPoint", value=box.pythonEntryPoint))
     for asset in box.assets:
         if asset.bundled and not (box_root / box.modelCacheSubdir / asset.path).is_file():
             problems.append(
@@ -95,6 +76,14 @@ def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, win
                 )
             )
     return problems
+
+
+def _interpreter_fault(python: Path, windows: bool) -> str | None:
+    if not python.is_file():
+        return "the interpreter is missing from the archive"
+    if not windows and not os.access(python, os.X_OK):
+        return "the interpreter is not executable"
+    return None
 
 
 def verify_release(

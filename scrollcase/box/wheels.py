@@ -10,7 +10,6 @@ name the placeholder interpreter, which unpacking rewrites like any conda entry 
 
 from __future__ import annotations
 
-import http.client
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
+from scrollcase.box.assets import fetching
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
@@ -51,6 +51,15 @@ class WheelSource:
     filename: str
     sha256: str
 
+    @property
+    def key(self) -> str:
+        """Where the lock's record of this wheel sits, as problems name it."""
+        return f"packages.pypi.{self.name}"
+
+    def problem(self, message: str, fix: str, value: str | None = None) -> Problem:
+        """A problem with this wheel (``value``: the file or URL concerned; its URL by default)."""
+        return Problem(message=message, key=self.key, value=self.url if value is None else value, fix=fix)
+
 
 def locked_wheels(lock_path: Path, subdir: str, environment: str = "default") -> list[LockedWheel]:
     """The PyPI packages the lock holds for ``subdir`` (rattler reads the lock)."""
@@ -81,31 +90,12 @@ def plan_wheels(locked: Sequence[LockedWheel], lock_path: Path, subdir: str) -> 
     for package in locked:
         url = _resolve(package.location, lock_path.parent)
         filename = urllib.parse.unquote(PurePosixPath(urllib.parse.urlsplit(url).path).name)
-        key = f"packages.pypi.{package.name}"
-        if not filename.endswith(".whl"):
-            problems.append(
-                Problem(
-                    message=f"{package.name} {package.version} is locked as a source distribution, git URL or "
-                    "folder, not a wheel",
-                    file=str(lock_path),
-                    key=key,
-                    value=package.location,
-                    fix="lock a wheel for it (build one and point pixi at it), or use the conda-forge package",
-                )
-            )
-        elif not package.sha256:
-            problems.append(
-                Problem(
-                    message=f"{package.name} {package.version}: the lock records no sha256 (pixi records none "
-                    "for wheels given by path)",
-                    file=str(lock_path),
-                    key=key,
-                    value=package.location,
-                    fix="host the wheel at an https URL or an index so the lock pins its sha256, "
-                    "or use the conda-forge package",
-                )
-            )
-        else:
+        unusable = _unusable(package, filename)
+        if unusable is not None:
+            message, fix = unusable
+            key = f"packages.pypi.{package.name}"
+            problems.append(Problem(message=message, file=str(lock_path), key=key, value=package.location, fix=fix))
+        elif package.sha256:  # always, once usable (says so to the type checker)
             sources.append(WheelSource(package.name, package.version, url, filename, package.sha256))
     if problems:
         raise BuildError(
@@ -113,6 +103,22 @@ def plan_wheels(locked: Sequence[LockedWheel], lock_path: Path, subdir: str) -> 
             problems=problems,
         )
     return sources
+
+
+def _unusable(package: LockedWheel, filename: str) -> tuple[str, str] | None:
+    """Why a locked package cannot be installed as a checked wheel (message, fix); None when it can."""
+    if not filename.endswith(".whl"):
+        return (
+            f"{package.name} {package.version} is locked as a source distribution, git URL or folder, not a wheel",
+            "lock a wheel for it (build one and point pixi at it), or use the conda-forge package",
+        )
+    if not package.sha256:
+        return (
+            f"{package.name} {package.version}: the lock records no sha256 "
+            "(pixi records none for wheels given by path)",
+            "host the wheel at an https URL or an index so the lock pins its sha256, or use the conda-forge package",
+        )
+    return None
 
 
 def _resolve(location: str, lock_dir: Path) -> str:
@@ -134,17 +140,10 @@ def fetch_wheel(
     if parts.scheme == "file":
         path = Path(urllib.request.url2pathname(parts.path))
         if not path.is_file():
-            raise BuildError(
-                f"wheel {source.filename} is missing",
-                problems=[
-                    Problem(
-                        message="the lock points to a file that does not exist",
-                        key=f"packages.pypi.{source.name}",
-                        value=str(path),
-                        fix="restore the wheel, or re-lock",
-                    )
-                ],
+            missing = source.problem(
+                "the lock points to a file that does not exist", "restore the wheel, or re-lock", str(path)
             )
+            raise BuildError(f"wheel {source.filename} is missing", problems=[missing])
         _verify(path, source)
         return path
     done = cache / source.sha256 / source.filename
@@ -154,17 +153,9 @@ def fetch_wheel(
         done.unlink()  # a damaged cache entry is fetched again, never trusted
     fetcher = fetchers.get(parts.scheme)
     if fetcher is None:
-        raise BuildError(
-            f"no way to fetch {parts.scheme}:// wheels here",
-            problems=[
-                Problem(
-                    message=f"{source.filename} needs a {parts.scheme} client",
-                    key=f"packages.pypi.{source.name}",
-                    value=source.url,
-                    fix="build where that index is reachable, or lock wheels from https or file://",
-                )
-            ],
-        )
+        fix = "build where that index is reachable, or lock wheels from https or file://"
+        problem = source.problem(f"{source.filename} needs a {parts.scheme} client", fix)
+        raise BuildError(f"no way to fetch {parts.scheme}:// wheels here", problems=[problem])
     with replacing(done) as part:
         _download(fetcher, source, part, on_bytes)
         _verify(part, source)  # wrong bytes are never kept in the cache
@@ -172,21 +163,10 @@ def fetch_wheel(
 
 
 def _download(fetcher: Fetcher, source: WheelSource, part: Path, on_bytes: Callable[[int], None] | None) -> None:
-    try:
-        with part.open("xb") as out:
-            fetcher(source.url, cast("BinaryIO", _Counted(out, on_bytes)) if on_bytes else out, 0)
-    except (OSError, http.client.HTTPException) as exc:
-        raise BuildError(
-            f"downloading wheel {source.filename} failed",
-            problems=[
-                Problem(
-                    message=str(exc) or type(exc).__name__,
-                    key=f"packages.pypi.{source.name}",
-                    value=source.url,
-                    fix="check the network (or the index URL in the lock) and rerun the build",
-                )
-            ],
-        ) from None
+    what = f"downloading wheel {source.filename} failed"
+    fix = "check the network (or the index URL in the lock) and rerun the build"
+    with fetching(what, source.key, source.url, fix), part.open("xb") as out:
+        fetcher(source.url, cast("BinaryIO", _Counted(out, on_bytes)) if on_bytes else out, 0)
 
 
 class _Counted:
@@ -204,17 +184,9 @@ class _Counted:
 def _verify(path: Path, source: WheelSource) -> None:
     got = sha256_file(path)[0]
     if got != source.sha256:
-        raise IntegrityError(
-            f"wheel {source.filename} does not match the lock",
-            problems=[
-                Problem(
-                    message=f"sha256 {got}, the lock says {source.sha256}",
-                    key=f"packages.pypi.{source.name}",
-                    value=str(path),
-                    fix="re-lock against the wheel you build from, or restore the original file",
-                )
-            ],
-        )
+        fix = "re-lock against the wheel you build from, or restore the original file"
+        problem = source.problem(f"sha256 {got}, the lock says {source.sha256}", fix, str(path))
+        raise IntegrityError(f"wheel {source.filename} does not match the lock", problems=[problem])
 
 
 def scheme_for(layout: BoxLayout, env: Path) -> dict[str, str]:

@@ -64,7 +64,7 @@ def download_archive(
     paths = cache_paths(sha256, cache_dir)
     if _complete(paths.complete, size):
         return Download(paths.complete, 0, 0, cached=True)
-    _mkdir(paths.partial.parent)
+    make_cache_dir(paths.partial.parent)
     with locked(paths.lock):
         start = _partial_size(paths.partial, size)
         if start:
@@ -191,12 +191,13 @@ def _kept(exc: StoreError, partial: Path, have: int, size: int) -> StoreError:
     )
 
 
-def _mkdir(folder: Path) -> None:
+def make_cache_dir(folder: Path, what: str = "download cache") -> None:
+    """Create a cache folder, or say which one cannot be created and how to move the cache."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ScrollcaseError(
-            f"cannot create the download cache {folder}: {exc.strerror}",
+            f"cannot create the {what} {folder}: {exc.strerror}",
             fix="set SCROLLCASE_CACHE_DIR to a writable folder",
         ) from None
 

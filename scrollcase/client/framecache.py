@@ -17,16 +17,16 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from scrollcase.box.frames import FrameLike, iter_frame_bytes, table_problems
-from scrollcase.errors import IntegrityError, ScrollcaseError
-from scrollcase.io.files import remove_stale_temps, temp_path, user_cache_dir
+from scrollcase.box.tarbuffer import HashingWriter
+from scrollcase.client.download import make_cache_dir
+from scrollcase.errors import IntegrityError
+from scrollcase.io.files import cache_entry, replacing, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
 FRAMES = "frames"
-_PART = ".part"
 
 
 @dataclass(frozen=True)
@@ -57,35 +57,15 @@ class FrameCache:
         return out
 
     @contextlib.contextmanager
-    def adding(self, frame: FrameLike, source: str) -> Iterator[HashingFile]:
+    def adding(self, frame: FrameLike, source: str) -> Iterator[HashingWriter]:
         """A temp file to write ``frame``'s bytes into; it becomes the cache entry only if they hash to
         ``frame.sha256`` with ``frame.size`` bytes, else IntegrityError naming ``source``."""
         target = self.path_for(frame.sha256)
-        _mkdir(target.parent)
-        remove_stale_temps(target, _PART)
-        temp = temp_path(target, _PART)
-        try:
-            with temp.open("wb") as out:
-                hashing = HashingFile(out)
-                yield hashing
+        make_cache_dir(target.parent, "frame cache")
+        with cache_entry(target) as out:
+            hashing = HashingWriter(out)
+            yield hashing
             _check_frame(frame, hashing.sha.hexdigest(), hashing.size, source)
-            temp.replace(target)
-        finally:
-            temp.unlink(missing_ok=True)
-
-
-class HashingFile:
-    """A frame on its way into the cache: hashed and counted as it is written."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.sha.update(data)
-        self.size += len(data)
-        return self.out.write(data)
 
 
 def _check_frame(frame: FrameLike, sha256: str, size: int, source: str) -> None:
@@ -151,35 +131,18 @@ def fetch_frames(
 
 def assemble(cache: FrameCache, frames: Sequence[FrameLike], out: Path, size: int, sha256: str, source: str) -> Path:
     """Concatenate the frames from the cache into ``out``; IntegrityError unless the whole is ``sha256``."""
-    partial = temp_path(out, _PART)
-    _mkdir(out.parent)
-    digest = hashlib.sha256()
-    try:
-        with partial.open("wb") as dest:
-            for frame in frames:
-                with cache.path_for(frame.sha256).open("rb") as piece:
-                    while data := piece.read(1 << 20):
-                        digest.update(data)
-                        dest.write(data)
-            total = dest.tell()
-        if total != size or digest.hexdigest() != sha256:
+    make_cache_dir(out.parent, "frame cache")
+    with replacing(out) as partial, partial.open("xb") as raw:
+        dest = HashingWriter(raw)
+        for frame in frames:
+            with cache.path_for(frame.sha256).open("rb") as piece:
+                while data := piece.read(1 << 20):
+                    dest.write(data)
+        if dest.size != size or dest.sha.hexdigest() != sha256:
             raise IntegrityError(
-                f"the archive reassembled from the frames of {source} is {total} bytes with sha256 "
-                f"{digest.hexdigest()}, the release manifest says {size} bytes with sha256 {sha256}; "
+                f"the archive reassembled from the frames of {source} is {dest.size} bytes with sha256 "
+                f"{dest.sha.hexdigest()}, the release manifest says {size} bytes with sha256 {sha256}; "
                 "nothing was installed",
                 fix="the release manifest's frame table does not describe its archive: republish the release",
             )
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
     return out
-
-
-def _mkdir(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ScrollcaseError(
-            f"cannot create the frame cache {folder}: {exc.strerror}",
-            fix="set SCROLLCASE_CACHE_DIR to a writable folder",
-        ) from None

@@ -30,6 +30,7 @@ from scrollcase.box.release import ArchiveFrame, ReleaseManifest
 from scrollcase.client.download import cache_paths, locked
 from scrollcase.client.framecache import FrameCache, assemble, fetch_frames
 from scrollcase.errors import BuildError, ScrollcaseError, UsageError, describe_path
+from scrollcase.io import files
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
@@ -66,11 +67,7 @@ def installed_box(dest: Path) -> BoxJson:
 
 def recover_swap(dest: Path) -> bool:
     """Put back the previous tree when a swap was killed between its two renames; whether it did."""
-    sib = Siblings(dest)
-    if dest.exists() or not (sib.previous / BOX_JSON).is_file():
-        return False
-    sib.previous.replace(dest)
-    return True
+    return files.recover_swap(dest, Siblings(dest).previous, BOX_JSON)
 
 
 @contextmanager
@@ -111,10 +108,8 @@ def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:
     if sib.previous.exists():
         shutil.rmtree(sib.previous)
     try:
-        sib.dest.replace(sib.previous)
-        sib.staging.replace(sib.dest)
+        files.swap_dir(sib.staging, sib.dest, sib.previous)
     except OSError as exc:
-        recover_swap(sib.dest)
         raise BuildError(
             f"cannot swap {describe_path(sib.staging)} into {describe_path(sib.dest)}: {exc.strerror}",
             fix="check the folder's permissions; the old install is in place",

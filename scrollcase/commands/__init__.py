@@ -39,11 +39,20 @@ A = TypeVar("A", bound=CommandArgs)
 
 
 def add_command(
-    sub: SubParsers, common: argparse.ArgumentParser, name: str, help: str, description: str, *, raw: bool = False
+    sub: SubParsers,
+    common: argparse.ArgumentParser,
+    name: str,
+    help: str,
+    description: str,
+    *,
+    raw: bool = False,
+    epilog: str | None = None,
 ) -> argparse.ArgumentParser:
     """A command's parser with the common options; ``raw`` keeps the description's line breaks."""
     formatter = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
-    return sub.add_parser(name, parents=[common], help=help, description=description, formatter_class=formatter)
+    return sub.add_parser(
+        name, parents=[common], help=help, description=description, epilog=epilog, formatter_class=formatter
+    )
 
 
 def add_recipes_root(p: argparse.ArgumentParser) -> None:

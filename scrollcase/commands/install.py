@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,17 @@ from scrollcase.client.download import Download, download_archive
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.install import check_dest_fits, fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
-from scrollcase.commands import SubParsers, add_command
-from scrollcase.commands.unpack import check_identity, report_gpu, to_json
+from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
+from scrollcase.commands.unpack import check_identity, report_gpu, skipped_gpu_check, to_json
+from scrollcase.commands.unpack import refuse as refuse_unpack
 from scrollcase.console import Console
-from scrollcase.errors import HostError, IntegrityError, Problem, UsageError
+from scrollcase.errors import HostError, IntegrityError, UsageError
 from scrollcase.host.facts import HostProbes
-from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.host.gpucheck import GpuCheckResult, gpu_check
 from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
+from scrollcase.store.index import BoxIndex
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"
@@ -48,6 +51,26 @@ relocated as `scrollcase unpack` does.  The archive's frames are kept in the fra
 `scrollcase upgrade` downloads only the frames that changed.  --list shows every release and why it
 fits or not.
 """
+
+
+@dataclass(frozen=True)
+class ReleaseArgs(CommandArgs):
+    """What install and upgrade both read: the store, and which of its releases may be chosen."""
+
+    store: str | None
+    endpoint_url: str | None
+    version: str | None
+    pre: bool
+    skip_gpu_check: bool
+
+
+@dataclass(frozen=True)
+class InstallArgs(ReleaseArgs):
+    dest: Path | None
+    box: str
+    target: str | None
+    list: bool
+    keep_download: bool
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -70,27 +93,66 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         help="treat CUDA boxes as fitting without asking nvidia-smi (prints a warning)",
     )
     p.add_argument("--keep-download", action="store_true", help="keep the checked archive in the download cache")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(InstallArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
-    if not args.list:
-        if args.dest is None:
-            raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
-        prepare_dest(args.dest)  # before any byte is downloaded
-    elif args.dest is not None:
-        raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
-    store = open_read_store(location(args.store), args.endpoint_url)
-    with waiting(console.progress, store.url):
-        index = read_box_index(store, args.box)
-    wanted = Wanted(args.version, args.target, args.pre, args.skip_gpu_check)
-    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
-    selection = select_release(index, host, wanted)
-    if args.list:
+def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
+    dest = checked_dest(args)
+    offer = read_offer(args, args.box, args.target, console, probes)
+    selection = select_release(offer.index, offer.host, offer.wanted)
+    if dest is None:  # --list
+        store, host = offer.store, offer.host
         console.result(list_json(store, args.box, host, selection), render_list(store, args.box, host, selection))
         return 0
-    chosen = require_choice(selection, index, wanted, store.url)
-    return install(args, console, store, chosen, host)
+    chosen = require_choice(selection, offer.index, offer.wanted, offer.store.url)
+    return install(args, dest, console, offer, chosen)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One box's releases in a store, this machine as they are chosen for, and what the command line wants."""
+
+    store: ReadableStore
+    box_id: str
+    index: BoxIndex
+    host: HostView
+    wanted: Wanted
+
+
+def read_offer(
+    args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None
+) -> Offer:
+    """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
+    store = open_read_store(location(args.store), args.endpoint_url)
+    with waiting(console.progress, store.url):
+        index = read_box_index(store, box_id)
+    wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
+    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
+    return Offer(store, box_id, index, host, wanted)
+
+
+def checked_manifest(offer: Offer, chosen: Candidate, console: Console) -> tuple[ReleaseManifest, GpuCheckResult]:
+    """The chosen release's manifest once this machine passed its GPU check (HostError otherwise)."""
+    store = offer.store
+    with waiting(console.progress, store.url):
+        manifest = fetch_manifest(store, offer.box_id, chosen)
+    check = check_gpu(manifest, offer.host, offer.wanted.skip_gpu_check, store.url_for(chosen.entry.release))
+    if check.errors:
+        raise refuse(manifest, check)
+    report_gpu(console, check)
+    return manifest, check
+
+
+def checked_dest(args: InstallArgs) -> Path | None:
+    """DEST, ready before any byte is downloaded; None with --list (which takes no DEST)."""
+    if args.list:
+        if args.dest is not None:
+            raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
+        return None
+    if args.dest is None:
+        raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
+    prepare_dest(args.dest)
+    return args.dest
 
 
 def location(option: str | None) -> str:
@@ -103,15 +165,11 @@ def location(option: str | None) -> str:
     return location
 
 
-def install(args: argparse.Namespace, console: Console, store: ReadableStore, chosen: Candidate, host: HostView) -> int:
-    check_dest_fits(args.dest, chosen.entry.relocation, "; nothing was downloaded")
-    with waiting(console.progress, store.url):
-        manifest = fetch_manifest(store, args.box, chosen)
-    check_dest_fits(args.dest, manifest.relocation, "; nothing was downloaded")
-    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
-    if check.errors:
-        raise refuse(manifest, check)
-    report_gpu(console, check)
+def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chosen: Candidate) -> int:
+    check_dest_fits(dest, chosen.entry.relocation, "; nothing was downloaded")
+    manifest, check = checked_manifest(offer, chosen, console)
+    check_dest_fits(dest, manifest.relocation, "; nothing was downloaded")
+    store = offer.store
     info = manifest.archive
     console.progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
     start = time.monotonic()
@@ -126,7 +184,7 @@ def install(args: argparse.Namespace, console: Console, store: ReadableStore, ch
             )
         meter = console.meter("unpacking", info.size)
         result = unpack_archive(
-            download.path, args.dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
+            download.path, dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
         )
         meter.finish()
     except IntegrityError:
@@ -146,23 +204,13 @@ def check_gpu(manifest: ReleaseManifest, host: HostView, skip: bool, source: str
     """unpack's install-time check, on the manifest (authoritative) with the GPUs selection already saw."""
     spec = manifest.target.spec
     if skip and spec.is_cuda:
-        warning = Problem(
-            message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
-            "this machine's NVIDIA driver and GPUs; it may not run here",
-            file=source,
-            severity="warning",
-        )
-        return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+        return skipped_gpu_check(manifest, source)
     return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host.gpus, source)
 
 
 def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
-    return HostError(
-        f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
-        "cannot run it; nothing was downloaded",
-        problems=result.problems,
-        fix=f"fix the problems above, use the box for another target (--target), or {SKIP_FIX}",
-    )
+    """unpack's refusal, said before a byte of the archive is downloaded."""
+    return refuse_unpack(manifest, result, "downloaded", "another target (--target)")
 
 
 def install_json(

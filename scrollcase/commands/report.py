@@ -55,19 +55,26 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     _register_release(kinds, common)
 
 
+JUNIT_DESCRIPTION = (
+    "Read JUnit XML files (from build/parity/verify --junit or any tool), "
+    "print at most 10 error annotations per step (plus a notice counting "
+    "the rest), append a table to GITHUB_STEP_SUMMARY, write the outputs "
+    "total/passed/failed/skipped/conclusion, and with --check-run-name "
+    "create a check run carrying every annotation (needs checks: write)."
+)
+JUNIT_EPILOG = (
+    "the check run uses the token in $GITHUB_TOKEN (or --token-env), the "
+    "repository in $GITHUB_REPOSITORY and the API at $GITHUB_API_URL."
+)
+RELEASE_DESCRIPTION = (
+    "Read a *.release.json and write its facts as step outputs (release, "
+    "archive, sha256, size, box-id, version, target-id, recipe-id, "
+    "archive-key, release-key, self-test, parity) and a summary table."
+)
+
+
 def _register_junit(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
-    j = kinds.add_parser(
-        "junit",
-        parents=[common],
-        help="report JUnit XML files",
-        description="Read JUnit XML files (from build/parity/verify --junit or any tool), "
-        "print at most 10 error annotations per step (plus a notice counting "
-        "the rest), append a table to GITHUB_STEP_SUMMARY, write the outputs "
-        "total/passed/failed/skipped/conclusion, and with --check-run-name "
-        "create a check run carrying every annotation (needs checks: write).",
-        epilog="the check run uses the token in $GITHUB_TOKEN (or --token-env), the "
-        "repository in $GITHUB_REPOSITORY and the API at $GITHUB_API_URL.",
-    )
+    j = add_command(kinds, common, "junit", "report JUnit XML files", JUNIT_DESCRIPTION, epilog=JUNIT_EPILOG)
     j.add_argument("files", nargs="+", type=Path, metavar="FILE", help="JUnit XML file(s)")
     j.add_argument("--check-run-name", metavar="NAME", help="also create a check run with this name")
     j.add_argument("--title", metavar="TEXT", help="heading of the summary and check run")
@@ -90,14 +97,7 @@ def _register_junit(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
 
 
 def _register_release(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
-    r = kinds.add_parser(
-        "release",
-        parents=[common],
-        help="expose a release manifest as step outputs",
-        description="Read a *.release.json and write its facts as step outputs (release, "
-        "archive, sha256, size, box-id, version, target-id, recipe-id, "
-        "archive-key, release-key, self-test, parity) and a summary table.",
-    )
+    r = add_command(kinds, common, "release", "expose a release manifest as step outputs", RELEASE_DESCRIPTION)
     r.add_argument(
         "release",
         type=Path,

@@ -196,23 +196,31 @@ def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes
         return GpuCheckResult("skip", "a bare archive names no target: unpack its .release.json to check the GPU")
     spec = manifest.target.spec
     if skip and spec.is_cuda:
-        warning = Problem(
-            message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
-            "this machine's NVIDIA driver and GPUs; it may not run here",
-            file=describe_path(source),
-            severity="warning",
-        )
-        return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+        return skipped_gpu_check(manifest, describe_path(source))
     host = gather_gpus(probes) if spec.is_cuda else GpuFacts()  # CPU and metal boxes: nothing to ask
     return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host, describe_path(source))
 
 
-def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
+def skipped_gpu_check(manifest: ReleaseManifest, source: str) -> GpuCheckResult:
+    """``--skip-gpu-check`` for a CUDA box: no check, and a warning that says so."""
+    warning = Problem(
+        message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
+        "this machine's NVIDIA driver and GPUs; it may not run here",
+        file=source,
+        severity="warning",
+    )
+    return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+
+
+def refuse(
+    manifest: ReleaseManifest, result: GpuCheckResult, not_done: str = "extracted", other: str = "another target"
+) -> HostError:
+    """The failed GPU check as the error, before anything was ``not_done``."""
     return HostError(
         f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
-        "cannot run it; nothing was extracted",
+        f"cannot run it; nothing was {not_done}",
         problems=result.problems,
-        fix=f"fix the problems above, use the box for another target, or {SKIP_FIX}",
+        fix=f"fix the problems above, use the box for {other}, or {SKIP_FIX}",
     )
 
 

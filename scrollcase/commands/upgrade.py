@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.boxjson import BoxJson
@@ -12,8 +13,7 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache
-from scrollcase.client.install import fetch_manifest, host_view, needs_gpus, read_box_index
-from scrollcase.client.select import Candidate, Wanted, require_choice, select_release, semver_key
+from scrollcase.client.select import Candidate, require_choice, select_release, semver_key
 from scrollcase.client.upgrade import (
     Fetched,
     Siblings,
@@ -24,16 +24,16 @@ from scrollcase.client.upgrade import (
     swap_in,
     upgrading,
 )
-from scrollcase.commands.install import check_gpu, location, refuse
-from scrollcase.commands.unpack import check_identity, report_gpu
+from scrollcase.commands import SubParsers, add_command, handler
+from scrollcase.commands.install import ReleaseArgs, checked_manifest, read_offer
+from scrollcase.commands.unpack import check_identity
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError
 from scrollcase.host.facts import HostProbes
-from scrollcase.progress import waiting
 from scrollcase.store.base import ReadableStore
-from scrollcase.store.factory import open_read_store
 
 NAME = "upgrade"
+HELP = "upgrade an installed box, downloading only what changed"
 
 DESCRIPTION = """\
 Move the box installed in DEST to the newest release of the same box and target in STORE (or to
@@ -44,14 +44,14 @@ beside DEST and swapped in.  DEST stays the old, working install until the new o
 """
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        NAME,
-        parents=[common],
-        help="upgrade an installed box, downloading only what changed",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+@dataclass(frozen=True)
+class UpgradeArgs(ReleaseArgs):
+    dest: Path
+    keep_previous: bool
+
+
+def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
+    p = add_command(sub, common, NAME, HELP, DESCRIPTION, raw=True)
     p.add_argument("dest", metavar="DEST", type=Path, help="the installed box's folder")
     p.add_argument("--store", metavar="STORE", default=None, help="directory, s3:// or http(s):// ($SCROLLCASE_STORE)")
     p.add_argument("--version", metavar="V", default=None, help="this version (older too: a rollback)")
@@ -61,30 +61,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     p.add_argument(
         "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous (an instant rollback)"
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handler(UpgradeArgs, run))
 
 
-def run(args: argparse.Namespace, console: Console, probes: HostProbes | None = None) -> int:
+def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -> int:
     dest: Path = args.dest.absolute()
     if recover_swap(dest):
         console.progress(f"put back {dest}: an earlier upgrade was killed while swapping folders")
     box = installed_box(dest)
-    store = open_read_store(location(args.store), args.endpoint_url)
-    with waiting(console.progress, store.url):
-        index = read_box_index(store, box.boxId)
-    wanted = Wanted(args.version, box.targetId, args.pre, args.skip_gpu_check)
-    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
-    chosen = require_choice(select_release(index, host, wanted), index, wanted, store.url)
+    offer = read_offer(args, box.boxId, box.targetId, console, probes)
+    store = offer.store
+    chosen = require_choice(select_release(offer.index, offer.host, offer.wanted), offer.index, offer.wanted, store.url)
     if chosen.version == box.version or (args.version is None and not _newer(chosen, box)):
         data = {"boxId": box.boxId, "dest": str(dest), "from": box.version, "to": box.version, "upgraded": False}
         console.result(data, f"{box.boxId} in {dest} is at {box.version}: nothing newer in {store.url}")
         return 0
-    with waiting(console.progress, store.url):
-        manifest = fetch_manifest(store, box.boxId, chosen)
-    check = check_gpu(manifest, host, args.skip_gpu_check, store.url_for(chosen.entry.release))
-    if check.errors:
-        raise refuse(manifest, check)
-    report_gpu(console, check)
+    manifest, _ = checked_manifest(offer, chosen, console)
     return _upgrade(args, console, store, manifest, box, dest)
 
 
@@ -93,7 +85,7 @@ def _newer(chosen: Candidate, box: BoxJson) -> bool:
 
 
 def _upgrade(
-    args: argparse.Namespace,
+    args: UpgradeArgs,
     console: Console,
     store: ReadableStore,
     manifest: ReleaseManifest,

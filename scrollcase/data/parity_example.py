@@ -43,12 +43,12 @@ def npy_bytes(shape: tuple[int, ...], values: list[float]) -> bytes:
 
 
 def save_npz(path: Path, arrays: dict[str, tuple[tuple[int, ...], list[float]]]) -> None:
-    """Uncompressed .npz (like numpy.savez), written to a temp name then renamed."""
-    tmp = path.with_name(path.name + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
+    """Uncompressed .npz (like numpy.savez), written in place like meta.json: scrollcase empties the
+    output folder before the run and reads it only after this script exits 0, so a half-written file
+    is never taken for outputs (and a zip's directory, written last, makes it unreadable anyway)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
         for name, (shape, values) in arrays.items():
             archive.writestr(f"{name}.npy", npy_bytes(shape, values))
-    tmp.replace(path)
 
 
 def pick_device(torch: Any, accelerator: str) -> Any:

@@ -224,15 +224,17 @@ def write_summary(markdown: str, env: RunnerEnv) -> bool:
     """Append to ``GITHUB_STEP_SUMMARY``; False when not running in Actions."""
     if env.summary_file is None:
         return False
-    try:
-        with env.summary_file.open("a", encoding="utf-8") as handle:
-            handle.write(markdown)
-    except OSError as exc:
-        raise GitHubError(
-            f"cannot write the step summary {env.summary_file}: {exc.strerror}",
-            fix="GITHUB_STEP_SUMMARY must name a writable file",
-        ) from None
+    _append(env.summary_file, markdown, f"cannot write the step summary {env.summary_file}", "GITHUB_STEP_SUMMARY")
     return True
+
+
+def _append(file: Path, text: str, failure: str, variable: str, newline: str | None = None) -> None:
+    """Append to a file the runner reads after the step; GitHubError when it cannot be written."""
+    try:
+        with file.open("a", encoding="utf-8", newline=newline) as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise GitHubError(f"{failure}: {exc.strerror}", fix=f"{variable} must name a writable file") from None
 
 
 def summary_room(env: RunnerEnv) -> int:
@@ -276,14 +278,7 @@ def set_outputs(values: Mapping[str, OutputValue], env: RunnerEnv | None = None)
     if runner.output_file is None or not values:
         return False
     text = "".join(output_block(name, value) for name, value in values.items())
-    try:
-        with runner.output_file.open("a", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise GitHubError(
-            f"cannot write step outputs to {runner.output_file}: {exc.strerror}",
-            fix="GITHUB_OUTPUT must name a writable file",
-        ) from None
+    _append(runner.output_file, text, f"cannot write step outputs to {runner.output_file}", "GITHUB_OUTPUT", "\n")
     return True
 
 

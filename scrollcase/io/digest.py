@@ -6,7 +6,7 @@ import hashlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -75,14 +75,14 @@ def sha256_file_and_parts(path: Path, part_size: int) -> FileDigests:
     return FileDigests(whole.hexdigest(), total, pieces.finish())
 
 
+@dataclass
 class _PieceHasher:
     """sha256 of each consecutive ``size`` bytes fed to it, in order (fed by one thread at a time)."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.digest = hashlib.sha256()
-        self.filled = 0
-        self.done: list[str] = []
+    size: int
+    digest: hashlib._Hash = field(default_factory=hashlib.sha256)
+    filled: int = 0
+    done: list[str] = field(default_factory=list)
 
     def update(self, chunk: memoryview) -> None:
         self.digest.update(chunk)

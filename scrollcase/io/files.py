@@ -1,5 +1,6 @@
 """File I/O helpers, the one home for them: atomic writes through temp files beside their target,
-reading a file or raising the caller's error, and the user cache.
+content-addressed cache entries, folders swapped into place, reading a file or raising the caller's
+error, and the user cache.
 
 A reader never sees a half-written file: the bytes go to a temp file in the same folder (same
 filesystem, so the rename is atomic), which is removed again if anything fails.  Temp names say which
@@ -154,6 +155,61 @@ def creating_dir(target: Path, complete: str) -> Iterator[Path]:
     finally:
         if temp.exists():
             shutil.rmtree(temp, ignore_errors=True)
+
+
+@contextmanager
+def cache_entry(target: Path) -> Iterator[BinaryIO]:
+    """A binary file to write one content-addressed cache entry into; it becomes ``target`` when the
+    block ends without an error (the caller may check what it wrote there, raising to keep nothing).
+
+    Temps of killed runs for the same entry are removed first.  An entry is the same bytes whoever
+    wrote it, so a rename over another run's entry changes nothing; where the OS refuses one (Windows,
+    while the entry is open elsewhere) the existing entry is kept."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target)
+    temp = temp_path(target)
+    try:
+        with temp.open("xb") as out:
+            yield out
+        try:
+            temp.replace(target)
+        except OSError:
+            if not target.is_file():  # not another run's entry: a real failure
+                raise
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+# --- folders swapped into place ------------------------------------------------------------------------
+
+
+def swap_dir(new: Path, target: Path, previous: Path | None = None) -> None:
+    """Put the complete folder ``new`` at ``target`` by renames on one file system.
+
+    Without ``previous``, ``target`` must be absent or an empty folder (removed first).  With it, the
+    folder at ``target`` is renamed to ``previous`` first and put back when the second rename fails; a
+    kill between the two renames leaves only ``previous``, which :func:`recover_swap` puts back.
+    OSError when a rename fails, with nothing moved."""
+    if previous is None:
+        if target.is_dir() and not target.is_symlink():
+            target.rmdir()
+    else:
+        target.replace(previous)
+    try:
+        new.replace(target)
+    except OSError:
+        if previous is not None:
+            previous.replace(target)
+        raise
+
+
+def recover_swap(target: Path, previous: Path, complete: str) -> bool:
+    """Put ``previous`` back at ``target`` when a :func:`swap_dir` was killed between its renames (no
+    ``target``, and ``previous`` holds the file ``complete``); whether it did."""
+    if target.exists() or not (previous / complete).is_file():
+        return False
+    previous.replace(target)
+    return True
 
 
 # --- lock files ----------------------------------------------------------------------------------------

@@ -178,7 +178,7 @@ def compare_output(
     ref_info, cand_info = ref.infos()[name], cand.infos()[name]
     problem = _mismatch(ref_info, cand_info)
     if problem:
-        return ParityOutcome(accelerator=accelerator, output=name, passed=False, message=problem)
+        return _failed(accelerator, name, problem)
     run = _Running()
     size = min(chunk, ref_info.size)
     work = (np.empty(size), np.empty(size), np.empty(size), np.empty(size))
@@ -187,7 +187,7 @@ def compare_output(
             if not _feed(run, ref_chunk, cand_chunk, tol, work):
                 break
     except ParityError as exc:
-        return ParityOutcome(accelerator=accelerator, output=name, passed=False, message=exc.message)
+        return _failed(accelerator, name, exc.message)
     return _outcome(name, accelerator, run, ref_info, tol)
 
 
@@ -246,35 +246,19 @@ def compare_sets(
     """Every reference output compared; missing and extra outputs each fail on their own."""
     ref_names, cand_names = list(ref.infos()), list(cand.infos())
     if not ref_names:
-        return [
-            ParityOutcome(
-                accelerator=accelerator,
-                output="<outputs>",
-                passed=False,
-                message=f"the reference ({ref.label}) saved no outputs",
-            )
-        ]
+        return [_failed(accelerator, "<outputs>", f"the reference ({ref.label}) saved no outputs")]
     results = []
     for name in ref_names:
-        if name not in cand_names:
-            results.append(
-                ParityOutcome(
-                    accelerator=accelerator,
-                    output=name,
-                    passed=False,
-                    message=f"missing output: {cand.label} has no {name!r}",
-                )
-            )
-        else:
+        if name in cand_names:
             results.append(compare_output(name, accelerator, ref, cand, tol, chunk))
-    for name in cand_names:
-        if name not in ref_names:
-            results.append(
-                ParityOutcome(
-                    accelerator=accelerator,
-                    output=name,
-                    passed=False,
-                    message=f"extra output: {name!r} is not in the reference ({ref.label})",
-                )
-            )
+        else:
+            results.append(_failed(accelerator, name, f"missing output: {cand.label} has no {name!r}"))
+    extra = (name for name in cand_names if name not in ref_names)
+    results.extend(
+        _failed(accelerator, name, f"extra output: {name!r} is not in the reference ({ref.label})") for name in extra
+    )
     return results
+
+
+def _failed(accelerator: str, output: str, message: str) -> ParityOutcome:
+    return ParityOutcome(accelerator=accelerator, output=output, passed=False, message=message)

@@ -346,6 +346,11 @@ def _torch_problem(inp: LockCheckInput, torch: TorchBuild, message: str, fix: st
     )
 
 
+def _package_problem(inp: LockCheckInput, package: LockedPackage, message: str, value: str, fix: str) -> Problem:
+    """A problem with a locked package, located at its record."""
+    return Problem(message=message, file=inp.lock.file, line=_at(inp, package), key=package.name, value=value, fix=fix)
+
+
 def _conda_cuda_fix(inp: LockCheckInput, cuda: str) -> str:
     return (
         f'in pixi.toml pin pytorch = {{ version = "2.*", build = "cuda*" }} and '
@@ -425,31 +430,22 @@ def _runtime_wheel_problems(
     shown = ", ".join(f"{r.name} {r.version}" for r in runtimes)
     if len(versions) > 1:
         odd = next(r for r in runtimes if major_minor(r.version) != cuda)
-        return [
-            Problem(
-                message=f"the lock holds CUDA runtime wheels for several CUDA versions ({shown}); a "
-                f"{inp.target.target_id} box must hold one, for CUDA {cuda}",
-                file=inp.lock.file,
-                line=_at(inp, odd),
-                key=odd.name,
-                value=shown,
-                fix=f"find what pulls {odd.name} {odd.version} (torch, or the CUDA variant of another package, "
-                f"e.g. a -cu12 or -cu13 build) and pin one built for CUDA {cuda}; for torch: " + fix,
-            )
-        ]
+        message = (
+            f"the lock holds CUDA runtime wheels for several CUDA versions ({shown}); a "
+            f"{inp.target.target_id} box must hold one, for CUDA {cuda}"
+        )
+        pin = (
+            f"find what pulls {odd.name} {odd.version} (torch, or the CUDA variant of another package, "
+            f"e.g. a -cu12 or -cu13 build) and pin one built for CUDA {cuda}; for torch: " + fix
+        )
+        return [_package_problem(inp, odd, message, shown, pin)]
     if versions and versions != {cuda} and torch.accelerator == f"cuda{cuda}":
         runtime = runtimes[0]
-        return [
-            Problem(
-                message=f"torch {torch.version} is a CUDA {cuda} build, but the lock holds {shown}, the CUDA "
-                f"{major_minor(runtime.version)} runtime",
-                file=inp.lock.file,
-                line=_at(inp, runtime),
-                key=runtime.name,
-                value=runtime.version,
-                fix=fix,
-            )
-        ]
+        message = (
+            f"torch {torch.version} is a CUDA {cuda} build, but the lock holds {shown}, the CUDA "
+            f"{major_minor(runtime.version)} runtime"
+        )
+        return [_package_problem(inp, runtime, message, runtime.version, fix)]
     return []
 
 

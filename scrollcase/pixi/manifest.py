@@ -356,17 +356,9 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
         ) from None
     workspace = data.get("workspace") or data.get("project")
     if not isinstance(workspace, Mapping):
-        raise ManifestError(
-            f"{file} has no [workspace] table",
-            problems=[
-                Problem(
-                    message="missing [workspace]",
-                    file=file,
-                    line=1,
-                    fix='add [workspace] with name, channels = ["conda-forge"] and platforms',
-                )
-            ],
-        )
+        fix = 'add [workspace] with name, channels = ["conda-forge"] and platforms'
+        problem = Problem(message="missing [workspace]", file=file, line=1, fix=fix)
+        raise ManifestError(f"{file} has no [workspace] table", problems=[problem])
     deps = {name: _dependency(name, value, "dependencies") for name, value in (data.get("dependencies") or {}).items()}
     return PixiManifest(
         file=file,

@@ -8,6 +8,7 @@ every document reports the same message for the same format.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
@@ -40,22 +41,31 @@ def _identifier(value: str) -> str:
     return value
 
 
-def _semver(value: str) -> str:
-    if not SEMVER_RE.fullmatch(value):
-        raise rule_error("not a semantic version", 'write MAJOR.MINOR.PATCH, e.g. "1.0.0"')
-    return value
+def _matching(regex: re.Pattern[str], message: str, fix: str) -> Callable[[str], str]:
+    """A format's validator: the value as it is when ``regex`` matches all of it, else its one message and fix."""
+
+    def check(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise rule_error(message, fix)
+        return value
+
+    return check
 
 
-def _major_minor(value: str) -> str:
-    if not MAJOR_MINOR_RE.fullmatch(value):
-        raise rule_error("must be MAJOR.MINOR", 'write e.g. "3.11" or "12.4" (no patch level, no wildcard)')
-    return value
-
-
-def _dotted_number(value: str) -> str:
-    if not DOTTED_NUMBER_RE.fullmatch(value):
-        raise rule_error("must be a dotted driver version", 'write the NVIDIA driver version, e.g. "550.54.14"')
-    return value
+_semver = _matching(SEMVER_RE, "not a semantic version", 'write MAJOR.MINOR.PATCH, e.g. "1.0.0"')
+_major_minor = _matching(
+    MAJOR_MINOR_RE, "must be MAJOR.MINOR", 'write e.g. "3.11" or "12.4" (no patch level, no wildcard)'
+)
+_dotted_number = _matching(
+    DOTTED_NUMBER_RE, "must be a dotted driver version", 'write the NVIDIA driver version, e.g. "550.54.14"'
+)
+_sha256 = _matching(SHA256_RE, "not a sha256 digest", "64 lowercase hex characters, e.g. from `sha256sum FILE`")
+_url = _matching(
+    URL_RE, "must be an https://, http://, file:// or s3:// URL", 'e.g. "https://assets.example.org/boxes"'
+)
+_import_name = _matching(
+    IMPORT_RE, "not an importable module name", 'write a dotted module name, e.g. "torch" or "torch.nn"'
+)
 
 
 def _relative_path(value: str) -> str:
@@ -71,26 +81,6 @@ def _relative_path(value: str) -> str:
         raise rule_error("path is absolute", fix)
     if ".." in value.split("/"):
         raise rule_error("path escapes its root with '..'", fix)
-    return value
-
-
-def _sha256(value: str) -> str:
-    if not SHA256_RE.fullmatch(value):
-        raise rule_error("not a sha256 digest", "64 lowercase hex characters, e.g. from `sha256sum FILE`")
-    return value
-
-
-def _url(value: str) -> str:
-    if not URL_RE.fullmatch(value):
-        raise rule_error(
-            "must be an https://, http://, file:// or s3:// URL", 'e.g. "https://assets.example.org/boxes"'
-        )
-    return value
-
-
-def _import_name(value: str) -> str:
-    if not IMPORT_RE.fullmatch(value):
-        raise rule_error("not an importable module name", 'write a dotted module name, e.g. "torch" or "torch.nn"')
     return value
 
 

@@ -12,16 +12,19 @@ from scrollcase.errors import LockError
 from scrollcase.io.files import (
     ReadErrors,
     atomic_output,
+    cache_entry,
     finish_resumed,
     make_temp_dir,
     move_into_place,
     pid_alive,
     read_bytes,
     read_text,
+    recover_swap,
     remove_stale_temps,
     replacing,
     replacing_dir,
     resume_path,
+    swap_dir,
     temp_path,
     temp_pattern,
     user_cache_dir,
@@ -153,6 +156,73 @@ def test_replacing_dir_swaps_a_whole_folder(tmp_path: Path) -> None:
         (tmp / "half").mkdir()
         raise RuntimeError("indexing failed")
     assert [p.name for p in dest.iterdir()] == ["noarch"] and [p.name for p in tmp_path.iterdir()] == ["channel"]
+
+
+def test_a_cache_entry_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "frames" / "ab" / "abcd"
+    with pytest.raises(ValueError), cache_entry(target) as out:
+        out.write(b"wrong bytes")
+        raise ValueError("sha256 mismatch")
+    assert list(target.parent.iterdir()) == []
+    with cache_entry(target) as out:
+        out.write(b"frame")
+        assert not target.exists(), "nothing is visible before the block ends"
+    assert [p.name for p in target.parent.iterdir()] == ["abcd"] and target.read_bytes() == b"frame"
+
+
+def test_a_cache_entry_another_run_wrote_stands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "abcd"
+    target.write_bytes(b"frame")
+
+    def refused(self: Path, other: Path) -> Path:
+        raise PermissionError(13, "in use")  # as Windows refuses a rename over a file open elsewhere
+
+    monkeypatch.setattr(Path, "replace", refused)
+    with cache_entry(target) as out:
+        out.write(b"frame")
+    assert [p.name for p in tmp_path.iterdir()] == ["abcd"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no cheap pid probe on Windows: temps are always kept")
+def test_a_cache_entry_removes_what_killed_runs_left_for_it(tmp_path: Path) -> None:
+    target = tmp_path / "abcd"
+    stale = tmp_path / f".abcd.{_dead_pid()}-abc123.part"
+    stale.write_bytes(b"half")
+    with cache_entry(target) as out:
+        out.write(b"frame")
+    assert [p.name for p in tmp_path.iterdir()] == ["abcd"]
+
+
+def _tree(folder: Path, marker: str) -> Path:
+    folder.mkdir()
+    (folder / "box.json").write_text(marker)
+    return folder
+
+
+def test_swap_dir_replaces_an_empty_target_or_keeps_the_old_one_as_previous(tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    swap_dir(_tree(tmp_path / "new", "1"), dest)
+    assert (dest / "box.json").read_text() == "1" and sorted(p.name for p in tmp_path.iterdir()) == ["dest"]
+    previous = tmp_path / "previous"
+    swap_dir(_tree(tmp_path / "new", "2"), dest, previous)
+    assert (dest / "box.json").read_text() == "2" and (previous / "box.json").read_text() == "1"
+
+
+def test_swap_dir_puts_the_old_tree_back_when_the_new_one_cannot_move(tmp_path: Path) -> None:
+    dest, previous = _tree(tmp_path / "dest", "1"), tmp_path / "previous"
+    with pytest.raises(OSError):
+        swap_dir(tmp_path / "missing", dest, previous)
+    assert (dest / "box.json").read_text() == "1" and not previous.exists()
+    with pytest.raises(OSError):
+        swap_dir(_tree(tmp_path / "new", "2"), _tree(tmp_path / "full", "x"))  # not an empty folder
+
+
+def test_recover_swap_puts_back_a_previous_tree_a_kill_left_alone(tmp_path: Path) -> None:
+    dest, previous = tmp_path / "dest", _tree(tmp_path / "previous", "1")
+    assert recover_swap(dest, previous, "box.json") and (dest / "box.json").read_text() == "1"
+    assert not recover_swap(dest, _tree(tmp_path / "previous", "0"), "box.json"), "DEST is there: nothing to do"
+    assert not recover_swap(tmp_path / "other", tmp_path / "empty", "box.json"), "no complete previous tree"
 
 
 def test_a_resumable_part_has_a_fixed_name_and_is_finished_by_rename(tmp_path: Path) -> None:

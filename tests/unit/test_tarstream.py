@@ -35,6 +35,16 @@ def test_end_of_stream_and_zero_block() -> None:
     assert reader.read_block_or_end() is None
 
 
+def test_a_header_block_until_the_end_of_archive_marker() -> None:
+    header = b"h" * 512
+    chunks = iter([header, bytes(512)])
+    reader = ChunkReader(lambda: next(chunks, None))
+    assert reader.read_header_block() == header
+    assert reader.read_header_block() is None, "the zero block ends the archive"
+    with pytest.raises(TarFormatError, match="no end-of-archive marker"):
+        reader.read_header_block()
+
+
 def test_stdlib_archive_roundtrip_through_chunk_reader() -> None:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
