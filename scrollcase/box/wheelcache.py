@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO, Literal, NamedTuple, cast
+from typing import BinaryIO, Literal, NamedTuple, TypeVar, cast
 
 from installer import install
 from installer.sources import WheelContentElement, WheelSource
@@ -137,13 +137,14 @@ class CachedWheel(WheelSource):
     def _layout(self, key: str) -> InstallLayout | None:
         folder = self.root / LAYOUTS / key
         try:
-            layout = InstallLayout.model_validate_json((folder / LAYOUT_FILE).read_bytes())
+            layout = _parsed(folder / LAYOUT_FILE, InstallLayout)
         except FileNotFoundError:
             return None
-        except (OSError, ValidationError, ValueError):
-            layout = None
+        root = str(self.root)
         if layout is None or any(
-            _changed(self.root / f.source, f.size, f.mtimeNs) for f in layout.files if f.source.startswith(LAYOUTS)
+            _changed(os.path.join(root, f.source), f.size, f.mtimeNs)  # noqa: PTH118
+            for f in layout.files
+            if f.source.startswith(LAYOUTS)
         ):
             shutil.rmtree(folder, ignore_errors=True)
             return None
@@ -212,11 +213,7 @@ class CachedWheel(WheelSource):
         """The first member whose stored file is missing or changed since it was stored, if any."""
         files = str(self.root / FILES)
         for member in self.entry.members:
-            try:
-                st = os.stat(os.path.join(files, member.path))  # noqa: PTH116, PTH118 - 10,000s of files
-            except OSError:
-                return member.path
-            if st.st_size != member.size or st.st_mtime_ns != member.mtimeNs:
+            if _changed(os.path.join(files, member.path), member.size, member.mtimeNs):  # noqa: PTH118
                 return member.path
         return None
 
@@ -231,11 +228,9 @@ class WheelCache:
         """The entry for this wheel if it is complete and unchanged; a damaged one is removed."""
         folder = self.root / sha256
         try:
-            entry = CacheEntry.model_validate_json((folder / ENTRY_FILE).read_bytes())
+            entry = _parsed(folder / ENTRY_FILE, CacheEntry)
         except FileNotFoundError:
             return None
-        except (OSError, ValidationError, ValueError):
-            entry = None
         cached = CachedWheel(folder, entry) if entry is not None and entry.sha256 == sha256 else None
         if cached is None or cached.stale_member() is not None:
             shutil.rmtree(folder, ignore_errors=True)  # never trusted: unpacked again from the wheel
@@ -276,12 +271,26 @@ def _place(job: wheelinstall.Job, links: Sequence[tuple[str, str]]) -> None:
         job.linker.place(source, target)
 
 
-def _changed(path: Path, size: int, mtime_ns: int) -> bool:
+def _changed(path: str, size: int, mtime_ns: int) -> bool:
+    """A stored file missing, or edited since it was stored (through a hard link into some box)."""
     try:
-        st = path.stat()
+        st = os.stat(path)  # noqa: PTH116 - 10,000s of files: no Path objects
     except OSError:
         return True
     return st.st_size != size or st.st_mtime_ns != mtime_ns
+
+
+_Record = TypeVar("_Record", bound=BaseModel)
+
+
+def _parsed(path: Path, model: type[_Record]) -> _Record | None:
+    """The record in ``path``; None when it is damaged (never trusted); FileNotFoundError when absent."""
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValidationError, ValueError):
+        return None
 
 
 def _unpack_checked(wheel: Path, sha256: str, files: Path, cancel: threading.Event, umask: int) -> CacheEntry:
