@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from scrollcase.box.release import ReleaseManifest, dump_release
 from scrollcase.errors import ConflictError, IntegrityError
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.store.base import ObjectInfo, sidecar_text
+from scrollcase.store.base import FileUpload, ObjectInfo, Transfer, sidecar_text
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish, publish
 from tests.support.releases import box_json_for, make_manifest, write_release
@@ -231,11 +230,11 @@ class RacingStore(LocalStore):
         super().__init__(root)
         self.rival = rival
 
-    def put_file(self, key: str, path: Path, **kwargs: Any) -> None:
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
         rival = self.path_for(key)
         rival.parent.mkdir(parents=True, exist_ok=True)
         rival.write_bytes(self.rival)
-        super().put_file(key, path, **kwargs)
+        return super().put_file(key, upload)
 
 
 def test_lost_race_to_identical_bytes_succeeds_and_completes_the_release(tmp_path: Path) -> None:
