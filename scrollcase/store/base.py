@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 from scrollcase.errors import IntegrityError, StoreError, describe_path
 
@@ -86,6 +86,16 @@ class Transfer:
     reused: int = 0
 
 
+class WriteOptions(TypedDict, total=False):
+    """How ``put_bytes`` writes: ``if_none_match`` creates the key only when it is absent, ``if_match``
+    (an ETag) replaces it only while it still holds the version read; ``content_type`` of the object
+    (default ``application/octet-stream``)."""
+
+    if_none_match: bool
+    if_match: str | None
+    content_type: str
+
+
 class Store(Protocol):
     """Where releases go.  Implementations: ``LocalStore`` (directory) and ``S3Store``."""
 
@@ -114,16 +124,8 @@ class Store(Protocol):
         """The bytes of a small object with its ETag; None when it does not exist."""
         ...
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
-        """Write a small object (conditionally); return its new ETag.
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
+        """Write a small object (conditionally: :class:`WriteOptions`); return its new ETag.
 
         ConflictError when the condition fails.
         """

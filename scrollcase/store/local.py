@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Unpack
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
@@ -33,6 +33,7 @@ from scrollcase.store.base import (
     ProgressCallback,
     RangeRead,
     Transfer,
+    WriteOptions,
     limited,
 )
 from scrollcase.store.reuse import copied_bytes
@@ -107,19 +108,12 @@ class LocalStore:
             total = os.fstat(stream.fileno()).st_size
             yield RangeRead(offset, total, limited(iter(lambda: stream.read(CHUNK), b""), length))
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
         target = self._prepare(key)
+        if_match = write.get("if_match")
         with self._temp_beside(target) as temp:
             _write_synced(temp, data)
-            if if_none_match:
+            if write.get("if_none_match"):
                 _create_exclusive(temp, target, key)
             elif if_match is not None:
                 with _key_lock(target):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from urllib.parse import urlsplit
 
 from botocore.exceptions import (
@@ -44,6 +44,7 @@ from scrollcase.store.base import (
     RangeNotSupportedError,
     RangeRead,
     Transfer,
+    WriteOptions,
     parse_content_range,
     range_header,
 )
@@ -268,25 +269,18 @@ class S3Store:
 
     # ----------------------------------------------------------------------------------- writes
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
         sha = hashlib.sha256(data).hexdigest()
         args: dict[str, Any] = {
             "Bucket": self.bucket,
             "Key": self._full(key),
             "Body": data,
             "ChecksumSHA256": _b64(sha),
-            "ContentType": content_type,
+            "ContentType": write.get("content_type", "application/octet-stream"),
             "Metadata": {SHA256_METADATA: sha},
         }
-        response = self._conditional(key, args, if_none_match, if_match, lambda a: self.client.put_object(**a))
+        conditions = bool(write.get("if_none_match")), write.get("if_match")
+        response = self._conditional(key, args, *conditions, lambda a: self.client.put_object(**a))
         return str(response["ETag"])
 
     def checksum_part_size(self, size: int) -> int | None:
@@ -428,46 +422,45 @@ class S3Store:
     def _send_part(
         self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
     ) -> _Part:
+        data = None if known_sha256 else _read_range(upload.path, piece)
+        job = _PartJob(
+            key, upload_id, upload, number, piece, _b64(known_sha256 or hashlib.sha256(data or b"").hexdigest())
+        )
         if piece.copied and self.verified_copies:
-            copied = self._copy_part(key, upload_id, upload, number, piece, known_sha256)
+            copied = self._copy_part(job)
             if copied is not None:
                 return copied
-        return self._upload_part(key, upload_id, upload, number, piece, known_sha256)
+        return self._upload_part(job, data)
 
-    def _upload_part(
-        self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
-    ) -> _Part:
-        data = _read_range(upload.path, piece)
-        checksum = _b64(known_sha256 or hashlib.sha256(data).hexdigest())
-        with self._errors("UploadPart", key):
+    def _upload_part(self, job: _PartJob, data: bytes | None) -> _Part:
+        body = _read_range(job.upload.path, job.piece) if data is None else data
+        with self._errors("UploadPart", job.key):
             response = self.client.upload_part(
                 Bucket=self.bucket,
-                Key=self._full(key),
-                UploadId=upload_id,
-                PartNumber=number,
-                Body=data,
-                ChecksumSHA256=checksum,
+                Key=self._full(job.key),
+                UploadId=job.upload_id,
+                PartNumber=job.number,
+                Body=body,
+                ChecksumSHA256=job.checksum,
             )
-        if upload.progress:
-            upload.progress(piece.size)
-        return _Part({"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}, sent=piece.size)
+        if job.upload.progress:
+            job.upload.progress(job.piece.size)
+        return _Part(job.entry(response["ETag"]), sent=job.piece.size)
 
-    def _copy_part(
-        self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
-    ) -> _Part | None:
-        """UploadPartCopy of ``piece`` from its earlier object, kept only when the server's SHA-256 of the
-        copied bytes is that of the local archive's same bytes; None: send the part instead."""
+    def _copy_part(self, job: _PartJob) -> _Part | None:
+        """UploadPartCopy of the job's piece from its earlier object, kept only when the server's SHA-256 of
+        the copied bytes is that of the local archive's same bytes; None: send the part instead."""
+        piece, upload = job.piece, job.upload
         assert piece.source_key is not None
-        checksum = _b64(known_sha256 or hashlib.sha256(_read_range(upload.path, piece)).hexdigest())
         first, end = piece.source_range
         source = self.url_for(piece.source_key)
         try:
-            with self._errors("UploadPartCopy", key):
+            with self._errors("UploadPartCopy", job.key):
                 result = self.client.upload_part_copy(
                     Bucket=self.bucket,
-                    Key=self._full(key),
-                    UploadId=upload_id,
-                    PartNumber=number,
+                    Key=self._full(job.key),
+                    UploadId=job.upload_id,
+                    PartNumber=job.number,
                     CopySource={"Bucket": self.bucket, "Key": self._full(piece.source_key)},
                     CopySourceRange=f"bytes={first}-{end - 1}",
                 )["CopyPartResult"]
@@ -482,12 +475,12 @@ class S3Store:
         if copied_sha is None:
             self._stop_copies(upload, f"{self.url}: the server reports no SHA-256 of a copied part")
             return None
-        if copied_sha != checksum:
+        if copied_sha != job.checksum:
             _tell(upload, f"bytes {first}-{end - 1} of {source} differ from the frames its manifest lists: sending")
             return None  # the part number is uploaded again, which replaces the copy
         if upload.progress:
             upload.progress(piece.size)
-        return _Part({"PartNumber": number, "ETag": result["ETag"], "ChecksumSHA256": checksum}, reused=piece.size)
+        return _Part(job.entry(result["ETag"]), reused=piece.size)
 
     def _stop_copies(self, upload: FileUpload, why: str) -> None:
         if self.verified_copies:
@@ -566,6 +559,21 @@ class _Part:
     entry: dict[str, Any]
     sent: int = 0
     reused: int = 0
+
+
+@dataclass(frozen=True)
+class _PartJob:
+    """One part to send or copy: where it goes and the base64 SHA-256 its bytes must have."""
+
+    key: str
+    upload_id: str
+    upload: FileUpload
+    number: int
+    piece: Piece
+    checksum: str
+
+    def entry(self, etag: str) -> dict[str, Any]:
+        return {"PartNumber": self.number, "ETag": etag, "ChecksumSHA256": self.checksum}
 
 
 def composite_checksum(part_checksums: Sequence[str]) -> str:
