@@ -120,12 +120,18 @@ class PartRules:
 def part_layout(pieces: Sequence[Piece], rules: PartRules) -> tuple[Piece, ...]:
     """``pieces`` (from :func:`plan_reuse`) as the parts of one multipart upload that obeys ``rules``.
 
-    A run too short to stand as a part is sent instead (joined to its neighbours); a sent piece too short
+    A run too short to stand as a part (but the last) is sent instead, joined to its neighbours; a sent piece too short
     to be a part takes the bytes it lacks from the copy after it (or all of it, when the rest of that copy
     would be too short); long pieces are cut into parts.  ``()`` when no copy survives, or when the parts
     would be more than ``max_parts``: then the file is sent whole, as without reuse.
     """
-    standing = merge_sent([p if not p.copied or p.size >= rules.min_part else Piece(p.start, p.end) for p in pieces])
+    last = len(pieces) - 1
+    standing = merge_sent(
+        [
+            p if not p.copied or p.size >= rules.min_part or n == last else Piece(p.start, p.end)
+            for n, p in enumerate(pieces)
+        ]
+    )
     parts = [part for piece in _grow_short_sends(standing, rules.min_part) for part in _cut(piece, rules)]
     if len(parts) > rules.max_parts or not any(p.copied for p in parts):
         return ()
