@@ -471,14 +471,7 @@ def earlier_archives(
     """The framed archives of the box's other releases, best sources first (the same target, then the
     newest versions), read from their release manifests as the digest chain vouches for them; and a note
     for each release passed over (its manifest disagrees with the index)."""
-    candidates = [
-        (version, entry)
-        for version, targets in index.versions.items()
-        for entry in targets.values()
-        if (version, entry.targetId) != (manifest.version, manifest.targetId)
-        and not {entry.release, entry.archive} & missing
-    ]
-    candidates.sort(key=lambda c: (c[1].targetId != manifest.targetId, _newest_first(c[0]), c[1].targetId))
+    candidates = reuse_candidates(index, manifest, missing)
     found: list[EarlierArchive] = []
     notes: list[str] = []
     for version, entry in candidates[:MAX_REUSE_SOURCES]:
@@ -493,6 +486,19 @@ def earlier_archives(
         if frames:
             found.append(EarlierArchive(entry.archive, label, tuple(frames)))
     return tuple(found), tuple(notes)
+
+
+def reuse_candidates(index: BoxIndex, manifest: ReleaseManifest, missing: set[str]) -> list[tuple[str, IndexEntry]]:
+    """The index's other releases of the box whose files are all there, as (version, entry): the same
+    target first, then the newest versions (pure)."""
+    candidates = [
+        (version, entry)
+        for version, targets in index.versions.items()
+        for entry in targets.values()
+        if (version, entry.targetId) != (manifest.version, manifest.targetId)
+        and not {entry.release, entry.archive} & missing
+    ]
+    return sorted(candidates, key=lambda c: (c[1].targetId != manifest.targetId, _newest_first(c[0]), c[1].targetId))
 
 
 def _vouched_problem(data: bytes | None, entry: IndexEntry, file: str) -> str | None:
