@@ -22,6 +22,7 @@ from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
 from scrollcase.store.s3 import S3Store, composite_checksum
 from tests.support.framedreleases import BOX, new_frame_bytes, write_framed_release
+from tests.support.refusing_proxy import refusing_part_copies
 from tests.support.releases import SyntheticRelease
 from tests.support.s3servers import S3Server, s3_client
 
@@ -238,3 +239,19 @@ def test_moto_reports_no_copy_checksum_so_everything_is_sent(
     assert not store.verified_copies
     assert traffic.uploaded == new.manifest.archive.size and result.sent.reused == 0
     assert stored(moto_s3, moto_bucket, new.manifest.keys.archive) == new.archive_path.read_bytes()
+
+
+def test_a_server_refusing_part_copies_gets_the_whole_archive(
+    weed: S3Server, weed_bucket: str, releases: dict[str, SyntheticRelease]
+) -> None:
+    old, new = releases["1.0.0"], releases["1.0.1"]
+    do_publish(s3_store(weed, weed_bucket), old)
+    with refusing_part_copies(weed.port) as (endpoint, refused):
+        client = s3_client(weed, endpoint=endpoint)
+        store = S3Store(client, weed_bucket, "releases", endpoint_url=endpoint, part_size=PART, workers=4)
+        lines: list[str] = []
+        result = do_publish(store, new, lines)
+    assert refused and not store.verified_copies
+    assert any("does not support UploadPartCopy" in line for line in lines), lines
+    assert result.sent.reused == 0
+    assert stored(weed, weed_bucket, new.manifest.keys.archive) == new.archive_path.read_bytes()
