@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from scrollcase.store.s3 import S3Store, composite_checksum
 from tests.support.framedreleases import BOX, new_frame_bytes, write_framed_release
 from tests.support.refusing_proxy import refusing_part_copies
 from tests.support.releases import SyntheticRelease
-from tests.support.s3servers import S3Server, s3_client
+from tests.support.s3servers import S3Server, new_bucket, s3_client
 
 PART = 5 * 1024 * 1024
 
@@ -145,15 +146,41 @@ class PartTraffic:
                 self.copies += 1
 
 
-def s3_store(server: S3Server, bucket: str, traffic: PartTraffic | None = None) -> S3Store:
-    client = s3_client(server)
+# Every SeaweedFS bucket takes volumes of its own and the session's server has a fixed number: the tests
+# here share one bucket per server, each under its own prefix ("bucket/prefix" below).
+@pytest.fixture(scope="module")
+def shared_weed_bucket(weed: S3Server) -> str:
+    return new_bucket(weed)
+
+
+@pytest.fixture
+def weed_bucket(shared_weed_bucket: str) -> str:
+    return f"{shared_weed_bucket}/{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def moto_bucket(moto_s3: S3Server) -> str:
+    return f"{new_bucket(moto_s3)}/releases"
+
+
+def bucket_of(spot: str) -> str:
+    return spot.partition("/")[0]
+
+
+def key_in(spot: str, key: str) -> str:
+    return f"{spot.partition('/')[2]}/{key}"
+
+
+def s3_store(server: S3Server, spot: str, traffic: PartTraffic | None = None, endpoint: str | None = None) -> S3Store:
+    client = s3_client(server, endpoint=endpoint)
     if traffic is not None:
         client.meta.events.register("before-send.s3", traffic.hook)
-    return S3Store(client, bucket, "releases", endpoint_url=server.endpoint, part_size=PART, workers=4)
+    bucket, _, prefix = spot.partition("/")
+    return S3Store(client, bucket, prefix, endpoint_url=endpoint or server.endpoint, part_size=PART, workers=4)
 
 
-def stored(server: S3Server, bucket: str, key: str) -> bytes:
-    return bytes(s3_client(server).get_object(Bucket=bucket, Key=f"releases/{key}")["Body"].read())
+def stored(server: S3Server, spot: str, key: str) -> bytes:
+    return bytes(s3_client(server).get_object(Bucket=bucket_of(spot), Key=key_in(spot, key))["Body"].read())
 
 
 def test_seaweedfs_copies_the_unchanged_runs_and_checks_them(
@@ -173,7 +200,7 @@ def test_seaweedfs_copies_the_unchanged_runs_and_checks_them(
     assert not any("instead" in line for line in lines), lines
     assert stored(weed, weed_bucket, new.manifest.keys.archive) == new.archive_path.read_bytes()
     head = s3_client(weed).head_object(
-        Bucket=weed_bucket, Key=f"releases/{new.manifest.keys.archive}", ChecksumMode="ENABLED"
+        Bucket=bucket_of(weed_bucket), Key=key_in(weed_bucket, new.manifest.keys.archive), ChecksumMode="ENABLED"
     )
     assert head["Metadata"]["scrollcase-sha256"] == new.manifest.archive.sha256
     # The server's composite checksum, over the parts it holds, is the one of the local parts (what
@@ -183,7 +210,7 @@ def test_seaweedfs_copies_the_unchanged_runs_and_checks_them(
         base64.b64encode(hashlib.sha256(data[p.start : p.end]).digest()).decode() for p in result.plan.uploads[0].pieces
     ]
     assert head["ChecksumSHA256"] == composite_checksum(parts)
-    assert s3_client(weed).list_multipart_uploads(Bucket=weed_bucket).get("Uploads", []) == []
+    assert s3_client(weed).list_multipart_uploads(Bucket=bucket_of(weed_bucket)).get("Uploads", []) == []
     index = parse_index(stored(weed, weed_bucket, index_key(BOX)), "index.json")
     assert sorted(index.versions) == ["1.0.0", "1.0.1"]
 
@@ -195,12 +222,14 @@ def test_seaweedfs_corrupt_earlier_archive_is_sent_instead(
     metadata): every copied part's server-side SHA-256 then differs from the local part's, so each is sent."""
     old, new = releases["1.0.0"], releases["1.0.1"]
     do_publish(s3_store(weed, weed_bucket), old)
-    client, key = s3_client(weed), f"releases/{old.manifest.keys.archive}"
+    client, key = s3_client(weed), key_in(weed_bucket, old.manifest.keys.archive)
     data = bytearray(old.archive_path.read_bytes())
     for at in range(PART, len(data), PART // 2):
         data[at] ^= 0xFF
-    client.delete_object(Bucket=weed_bucket, Key=key)
-    client.put_object(Bucket=weed_bucket, Key=key, Body=bytes(data), Metadata={"scrollcase-sha256": "0" * 64})
+    client.delete_object(Bucket=bucket_of(weed_bucket), Key=key)
+    client.put_object(
+        Bucket=bucket_of(weed_bucket), Key=key, Body=bytes(data), Metadata={"scrollcase-sha256": "0" * 64}
+    )
     traffic = PartTraffic()
     lines: list[str] = []
     result = do_publish(s3_store(weed, weed_bucket, traffic), new, lines)
@@ -247,8 +276,7 @@ def test_a_server_refusing_part_copies_gets_the_whole_archive(
     old, new = releases["1.0.0"], releases["1.0.1"]
     do_publish(s3_store(weed, weed_bucket), old)
     with refusing_part_copies(weed.port) as (endpoint, refused):
-        client = s3_client(weed, endpoint=endpoint)
-        store = S3Store(client, weed_bucket, "releases", endpoint_url=endpoint, part_size=PART, workers=4)
+        store = s3_store(weed, weed_bucket, endpoint=endpoint)
         lines: list[str] = []
         result = do_publish(store, new, lines)
     assert refused and not store.verified_copies
