@@ -394,12 +394,14 @@ class S3Store:
         expected = composite_checksum(part_checksums)
         if found is None or found == expected:
             return  # None: the server keeps no checksums, but then no copy was accepted (see _copy_part)
-        with contextlib.suppress(Exception):
+        try:
             self.client.delete_object(Bucket=self.bucket, Key=self._full(key))
+            fix = "an earlier archive of this box in the store is corrupt; the object was removed: rerun publish"
+        except Exception:  # no s3:DeleteObject, or the server is gone: the user must remove it
+            fix = f"an earlier archive of this box in the store is corrupt; delete {self.url_for(key)}, then rerun"
         raise IntegrityError(
             f"{self.url_for(key)} was assembled with checksum {found}, the checked archive's parts give {expected}",
-            fix="an earlier archive of this box in the store is corrupt; rerun publish (it was removed), or check "
-            f"that {self.url_for(key)} is absent before rerunning",
+            fix=fix,
         )
 
     def _upload_parts(self, key: str, upload_id: str, upload: FileUpload) -> list[_Part]:
