@@ -18,13 +18,19 @@ package is rewritten (new content, same size) — what a release that bumps one 
             (exactly what `scrollcase upgrade` fetches; tests/integration/test_upgrade_cli.py counts them
             at the server), against the archive and against the changed package's own frame;
   rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) vs a full pack, and
-            that both give the same bytes.
+            that both give the same bytes;
+  publish:  bytes a publish of the changed release sends when the old one is in the store (the frames
+            it holds are copied: docs/publish.md), to a directory store and to a loopback SeaweedFS
+            (UploadPartCopy; the bytes of UploadPart bodies counted by a botocore hook), and that the
+            published object is byte-identical to the local archive.
+``--only publish`` packs the two releases once and measures the publish row alone.
 Prints a table and writes JSON to benchmarks/results/bench_frames-<utc>.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -46,6 +52,11 @@ import bench_archive  # noqa: E402
 from scrollcase.box.archive import PackResult, pack_tree, plan_pack  # noqa: E402
 from scrollcase.box.packcache import PackCache  # noqa: E402
 from scrollcase.box.unpack import unpack_archive  # noqa: E402
+from scrollcase.io.digest import sha256_file  # noqa: E402
+from scrollcase.store.base import FileUpload, Store, Transfer  # noqa: E402
+from scrollcase.store.local import LocalStore  # noqa: E402
+from scrollcase.store.publish import sha256_file_and_pieces  # noqa: E402
+from scrollcase.store.reuse import EarlierArchive, plan_reuse  # noqa: E402
 
 SINGLE_FRAME_REV = "e8eba80"  # the last commit whose packer wrote one zstd frame
 CHANGED_UNIT = "conda/bench-pkg-17-"  # a mid-sized package of the synthetic box
@@ -143,7 +154,9 @@ def measure_sizes(workdir: Path, box: Path, repeat: int) -> dict[str, Any]:
     return results
 
 
-def measure_upgrade_and_rebuild(workdir: Path, box: Path, repeat: int, unit_prefix: str) -> dict[str, Any]:
+def measure_upgrade_and_rebuild(
+    workdir: Path, box: Path, repeat: int, unit_prefix: str
+) -> tuple[dict[str, Any], PackResult, PackResult]:
     out = workdir / "out"
     cache_dir = workdir / "packcache"
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -164,16 +177,93 @@ def measure_upgrade_and_rebuild(workdir: Path, box: Path, repeat: int, unit_pref
     have = {f.sha256 for f in old.frames}
     fetched = [f for f in new.frames if f.sha256 not in have]
     package = next(f for f in new.frames if f.name.startswith(unit_prefix))
+    return (
+        {
+            "changedUnit": package.name,
+            "upgradeBytes": sum(f.size for f in fetched),
+            "upgradeFrames": [f.name for f in fetched],
+            "archiveSize": new.size,
+            "changedPackageFrame": package.size,
+            "fullPackSeconds": full_times,
+            "rebuildPackSeconds": rebuild_times,
+            "rebuildSameBytes": reused[-1][0].sha256 == new.sha256,
+            "rebuildFramesReused": reused[-1][1].hits,
+        },
+        old,
+        new,
+    )
+
+
+OLD_KEY = "boxes/bench/1.0.0/bench-1.0.0.tar.zst"
+NEW_KEY = "boxes/bench/1.0.1/bench-1.0.1.tar.zst"
+WHOLE_KEY = "boxes/bench/1.0.1-whole/bench-1.0.1.tar.zst"
+
+
+def publish_pair(store: Store, old: PackResult, new: PackResult) -> tuple[Transfer, float, float]:
+    """Put the old archive, then the new one as publish does it: the frames the old one holds are copied
+    (plan_reuse, shaped by the store), the rest sent, each piece hashed in one read of the new archive.
+    Then the new archive once more under another key, sent whole (what publish did before): its seconds."""
+    store.put_file(OLD_KEY, FileUpload(old.path, old.size, old.sha256))
+    start = time.perf_counter()
+    pieces = store.reuse_layout(new.size, plan_reuse(new.frames, [EarlierArchive(OLD_KEY, "1.0.0", tuple(old.frames))]))
+    sha, size, parts = sha256_file_and_pieces(new.path, pieces) if pieces else (new.sha256, new.size, ())
+    transfer = store.put_file(NEW_KEY, FileUpload(new.path, size, sha, parts, pieces))
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    store.put_file(WHOLE_KEY, FileUpload(new.path, new.size, new.sha256))
+    return transfer, seconds, time.perf_counter() - start
+
+
+def measure_publish(workdir: Path, old: PackResult, new: PackResult, s3: bool) -> dict[str, Any]:
+    """The publish row: bytes sent for the new release, to a directory and to SeaweedFS."""
+    results: dict[str, Any] = {"publishArchiveSize": new.size}
+    root = workdir / "store"
+    shutil.rmtree(root, ignore_errors=True)
+    local = LocalStore(root)
+    transfer, seconds, whole = publish_pair(local, old, new)
+    same = sha256_file(local.path_for(NEW_KEY))[0] == new.sha256
+    results["publishLocal"] = {
+        "sent": transfer.sent,
+        "reused": transfer.reused,
+        "seconds": seconds,
+        "wholeSeconds": whole,
+        "same": same,
+    }
+    shutil.rmtree(root, ignore_errors=True)
+    if s3:
+        results["publishS3"] = publish_s3(old, new)
+    return results
+
+
+def publish_s3(old: PackResult, new: PackResult) -> dict[str, Any]:
+    from scrollcase.store.s3 import S3Store
+    from tests.support.s3servers import new_bucket, s3_client, seaweedfs
+
+    with seaweedfs() as server:
+        bucket = new_bucket(server)
+        client = s3_client(server)
+        wire = {"uploadPart": 0}
+
+        def count(request: Any, event_name: str = "", **_: Any) -> None:
+            if event_name.endswith(".UploadPart"):
+                wire["uploadPart"] += int(request.headers.get("Content-Length") or 0)
+
+        client.meta.events.register("before-send.s3", count)
+        store = S3Store(client, bucket, "bench", endpoint_url=server.endpoint)
+        transfer, seconds, whole = publish_pair(store, old, new)
+        body = client.get_object(Bucket=bucket, Key=f"bench/{NEW_KEY}")["Body"]
+        digest = hashlib.sha256()
+        for chunk in body.iter_chunks(1 << 20):
+            digest.update(chunk)
     return {
-        "changedUnit": package.name,
-        "upgradeBytes": sum(f.size for f in fetched),
-        "upgradeFrames": [f.name for f in fetched],
-        "archiveSize": new.size,
-        "changedPackageFrame": package.size,
-        "fullPackSeconds": full_times,
-        "rebuildPackSeconds": rebuild_times,
-        "rebuildSameBytes": reused[-1][0].sha256 == new.sha256,
-        "rebuildFramesReused": reused[-1][1].hits,
+        "sent": transfer.sent,
+        "reused": transfer.reused,
+        "seconds": seconds,
+        "wholeSeconds": whole,
+        "same": digest.hexdigest() == new.sha256,
+        # on the wire, less the old release's own upload and the whole one after
+        "uploadPartBytes": wire["uploadPart"] - old.size - new.size,
+        "verifiedCopies": store.verified_copies,
     }
 
 
@@ -225,23 +315,64 @@ def report(r: dict[str, Any], s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def pack_pair(workdir: Path, box: Path, unit_prefix: str) -> tuple[PackResult, PackResult]:
+    """The old release and the release with one package changed, each packed once (``--only publish``)."""
+    out = workdir / "out"
+    out.mkdir(exist_ok=True)
+    changed = changed_box(workdir, box, unit_prefix)
+    return pack_tree(box, out / "old.tar.zst"), pack_tree(changed, out / "new-full.tar.zst")
+
+
+def publish_summary(r: dict[str, Any]) -> dict[str, Any]:
+    size = float(r["publishArchiveSize"])
+    summary = {"publishSentVsArchive": r["publishLocal"]["sent"] / size}
+    if "publishS3" in r:
+        summary["publishS3SentVsArchive"] = r["publishS3"]["sent"] / size
+    return summary
+
+
+def publish_report(r: dict[str, Any]) -> list[str]:
+    mb, size = 1e6, r["publishArchiveSize"]
+    lines = []
+    for where, key in (("a directory", "publishLocal"), ("SeaweedFS", "publishS3")):
+        if key in r:
+            p = r[key]
+            lines.append(
+                f"publish to {where} holding the old release: sent {p['sent'] / mb:.2f} MB of {size / mb:.1f} MB "
+                f"({100 * p['sent'] / size:.2f}%), reused {p['reused'] / mb:.1f} MB, {p['seconds']:.2f} s "
+                f"(sent whole: {p['wholeSeconds']:.2f} s), same bytes: {p['same']}"
+            )
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/scrollcase-bench-frames"))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--box", type=Path, default=None, help="an existing box tree instead of the synthetic one")
     parser.add_argument("--changed", default=CHANGED_UNIT, help="name prefix of the unit to change (e.g. wheel/torch-)")
+    parser.add_argument("--only", choices=["publish"], default=None, help="measure only the publish row")
+    parser.add_argument("--no-s3", action="store_true", help="publish to a directory store only (no SeaweedFS)")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     box = args.box or bench_archive.build_environment(args.workdir)
     results: dict[str, Any] = {"box": str(box)}
-    results |= measure_sizes(args.workdir, box, args.repeat)
-    results |= measure_upgrade_and_rebuild(args.workdir, box, args.repeat, args.changed)
-    summary = summarise(results)
+    if args.only == "publish":
+        old, new = pack_pair(args.workdir, box, args.changed)
+        results |= measure_publish(args.workdir, old, new, not args.no_s3)
+        summary = publish_summary(results)
+        text = "\n".join([*publish_report(results), "summary: " + json.dumps(summary)])
+    else:
+        results |= measure_sizes(args.workdir, box, args.repeat)
+        upgrade, old, new = measure_upgrade_and_rebuild(args.workdir, box, args.repeat, args.changed)
+        results |= upgrade
+        results |= measure_publish(args.workdir, old, new, not args.no_s3)
+        summary = summarise(results) | publish_summary(results)
+        results["medianFramedPackSeconds"] = statistics.median(results["framedPackSeconds"])
+        text = "\n".join([report(results, summary), *publish_report(results)])
     results["summary"] = summary
     results["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": os.getloadavg()}
-    results["medianFramedPackSeconds"] = statistics.median(results["framedPackSeconds"])
-    print(report(results, summary))
+    print(text)
     out_dir = REPO / "benchmarks" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -12,7 +12,7 @@ from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, describe_path
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
-from scrollcase.store.publish import PublishResult, publish
+from scrollcase.store.publish import PublishResult, publish, size_note
 
 NAME = "publish"
 HELP = "publish a release to a directory or S3 bucket"
@@ -107,7 +107,7 @@ def render(result: PublishResult) -> str:
     lines = [f"{'dry run: ' if result.dry_run else ''}release {plan.release} -> {result.store}"]
     for step in plan.uploads:
         if step.action == "upload" and (result.dry_run or step.key in result.uploaded):
-            lines.append(f"  {verb:12} {step.key} ({step.size} bytes)")
+            lines.append(f"  {verb:12} {step.key} ({size_note(step)})")
         else:
             reason = step.reason if step.action == "skip" else "written by a concurrent publisher"
             lines.append(f"  {'skip':12} {step.key} ({reason})")
@@ -117,6 +117,7 @@ def render(result: PublishResult) -> str:
         else ("updated" if result.index_written else "skip")
     )
     lines.append(f"  {index_verb:12} {plan.index_key}")
+    lines.append(f"  {result.bytes_line()}")
     lines.extend(f"  warning: {warning}" for warning in plan.warnings)
     if not result.dry_run and not result.uploaded and not result.index_written:
         lines.append("already published with identical bytes: nothing to do")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 from scrollcase.errors import IntegrityError, StoreError, describe_path
 
@@ -40,6 +40,60 @@ class Blob:
 
     data: bytes
     etag: str
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes ``[start, end)`` of a file being published: sent from the local file, or copied inside the
+    store from the earlier object ``source_key`` (from its byte ``source_start``), which holds them too."""
+
+    start: int
+    end: int
+    source_key: str | None = None
+    source_start: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def copied(self) -> bool:
+        return self.source_key is not None
+
+    @property
+    def source_range(self) -> tuple[int, int]:
+        return self.source_start, self.source_start + self.size
+
+
+@dataclass(frozen=True)
+class FileUpload:
+    """A file to publish under one key: as checked (size, sha256, per-piece digests) and how to write it."""
+
+    path: Path
+    size: int
+    sha256: str
+    part_sha256: Sequence[str] = ()
+    pieces: Sequence[Piece] = ()  # Store.reuse_layout's; () = sent whole (in the store's own parts)
+    progress: ProgressCallback | None = None  # bytes written so far, sent or copied
+    notice: Callable[[str], None] | None = None  # a line for the user: why a copy was sent instead
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """What ``put_file`` moved: bytes sent from the local file, bytes the store copied from earlier objects."""
+
+    sent: int
+    reused: int = 0
+
+
+class WriteOptions(TypedDict, total=False):
+    """How ``put_bytes`` writes: ``if_none_match`` creates the key only when it is absent, ``if_match``
+    (an ETag) replaces it only while it still holds the version read; ``content_type`` of the object
+    (default ``application/octet-stream``)."""
+
+    if_none_match: bool
+    if_match: str | None
+    content_type: str
 
 
 class Store(Protocol):
@@ -70,16 +124,8 @@ class Store(Protocol):
         """The bytes of a small object with its ETag; None when it does not exist."""
         ...
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
-        """Write a small object (conditionally); return its new ETag.
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
+        """Write a small object (conditionally: :class:`WriteOptions`); return its new ETag.
 
         ConflictError when the condition fails.
         """
@@ -90,21 +136,18 @@ class Store(Protocol):
         bytes, or None when it sends the file whole."""
         ...
 
-    def put_file(
-        self,
-        key: str,
-        path: Path,
-        *,
-        size: int,
-        sha256: str,
-        part_sha256: Sequence[str] = (),
-        progress: ProgressCallback | None = None,
-    ) -> None:
+    def reuse_layout(self, size: int, pieces: Sequence[Piece]) -> tuple[Piece, ...]:
+        """How ``put_file`` would write a file of ``size`` bytes whose ranges ``pieces`` (from
+        :func:`scrollcase.store.reuse.plan_reuse`) hold earlier objects' bytes: each piece is copied or sent
+        (on S3 each is one part, so S3's part rules shape it).  ``()``: the file is sent whole."""
+        ...
+
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
         """Create ``key`` from a (large) file only if absent.  ConflictError when the key already exists.
 
-        ``part_sha256``: hex sha256 of each ``checksum_part_size`` piece, computed when the file was
-        checked; the store sends them instead of hashing again, so the server verifies that it got
-        exactly the bytes that were checked.
+        ``upload.part_sha256``: hex sha256 of each ``checksum_part_size`` piece (or of each of
+        ``upload.pieces``), computed when the file was checked; the store sends them instead of hashing
+        again, so the server verifies that it got exactly the bytes that were checked.
         """
         ...
 

@@ -17,13 +17,26 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO, Unpack
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
 from scrollcase.io.digest import sha256_bytes, sha256_file
-from scrollcase.store.base import CHUNK, Blob, ObjectInfo, ProgressCallback, RangeRead, limited
+from scrollcase.store.base import (
+    CHUNK,
+    Blob,
+    FileUpload,
+    ObjectInfo,
+    Piece,
+    ProgressCallback,
+    RangeRead,
+    Transfer,
+    WriteOptions,
+    limited,
+)
+from scrollcase.store.reuse import copied_bytes
 
 STALE_LOCK_SECONDS = 60.0
 TEMP_SUFFIX = ".tmp"
@@ -95,19 +108,12 @@ class LocalStore:
             total = os.fstat(stream.fileno()).st_size
             yield RangeRead(offset, total, limited(iter(lambda: stream.read(CHUNK), b""), length))
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
         target = self._prepare(key)
+        if_match = write.get("if_match")
         with self._temp_beside(target) as temp:
             _write_synced(temp, data)
-            if if_none_match:
+            if write.get("if_none_match"):
                 _create_exclusive(temp, target, key)
             elif if_match is not None:
                 with _key_lock(target):
@@ -124,26 +130,43 @@ class LocalStore:
     def checksum_part_size(self, size: int) -> int | None:
         return None  # the copy is hashed whole as it is written
 
-    def put_file(
-        self,
-        key: str,
-        path: Path,
-        *,
-        size: int,
-        sha256: str,
-        part_sha256: Sequence[str] = (),
-        progress: ProgressCallback | None = None,
-    ) -> None:
+    def reuse_layout(self, size: int, pieces: Sequence[Piece]) -> tuple[Piece, ...]:
+        return tuple(pieces)  # a file takes any range from anywhere
+
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
         target = self._prepare(key)
+        if any(p.copied for p in upload.pieces):
+            transfer = self._put_assembled(key, target, upload)
+            if transfer is not None:
+                return transfer
         with self._temp_beside(target) as temp:
-            copied_sha, copied_size = _copy_synced(path, temp, progress)
-            if (copied_sha, copied_size) != (sha256, size):
-                raise IntegrityError(
-                    f"{path} changed while it was being published (sha256 {copied_sha}, {copied_size} bytes; "
-                    f"expected {sha256}, {size} bytes)",
-                    fix="do not modify the archive during publish; rerun",
-                )
+            copied_sha, copied_size = _copy_synced(upload.path, temp, upload.progress)
+            _check_copy(upload, copied_sha, copied_size)
             _create_exclusive(temp, target, key)
+        return Transfer(sent=upload.size)
+
+    def _put_assembled(self, key: str, target: Path, upload: FileUpload) -> Transfer | None:
+        """The new file from the pieces: the copied ones from the earlier files beside it, the rest from
+        the local file; made visible only when its sha256 is the checked one.  None when the earlier
+        files do not give those bytes (missing, short, corrupt): then it is copied whole instead."""
+        with self._temp_beside(target) as temp:
+            try:
+                _assemble(temp, upload, self.path_for)
+            except _SourceGoneError as gone:
+                _notify(upload, f"{gone}: copying the whole archive instead")
+                return None
+            sha, size = sha256_file(temp)
+            if (sha, size) != (upload.sha256, upload.size):
+                sources = sorted({self.url_for(p.source_key) for p in upload.pieces if p.source_key})
+                _notify(
+                    upload,
+                    f"the bytes copied from {', '.join(sources)} do not give the checked archive "
+                    f"(sha256 {sha}): copying the whole archive instead",
+                )
+                return None
+            _create_exclusive(temp, target, key)
+        reused = copied_bytes(upload.pieces)
+        return Transfer(sent=upload.size - reused, reused=reused)
 
     def _prepare(self, key: str) -> Path:
         target = self.path_for(key)
@@ -202,6 +225,67 @@ def _copy_synced(source: Path, dest: Path, progress: ProgressCallback | None) ->
         out.flush()
         os.fsync(out.fileno())
     return digest.hexdigest(), total
+
+
+def _check_copy(upload: FileUpload, copied_sha: str, copied_size: int) -> None:
+    if (copied_sha, copied_size) != (upload.sha256, upload.size):
+        raise IntegrityError(
+            f"{upload.path} changed while it was being published (sha256 {copied_sha}, {copied_size} bytes; "
+            f"expected {upload.sha256}, {upload.size} bytes)",
+            fix="do not modify the archive during publish; rerun",
+        )
+
+
+class _SourceGoneError(Exception):
+    """Internal: an earlier file to copy from is missing or shorter than its frame table says."""
+
+
+def _assemble(temp: Path, upload: FileUpload, path_for: Callable[[str], Path]) -> None:
+    """Write ``upload.pieces`` into ``temp`` in order, each from its own file, then fsync."""
+    with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering=0) as local:
+        for piece in upload.pieces:
+            if piece.source_key is None:
+                copy_range(local, out, piece.start, piece.size)
+            else:
+                source = path_for(piece.source_key)
+                try:
+                    with source.open("rb", buffering=0) as earlier:
+                        done = copy_range(earlier, out, piece.source_start, piece.size)
+                except FileNotFoundError:
+                    raise _SourceGoneError(f"{source} is gone") from None
+                if done != piece.size:
+                    raise _SourceGoneError(f"{source} ends before byte {piece.source_range[1]}")
+            if upload.progress:
+                upload.progress(piece.size)
+        os.fsync(out.fileno())
+
+
+def copy_range(source: BinaryIO, out: BinaryIO, offset: int, length: int) -> int:
+    """Append ``length`` bytes of ``source`` from ``offset`` to ``out`` (unbuffered files); the count copied.
+
+    ``os.copy_file_range`` where the OS has it (Linux: the kernel copies, and btrfs or XFS share the
+    blocks — a reflink), else, or where the file systems refuse it, a plain read and write."""
+    done = 0
+    if hasattr(os, "copy_file_range"):
+        with contextlib.suppress(OSError):  # another file system, no support: the plain copy goes on from done
+            while done < length:
+                moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)
+                if moved == 0:
+                    return done
+                done += moved
+    source.seek(offset + done)
+    while done < length:
+        chunk = source.read(min(CHUNK * 8, length - done))
+        if not chunk:
+            break
+        out.write(chunk)
+        done += len(chunk)
+    return done
+
+
+def _notify(upload: FileUpload, line: str) -> None:
+    if upload.notice:
+        upload.notice(line)
 
 
 def _create_exclusive(temp: Path, target: Path, key: str) -> None:

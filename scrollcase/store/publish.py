@@ -10,21 +10,24 @@ skipped (republishing is a no-op), with different bytes it is a ConflictError.
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.frames import check_frame_table
 from scrollcase.box.peek import read_box_json
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, release_relocation
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release, release_relocation
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
-from scrollcase.store.base import ObjectInfo, Store, sidecar_text
+from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Store, Transfer, sidecar_text
 from scrollcase.store.index import (
     BoxIndex,
     IndexEntry,
@@ -35,9 +38,13 @@ from scrollcase.store.index import (
     parse_index,
     update_index,
 )
+from scrollcase.store.reuse import EarlierArchive, copied_bytes, plan_reuse
 
 ObjectKind = Literal["archive", "sha256", "sbom", "release"]
 Progress = Callable[[str], None]
+Layout = Callable[[int, Sequence[Piece]], tuple[Piece, ...]]
+NOTHING_MOVED = Transfer(sent=0)
+MAX_REUSE_SOURCES = 4  # earlier release manifests read to find reusable frames (same target first)
 
 
 @dataclass(frozen=True)
@@ -60,16 +67,38 @@ class Upload:
     action: Literal["upload", "skip"]
     reason: str
     data: bytes | None = None  # the bytes of small objects; None for the archive (streamed from disk)
+    pieces: tuple[Piece, ...] = ()  # the archive's: copied from earlier archives or sent (Store.reuse_layout)
+
+    @property
+    def bytes_reused(self) -> int:
+        return copied_bytes(self.pieces) if self.action == "upload" else 0
+
+    @property
+    def bytes_to_send(self) -> int:
+        return self.size - self.bytes_reused if self.action == "upload" else 0
+
+    def reused_from(self) -> dict[str, int]:
+        """Bytes copied from each earlier archive, by its key."""
+        found: dict[str, int] = {}
+        for piece in self.pieces:
+            if piece.source_key is not None:
+                found[piece.source_key] = found.get(piece.source_key, 0) + piece.size
+        return found
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": self.kind,
             "key": self.key,
             "size": self.size,
             "sha256": self.sha256,
             "action": self.action,
             "reason": self.reason,
+            "bytesToSend": self.bytes_to_send,
         }
+        if self.bytes_reused:
+            out["bytesReused"] = self.bytes_reused
+            out["reusedFrom"] = [{"key": k, "bytes": n} for k, n in self.reused_from().items()]
+        return out
 
 
 @dataclass(frozen=True)
@@ -77,7 +106,9 @@ class RemoteState:
     """What the store holds now for the release's keys (None: absent) and its box index.
 
     ``index``: the index as read (None: there is none yet); ``index_file``: where it is, for messages;
-    ``dangling``: index entries whose archive or release manifest is missing from the store.
+    ``dangling``: index entries whose archive or release manifest is missing from the store;
+    ``earlier``: the framed archives of other releases of the box that the new archive may copy bytes from
+    (best first); ``notes``: earlier releases passed over, and why.
     """
 
     objects: Mapping[str, ObjectInfo | None]
@@ -85,6 +116,8 @@ class RemoteState:
     index: BoxIndex | None = None
     index_file: str = "index.json"
     dangling: tuple[str, ...] = ()
+    earlier: tuple[EarlierArchive, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,11 +139,21 @@ class PublishPlan:
     def bytes_to_upload(self) -> int:
         return sum(u.size for u in self.uploads if u.action == "upload")
 
+    @property
+    def bytes_to_send(self) -> int:
+        return sum(u.bytes_to_send for u in self.uploads)
+
+    @property
+    def bytes_reused(self) -> int:
+        return sum(u.bytes_reused for u in self.uploads)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
             "uploads": [u.to_json() for u in self.uploads],
             "bytesToUpload": self.bytes_to_upload,
+            "bytesToSend": self.bytes_to_send,
+            "bytesReused": self.bytes_reused,
             "index": {"key": self.index_key, "action": self.index_action},
             "warnings": list(self.warnings),
         }
@@ -155,7 +198,14 @@ def box_problems(
                 fix="publish the archive `scrollcase build` wrote with this manifest",
             )
         ]
-    problems = []
+    return [
+        *_identity_problems(manifest, box, inner, manifest_file),
+        *_self_test_problems(manifest, manifest_file),
+        *_gpu_problems(manifest, manifest_file),
+    ]
+
+
+def _identity_problems(manifest: ReleaseManifest, box: BoxJson, inner: str, manifest_file: str) -> list[Problem]:
     pairs: dict[str, tuple[object, object]] = {
         "boxId": (box.boxId, manifest.boxId),
         "version": (box.version, manifest.version),
@@ -164,47 +214,53 @@ def box_problems(
         "gpu": (box.gpu, manifest.gpu),
         "relocation": (release_relocation(box.relocation) if manifest.relocation else None, manifest.relocation),
     }
-    for key, (inside, outside) in pairs.items():
-        if inside != outside:
-            shown_in = inside.model_dump(mode="json", exclude_none=True) if hasattr(inside, "model_dump") else inside
-            shown_out = (
-                outside.model_dump(mode="json", exclude_none=True) if hasattr(outside, "model_dump") else outside
-            )
-            problems.append(
-                Problem(
-                    message=f"the archive's box.json says {shown_in!r}, {manifest_file} says {shown_out!r}",
-                    file=inner,
-                    key=key,
-                    fix="publish the manifest that was built with this archive (rebuild)",
-                )
-            )
-    if manifest.selfTest is None or not manifest.selfTest.passed:
-        state = "has no self-test report" if manifest.selfTest is None else "records a failed self-test"
-        problems.append(
-            Problem(
-                message=f"the manifest {state}",
-                file=manifest_file,
-                key="selfTest.passed",
-                fix="rebuild with `scrollcase build`: only a box whose self-test passed is published",
-            )
+    return [
+        Problem(
+            message=f"the archive's box.json says {_shown(inside)!r}, {manifest_file} says {_shown(outside)!r}",
+            file=inner,
+            key=key,
+            fix="publish the manifest that was built with this archive (rebuild)",
         )
+        for key, (inside, outside) in pairs.items()
+        if inside != outside
+    ]
+
+
+def _shown(value: object) -> object:
+    return value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
+
+
+def _self_test_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
+    if manifest.selfTest is not None and manifest.selfTest.passed:
+        return []
+    state = "has no self-test report" if manifest.selfTest is None else "records a failed self-test"
+    return [
+        Problem(
+            message=f"the manifest {state}",
+            file=manifest_file,
+            key="selfTest.passed",
+            fix="rebuild with `scrollcase build`: only a box whose self-test passed is published",
+        )
+    ]
+
+
+def _gpu_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
     spec = manifest.target.spec
     if manifest.gpu is None:
-        if spec.is_cuda:
-            problems.append(
-                Problem(
-                    message=f"{manifest.targetId} is a CUDA target, but the manifest carries no GPU evidence",
-                    file=manifest_file,
-                    key="gpu",
-                    fix="rebuild with this scrollcase version: the build records the evidence",
-                )
+        if not spec.is_cuda:
+            return []
+        return [
+            Problem(
+                message=f"{manifest.targetId} is a CUDA target, but the manifest carries no GPU evidence",
+                file=manifest_file,
+                key="gpu",
+                fix="rebuild with this scrollcase version: the build records the evidence",
             )
-    else:
-        for problem in evidence_problems(spec, manifest.gpu, where="box"):
-            problems.append(
-                Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value, fix=problem.fix)
-            )
-    return problems
+        ]
+    return [
+        Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value, fix=problem.fix)
+        for problem in evidence_problems(spec, manifest.gpu, where="box")
+    ]
 
 
 def check_box(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str) -> None:
@@ -224,8 +280,12 @@ def plan_publish(
     remote: RemoteState,
     manifest_file: str = "release.json",
     sbom: bytes | None = None,
+    layout: Layout = lambda _size, pieces: tuple(pieces),
 ) -> PublishPlan:
     """Decide what to upload and what to skip; raise before anything is written when that is unsafe.
+
+    The archive's pieces: the runs of its frames that earlier archives in the store hold
+    (:func:`~scrollcase.store.reuse.plan_reuse`), shaped by the store (``layout``: ``Store.reuse_layout``).
 
     Every refusal is found here, before the first write: the archive against the manifest, the
     archive's own box.json against the manifest, the self-test and the GPU evidence, each key of the
@@ -247,11 +307,15 @@ def plan_publish(
     uploads = tuple(
         _decide(manifest, kind, key, size, sha, data, remote.objects.get(key)) for kind, key, size, sha, data in wanted
     )
+    if uploads[0].action == "upload" and remote.earlier:
+        pieces = layout(archive.size, plan_reuse(manifest.archive.frames or [], remote.earlier))
+        uploads = (replace(uploads[0], pieces=pieces), *uploads[1:])
     entry = entry_for(manifest)
     # A disagreeing entry for this (version, target) is a ConflictError now, not after the uploads.
     listed = merge_entry(remote.index, manifest.boxId, manifest.version, entry) is None if remote.index else False
-    warnings = tuple(
-        f"{remote.index_file} lists {d}, but its files are missing from the store" for d in remote.dangling
+    warnings = (
+        *(f"{remote.index_file} lists {d}, but its files are missing from the store" for d in remote.dangling),
+        *remote.notes,
     )
     return PublishPlan(
         box_id=manifest.boxId,
@@ -366,23 +430,101 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
     listed = current is not None and current.versions.get(manifest.version, {}).get(manifest.targetId) == entry_for(
         manifest
     )
-    dangling = dangling_entries(store, current) if current is not None and current.boxId == manifest.boxId else ()
+    if current is None or current.boxId != manifest.boxId:
+        return RemoteState(objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key))
+    missing = missing_keys(store, current)
+    earlier: tuple[EarlierArchive, ...] = ()
+    notes: tuple[str, ...] = ()
+    if manifest.archive.frames and objects.get(manifest.keys.archive) is None:
+        earlier, notes = earlier_archives(store, current, manifest, missing)
     return RemoteState(
-        objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key), dangling=dangling
+        objects=objects,
+        index_lists_release=listed,
+        index=current,
+        index_file=store.url_for(key),
+        dangling=dangling_entries(current, missing),
+        earlier=earlier,
+        notes=notes,
     )
 
 
-def dangling_entries(store: Store, index: BoxIndex) -> tuple[str, ...]:
-    """The index's entries whose release manifest or archive is missing (deleted by hand, a lost bucket).
+def missing_keys(store: Store, index: BoxIndex) -> set[str]:
+    """The release manifests and archives the index lists that the store lacks (deleted by hand, a lost
+    bucket).  One existence check per key (``Store.exists``: a HEAD on S3, a stat in a directory)."""
+    keys = {key for targets in index.versions.values() for e in targets.values() for key in (e.release, e.archive)}
+    return {key for key in sorted(keys) if not store.exists(key)}
 
-    One existence check per key (``Store.exists``: a HEAD on S3, a stat in a directory)."""
+
+def dangling_entries(index: BoxIndex, missing: set[str]) -> tuple[str, ...]:
+    """The index's entries whose release manifest or archive is in ``missing``."""
     found = []
     for version, targets in sorted(index.versions.items()):
         for target, entry in sorted(targets.items()):
-            missing = [key for key in (entry.release, entry.archive) if not store.exists(key)]
-            if missing:
-                found.append(f"{index.boxId} {version} {target} ({', '.join(missing)})")
+            gone = [key for key in (entry.release, entry.archive) if key in missing]
+            if gone:
+                found.append(f"{index.boxId} {version} {target} ({', '.join(gone)})")
     return tuple(found)
+
+
+def earlier_archives(
+    store: Store, index: BoxIndex, manifest: ReleaseManifest, missing: set[str]
+) -> tuple[tuple[EarlierArchive, ...], tuple[str, ...]]:
+    """The framed archives of the box's other releases, best sources first (the same target, then the
+    newest versions), read from their release manifests as the digest chain vouches for them; and a note
+    for each release passed over (its manifest disagrees with the index)."""
+    candidates = reuse_candidates(index, manifest, missing)
+    found: list[EarlierArchive] = []
+    notes: list[str] = []
+    for version, entry in candidates[:MAX_REUSE_SOURCES]:
+        label = f"{index.boxId} {version} {entry.targetId}"
+        blob = store.get_bytes(entry.release)
+        problem = _vouched_problem(blob.data if blob else None, entry, store.url_for(entry.release))
+        if problem is not None:
+            notes.append(f"not reusing the frames of {label}: {problem}")
+            continue
+        assert blob is not None
+        frames = parse_release(blob.data, store.url_for(entry.release)).archive.frames
+        if frames:
+            found.append(EarlierArchive(entry.archive, label, tuple(frames)))
+    return tuple(found), tuple(notes)
+
+
+def reuse_candidates(index: BoxIndex, manifest: ReleaseManifest, missing: set[str]) -> list[tuple[str, IndexEntry]]:
+    """The index's other releases of the box whose files are all there, as (version, entry): the same
+    target first, then the newest versions (pure)."""
+    candidates = [
+        (version, entry)
+        for version, targets in index.versions.items()
+        for entry in targets.values()
+        if (version, entry.targetId) != (manifest.version, manifest.targetId)
+        and not {entry.release, entry.archive} & missing
+    ]
+    return sorted(candidates, key=lambda c: (c[1].targetId != manifest.targetId, _newest_first(c[0]), c[1].targetId))
+
+
+def _vouched_problem(data: bytes | None, entry: IndexEntry, file: str) -> str | None:
+    """Why the manifest ``data`` is not the one the index entry vouches for (None: it is)."""
+    if data is None:
+        return f"{file} is missing"
+    if entry.releaseSha256 is not None and sha256_bytes(data) != entry.releaseSha256:
+        return f"{file} has sha256 {sha256_bytes(data)}, the index says {entry.releaseSha256}"
+    try:
+        earlier = parse_release(data, file)
+    except IntegrityError as exc:
+        return exc.message
+    if (earlier.keys.archive, earlier.archive.sha256, earlier.archive.size) != (
+        entry.archive,
+        entry.sha256,
+        entry.size,
+    ):
+        return f"{file} describes another archive than the index entry"
+    return None
+
+
+def _newest_first(version: str) -> tuple[int, ...]:
+    """A sort key putting higher versions first, by their numeric parts (enough to choose sources by)."""
+    core = version.split("+", 1)[0].split("-", 1)[0]
+    return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))
 
 
 @dataclass(frozen=True)
@@ -392,6 +534,7 @@ class PublishResult:
     dry_run: bool
     uploaded: tuple[str, ...]  # keys actually written by this run
     index_written: bool
+    sent: Transfer = NOTHING_MOVED  # what this run's writes moved (a dry run: none)
 
     def to_json(self) -> dict[str, Any]:
         out = self.plan.to_json()
@@ -403,7 +546,19 @@ class PublishResult:
                 "indexWritten": self.index_written,
             }
         )
+        if not self.dry_run:
+            out.update({"bytesSent": self.sent.sent, "bytesReused": self.sent.reused})
         return out
+
+    def bytes_line(self) -> str:
+        """How many bytes went up and how many the store copied from earlier releases instead."""
+        sent, reused = (
+            (self.plan.bytes_to_send, self.plan.bytes_reused) if self.dry_run else (self.sent.sent, self.sent.reused)
+        )
+        verb = ("would send", "would reuse") if self.dry_run else ("sent", "reused")
+        archive = self.plan.uploads[0]
+        share = f" ({100 * reused / archive.size:.1f}% of the archive)" if reused and archive.size else ""
+        return f"{verb[0]} {sent} bytes, {verb[1]} {reused} bytes from earlier releases{share}"
 
 
 def publish(
@@ -431,19 +586,24 @@ def publish(
     with waiting(progress, store.url):
         store.check()
         remote = read_remote_state(store, manifest)
-    plan = plan_publish(manifest, archive, remote, manifest_file, sbom)
+    plan = plan_publish(manifest, archive, remote, manifest_file, sbom, store.reuse_layout)
     for warning in plan.warnings:
         progress(f"warning: {warning}")
     if dry_run:
         return PublishResult(plan, store.url, True, (), False)
     uploaded: list[str] = []
+    moved = NOTHING_MOVED
     for step in plan.uploads:  # in order: archive, sidecar, SBOM, manifest
-        if step.action == "upload" and _execute_upload(store, manifest, step, archive, progress, meter):
+        if step.action != "upload":
+            continue
+        transfer = _execute_upload(store, manifest, step, archive, progress, meter)
+        if transfer is not None:
             uploaded.append(step.key)
+            moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)
     progress(f"updating {store.url_for(plan.index_key)}")
     with waiting(progress, store.url):
         written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
-    return PublishResult(plan, store.url, False, tuple(uploaded), written)
+    return PublishResult(plan, store.url, False, tuple(uploaded), written, moved)
 
 
 def _execute_upload(
@@ -453,26 +613,21 @@ def _execute_upload(
     archive: LocalArchive,
     progress: Progress,
     meter: MeterFactory | None = None,
-) -> bool:
-    """Create one object; True if this run wrote it, False if a concurrent publisher wrote the same bytes."""
-    progress(f"uploading {store.url_for(step.key)} ({step.size} bytes)")
+) -> Transfer | None:
+    """Create one object; what it moved, or None when a concurrent publisher wrote the same bytes first."""
+    progress(f"uploading {store.url_for(step.key)} ({size_note(step)})")
     try:
-        if step.data is None:
-            sent = meter("uploading", step.size) if meter else None
-            store.put_file(
-                step.key,
-                archive.path,
-                size=step.size,
-                sha256=step.sha256,
-                part_sha256=archive.part_sha256,
-                progress=sent or byte_progress(step.size, progress),
-            )
-            if sent:
-                sent.finish()
-        else:
+        if step.data is not None:
             with waiting(progress, store.url_for(step.key)):
                 store.put_bytes(step.key, step.data, if_none_match=True, content_type=_content_type(step.kind))
-        return True
+            return Transfer(sent=step.size)
+        sent = meter("uploading", step.size) if meter else None
+        transfer = store.put_file(
+            step.key, archive_upload(step, archive, sent or byte_progress(step.size, progress), progress)
+        )
+        if sent:
+            sent.finish()
+        return transfer
     except ConflictError:
         # Lost a race with another publisher: fine if it wrote exactly our bytes.
         existing = store.head(step.key)
@@ -484,8 +639,54 @@ def _execute_upload(
             blob = store.get_bytes(step.key)
             existing = ObjectInfo(step.key, len(blob.data), sha256_bytes(blob.data)) if blob else existing
         if existing.size == step.size and existing.sha256 == step.sha256:
-            return False
+            return None
         raise conflict(manifest, step.key, existing, step.size, step.sha256) from None
+
+
+def archive_upload(
+    step: Upload, archive: LocalArchive, sent: Callable[[int], None], notice: Progress = lambda _: None
+) -> FileUpload:
+    """The archive as ``put_file`` takes it.  With pieces to copy, the archive is read once more: the
+    sha256 of each piece (what the store sends, or checks a copy against) comes from a read whose whole
+    sha256 is checked against the manifest again, so the store still verifies exactly the checked bytes."""
+    if not any(p.copied for p in step.pieces):
+        return FileUpload(archive.path, step.size, step.sha256, archive.part_sha256, progress=sent, notice=notice)
+    whole, size, parts = sha256_file_and_pieces(archive.path, step.pieces)
+    if (whole, size) != (step.sha256, step.size):
+        raise IntegrityError(
+            f"{archive.path} changed while it was being published (sha256 {whole}, {size} bytes; "
+            f"expected {step.sha256}, {step.size} bytes)",
+            fix="do not modify the archive during publish; rerun",
+        )
+    return FileUpload(archive.path, size, whole, parts, step.pieces, sent, notice)
+
+
+def sha256_file_and_pieces(path: Path, pieces: Sequence[Piece]) -> tuple[str, int, tuple[str, ...]]:
+    """One read of ``path``: its sha256 and size, and the sha256 of each of ``pieces`` (which cover it in order)."""
+    whole = hashlib.sha256()
+    digests: list[str] = []
+    total = 0
+    with path.open("rb") as stream:
+        for piece in pieces:
+            part = hashlib.sha256()
+            left = piece.size
+            while left and (chunk := stream.read(min(CHUNK, left))):
+                whole.update(chunk)
+                part.update(chunk)
+                left -= len(chunk)
+                total += len(chunk)
+            digests.append(part.hexdigest())
+        while chunk := stream.read(CHUNK):  # bytes past the last piece: a file that grew
+            whole.update(chunk)
+            total += len(chunk)
+    return whole.hexdigest(), total, tuple(digests)
+
+
+def size_note(step: Upload) -> str:
+    if not step.bytes_reused:
+        return f"{step.size} bytes"
+    sources = ", ".join(step.reused_from())
+    return f"{step.size} bytes: {step.bytes_to_send} to send, {step.bytes_reused} to copy from {sources}"
 
 
 def byte_progress(total: int, progress: Progress, steps: int = 10) -> Callable[[int], None]:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from urllib.parse import urlsplit
 
 from botocore.exceptions import (
@@ -36,13 +38,17 @@ from scrollcase.store.base import (
     CHUNK,
     SHA256_METADATA,
     Blob,
+    FileUpload,
     ObjectInfo,
-    ProgressCallback,
+    Piece,
     RangeNotSupportedError,
     RangeRead,
+    Transfer,
+    WriteOptions,
     parse_content_range,
     range_header,
 )
+from scrollcase.store.reuse import PartRules, part_layout
 
 if TYPE_CHECKING:  # boto3-stubs: types only, no client is created here
     from botocore.config import Config
@@ -52,6 +58,9 @@ DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFA
 DEFAULT_WORKERS = 6
 MIN_PART_SIZE = 5 * 1024 * 1024  # S3's minimum for every part but the last
 MAX_PARTS = 10_000
+# Copied parts hold no memory, but the server answers an UploadPartCopy only when it has copied the whole
+# range: 64 MiB keeps that well inside READ_TIMEOUT on a busy server.
+COPY_PART_SIZE = 64 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -180,6 +189,9 @@ class S3Store:
         self.part_size = part_size
         self.workers = workers
         self.conditional_writes = True  # until the server answers 501 NotImplemented
+        # Until a server does not report the SHA-256 of a copied part (moto) or refuses UploadPartCopy:
+        # a copy whose bytes cannot be checked is never kept.
+        self.verified_copies = True
 
     @property
     def url(self) -> str:
@@ -257,58 +269,46 @@ class S3Store:
 
     # ----------------------------------------------------------------------------------- writes
 
-    def put_bytes(
-        self,
-        key: str,
-        data: bytes,
-        *,
-        if_none_match: bool = False,
-        if_match: str | None = None,
-        content_type: str = "application/octet-stream",
-    ) -> str:
-        import hashlib
-
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
         sha = hashlib.sha256(data).hexdigest()
         args: dict[str, Any] = {
             "Bucket": self.bucket,
             "Key": self._full(key),
             "Body": data,
             "ChecksumSHA256": _b64(sha),
-            "ContentType": content_type,
+            "ContentType": write.get("content_type", "application/octet-stream"),
             "Metadata": {SHA256_METADATA: sha},
         }
-        response = self._conditional(key, args, if_none_match, if_match, lambda a: self.client.put_object(**a))
+        conditions = bool(write.get("if_none_match")), write.get("if_match")
+        response = self._conditional(key, args, *conditions, lambda a: self.client.put_object(**a))
         return str(response["ETag"])
 
     def checksum_part_size(self, size: int) -> int | None:
         return None if size <= self.part_size else effective_part_size(size, self.part_size)
 
-    def put_file(
-        self,
-        key: str,
-        path: Path,
-        *,
-        size: int,
-        sha256: str,
-        part_sha256: Sequence[str] = (),
-        progress: ProgressCallback | None = None,
-    ) -> None:
-        if self.checksum_part_size(size) is None:  # one request, one checksum for the whole file
-            with path.open("rb") as stream:
+    def reuse_layout(self, size: int, pieces: Sequence[Piece]) -> tuple[Piece, ...]:
+        if size <= self.part_size:
+            return ()  # one PutObject: nothing to copy into
+        rules = PartRules(MIN_PART_SIZE, effective_part_size(size, self.part_size), COPY_PART_SIZE, MAX_PARTS)
+        return part_layout(pieces, rules)
+
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
+        if self.checksum_part_size(upload.size) is None:  # one request, one checksum for the whole file
+            with upload.path.open("rb") as stream:
                 data = stream.read()
             args: dict[str, Any] = {
                 "Bucket": self.bucket,
                 "Key": self._full(key),
                 "Body": data,
-                "ChecksumSHA256": _b64(sha256),
+                "ChecksumSHA256": _b64(upload.sha256),
                 "ContentType": "application/zstd",
-                "Metadata": {SHA256_METADATA: sha256},
+                "Metadata": {SHA256_METADATA: upload.sha256},
             }
             self._conditional(key, args, True, None, lambda a: self.client.put_object(**a))
-            if progress:
-                progress(size)
-            return
-        self._put_multipart(key, path, size, sha256, part_sha256, progress)
+            if upload.progress:
+                upload.progress(upload.size)
+            return Transfer(sent=upload.size)
+        return self._put_multipart(key, upload)
 
     def _conditional(
         self,
@@ -344,15 +344,7 @@ class S3Store:
         if if_match is not None and (current is None or current.etag != if_match):
             raise ConflictError(f"{self.url_for(key)} changed since it was read", fix="read it again and retry")
 
-    def _put_multipart(
-        self,
-        key: str,
-        path: Path,
-        size: int,
-        sha256: str,
-        part_sha256: Sequence[str],
-        progress: ProgressCallback | None,
-    ) -> None:
+    def _put_multipart(self, key: str, upload: FileUpload) -> Transfer:
         full = self._full(key)
         if not self.conditional_writes:
             self._check_without_conditions(key, True, None)
@@ -363,22 +355,23 @@ class S3Store:
                     Key=full,
                     ChecksumAlgorithm="SHA256",
                     ContentType="application/zstd",
-                    Metadata={SHA256_METADATA: sha256},
+                    Metadata={SHA256_METADATA: upload.sha256},
                 )["UploadId"]
             )
         try:
-            before = _fingerprint(path)
-            parts = self._upload_parts(key, upload_id, path, size, part_sha256, progress)
-            if _fingerprint(path) != before or before[0] != size:
+            before = _fingerprint(upload.path)
+            parts = self._upload_parts(key, upload_id, upload)
+            if _fingerprint(upload.path) != before or before[0] != upload.size:
                 # The parts' checksums match what was read, not what the manifest promised.
                 raise IntegrityError(
-                    f"{path} changed while it was being uploaded", fix="do not modify the archive during publish; rerun"
+                    f"{upload.path} changed while it was being uploaded",
+                    fix="do not modify the archive during publish; rerun",
                 )
             args: dict[str, Any] = {
                 "Bucket": self.bucket,
                 "Key": full,
                 "UploadId": upload_id,
-                "MultipartUpload": {"Parts": parts},
+                "MultipartUpload": {"Parts": [part.entry for part in parts]},
             }
             self._conditional(key, args, True, None, lambda a: self.client.complete_multipart_upload(**a))
         except BaseException:
@@ -386,23 +379,39 @@ class S3Store:
             with contextlib.suppress(Exception):
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
             raise
+        transfer = Transfer(sent=sum(p.sent for p in parts), reused=sum(p.reused for p in parts))
+        if transfer.reused:
+            self._check_assembled(key, [p.entry["ChecksumSHA256"] for p in parts])
+        return transfer
 
-    def _upload_parts(
-        self,
-        key: str,
-        upload_id: str,
-        path: Path,
-        size: int,
-        part_sha256: Sequence[str],
-        progress: ProgressCallback | None,
-    ) -> list[dict[str, Any]]:
-        """Upload parts in parallel; memory stays near ``workers * part_size``."""
-        plan = plan_parts(size, self.part_size)
-        known = list(part_sha256) if len(part_sha256) == len(plan) else [None] * len(plan)
+    def _check_assembled(self, key: str, part_checksums: Sequence[str]) -> None:
+        """The completed object's composite checksum (the server's, over the parts it holds) must be the one
+        of the checked local parts: then no copied byte differs from the local archive.  An object that
+        fails is deleted (no manifest names it yet) so that a rerun does not take it for the archive."""
+        with self._errors("HEAD", key):
+            head = self.client.head_object(Bucket=self.bucket, Key=self._full(key), ChecksumMode="ENABLED")
+        found = head.get("ChecksumSHA256")
+        expected = composite_checksum(part_checksums)
+        if found is None or found == expected:
+            return  # None: the server keeps no checksums, but then no copy was accepted (see _copy_part)
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._full(key))
+            fix = "an earlier archive of this box in the store is corrupt; the object was removed: rerun publish"
+        except Exception:  # no s3:DeleteObject, or the server is gone: the user must remove it
+            fix = f"an earlier archive of this box in the store is corrupt; delete {self.url_for(key)}, then rerun"
+        raise IntegrityError(
+            f"{self.url_for(key)} was assembled with checksum {found}, the checked archive's parts give {expected}",
+            fix=fix,
+        )
+
+    def _upload_parts(self, key: str, upload_id: str, upload: FileUpload) -> list[_Part]:
+        """Upload (or copy) parts in parallel; memory stays near ``workers * part_size``."""
+        plan = list(upload.pieces) or [Piece(o, o + n) for _, o, n in plan_parts(upload.size, self.part_size)]
+        known = list(upload.part_sha256) if len(upload.part_sha256) == len(plan) else [None] * len(plan)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="scrollcase-part") as pool:
             futures = [
-                pool.submit(self._upload_part, key, upload_id, path, number, offset, length, sha, progress)
-                for (number, offset, length), sha in zip(plan, known, strict=True)
+                pool.submit(self._send_part, key, upload_id, upload, number, piece, sha)
+                for number, (piece, sha) in enumerate(zip(plan, known, strict=True), start=1)
             ]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in done if f.exception() is not None]
@@ -412,35 +421,73 @@ class S3Store:
                 _raise_first(failed)
         return [f.result() for f in futures]
 
-    def _upload_part(
-        self,
-        key: str,
-        upload_id: str,
-        path: Path,
-        number: int,
-        offset: int,
-        length: int,
-        known_sha256: str | None,
-        progress: ProgressCallback | None,
-    ) -> dict[str, Any]:
-        import hashlib
+    def _send_part(
+        self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
+    ) -> _Part:
+        data = None if known_sha256 else _read_range(upload.path, piece)
+        job = _PartJob(
+            key, upload_id, upload, number, piece, _b64(known_sha256 or hashlib.sha256(data or b"").hexdigest())
+        )
+        if piece.copied and self.verified_copies:
+            copied = self._copy_part(job)
+            if copied is not None:
+                return copied
+        return self._upload_part(job, data)
 
-        with path.open("rb") as stream:
-            stream.seek(offset)
-            data = stream.read(length)
-        checksum = _b64(known_sha256 or hashlib.sha256(data).hexdigest())
-        with self._errors("UploadPart", key):
+    def _upload_part(self, job: _PartJob, data: bytes | None) -> _Part:
+        body = _read_range(job.upload.path, job.piece) if data is None else data
+        with self._errors("UploadPart", job.key):
             response = self.client.upload_part(
                 Bucket=self.bucket,
-                Key=self._full(key),
-                UploadId=upload_id,
-                PartNumber=number,
-                Body=data,
-                ChecksumSHA256=checksum,
+                Key=self._full(job.key),
+                UploadId=job.upload_id,
+                PartNumber=job.number,
+                Body=body,
+                ChecksumSHA256=job.checksum,
             )
-        if progress:
-            progress(length)
-        return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
+        if job.upload.progress:
+            job.upload.progress(job.piece.size)
+        return _Part(job.entry(response["ETag"]), sent=job.piece.size)
+
+    def _copy_part(self, job: _PartJob) -> _Part | None:
+        """UploadPartCopy of the job's piece from its earlier object, kept only when the server's SHA-256 of
+        the copied bytes is that of the local archive's same bytes; None: send the part instead."""
+        piece, upload = job.piece, job.upload
+        assert piece.source_key is not None
+        first, end = piece.source_range
+        source = self.url_for(piece.source_key)
+        try:
+            with self._errors("UploadPartCopy", job.key):
+                result = self.client.upload_part_copy(
+                    Bucket=self.bucket,
+                    Key=self._full(job.key),
+                    UploadId=job.upload_id,
+                    PartNumber=job.number,
+                    CopySource={"Bucket": self.bucket, "Key": self._full(piece.source_key)},
+                    CopySourceRange=f"bytes={first}-{end - 1}",
+                )["CopyPartResult"]
+        except _UnsupportedError:
+            self._stop_copies(upload, f"{self.url}: the server does not support UploadPartCopy")
+            return None
+        except (StoreError, _NotFoundError) as exc:
+            why = exc.message if isinstance(exc, StoreError) else "it does not exist"
+            _tell(upload, f"cannot copy bytes {first}-{end - 1} of {source} ({why}): sending them instead")
+            return None
+        copied_sha = result.get("ChecksumSHA256")
+        if copied_sha is None:
+            self._stop_copies(upload, f"{self.url}: the server reports no SHA-256 of a copied part")
+            return None
+        if copied_sha != job.checksum:
+            _tell(upload, f"bytes {first}-{end - 1} of {source} differ from the frames its manifest lists: sending")
+            return None  # the part number is uploaded again, which replaces the copy
+        if upload.progress:
+            upload.progress(piece.size)
+        return _Part(job.entry(result["ETag"]), reused=piece.size)
+
+    def _stop_copies(self, upload: FileUpload, why: str) -> None:
+        if self.verified_copies:
+            self.verified_copies = False
+            _tell(upload, f"{why}, so copied bytes cannot be checked: uploading the whole archive instead")
 
     # ----------------------------------------------------------------------------------- errors
 
@@ -505,6 +552,47 @@ _CREDENTIALS_FIX = (
     "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
     "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket"
 )
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One part of a multipart upload as CompleteMultipartUpload lists it, and how its bytes got there."""
+
+    entry: dict[str, Any]
+    sent: int = 0
+    reused: int = 0
+
+
+@dataclass(frozen=True)
+class _PartJob:
+    """One part to send or copy: where it goes and the base64 SHA-256 its bytes must have."""
+
+    key: str
+    upload_id: str
+    upload: FileUpload
+    number: int
+    piece: Piece
+    checksum: str
+
+    def entry(self, etag: str) -> dict[str, Any]:
+        return {"PartNumber": self.number, "ETag": etag, "ChecksumSHA256": self.checksum}
+
+
+def composite_checksum(part_checksums: Sequence[str]) -> str:
+    """S3's checksum of a multipart object: the SHA-256 of its parts' SHA-256s (base64), then ``-<parts>``."""
+    joined = b"".join(base64.b64decode(c) for c in part_checksums)
+    return f"{base64.b64encode(hashlib.sha256(joined).digest()).decode()}-{len(part_checksums)}"
+
+
+def _read_range(path: Path, piece: Piece) -> bytes:
+    with path.open("rb") as stream:
+        stream.seek(piece.start)
+        return stream.read(piece.size)
+
+
+def _tell(upload: FileUpload, line: str) -> None:
+    if upload.notice:
+        upload.notice(line)
 
 
 def _fingerprint(path: Path) -> tuple[int, int]:

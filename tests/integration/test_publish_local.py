@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError
+from scrollcase.store.base import FileUpload
 from scrollcase.store.index import parse_index
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
@@ -48,9 +49,7 @@ def test_interrupted_publish_is_completed_by_a_rerun(tmp_path: Path) -> None:
     store = LocalStore(root)
     store.put_file(
         release.manifest.keys.archive,
-        release.archive_path,
-        size=release.manifest.archive.size,
-        sha256=release.manifest.archive.sha256,
+        FileUpload(release.archive_path, release.manifest.archive.size, release.manifest.archive.sha256),
     )
     result = publish(store, release.manifest, release.archive_path)
     assert list(result.uploaded) == [release.manifest.keys.sha256, release.manifest.keys.release]

@@ -15,6 +15,7 @@ import pytest
 
 from scrollcase.box.release import dump_release
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.store.base import FileUpload, Transfer
 from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.publish import PublishResult, measure_archive, publish
 from scrollcase.store.s3 import S3Store
@@ -151,10 +152,7 @@ def test_bytes_changed_after_the_check_are_refused_by_the_server(
     with pytest.raises(IntegrityError, match="checksum does not match") as caught:
         store.put_file(
             release.manifest.keys.archive,
-            release.archive_path,
-            size=checked.size,
-            sha256=checked.sha256,
-            part_sha256=checked.part_sha256,
+            FileUpload(release.archive_path, checked.size, checked.sha256, checked.part_sha256),
         )
     assert "changed after it was checked" in caught.value.render()
     assert keys_in(weed, weed_bucket) == []
@@ -194,9 +192,7 @@ def test_server_refuses_overwrite_even_when_the_plan_raced(weed: S3Server, weed_
     with pytest.raises(ConflictError):
         store.put_file(
             release.manifest.keys.archive,
-            release.archive_path,
-            size=MULTIPART_SIZE,
-            sha256=release.manifest.archive.sha256,
+            FileUpload(release.archive_path, MULTIPART_SIZE, release.manifest.archive.sha256),
         )
     assert get(weed, weed_bucket, f"releases/{release.manifest.keys.archive}") == b"someone else"
     uploads = s3_client(weed).list_multipart_uploads(Bucket=weed_bucket).get("Uploads", [])
@@ -262,9 +258,9 @@ def test_lost_archive_race_to_identical_bytes_succeeds(weed: S3Server, weed_buck
     rival = make_store(weed, weed_bucket)
 
     class LosingStore(S3Store):
-        def put_file(self, key: str, path: Path, **kwargs: Any) -> None:
-            rival.put_file(key, path, **kwargs)
-            super().put_file(key, path, **kwargs)
+        def put_file(self, key: str, upload: FileUpload) -> Transfer:
+            rival.put_file(key, upload)
+            return super().put_file(key, upload)
 
     store = LosingStore(s3_client(weed), weed_bucket, "releases", endpoint_url=weed.endpoint, part_size=PART, workers=4)
     result = do_publish(store, release)

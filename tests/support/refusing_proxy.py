@@ -1,6 +1,7 @@
 """A tiny HTTP proxy on 127.0.0.1 that plays an S3-compatible store WITHOUT conditional writes.
 
-Requests carrying ``If-None-Match`` or ``If-Match`` get ``501 NotImplemented`` (as older MinIO/R2/Ceph
+Requests carrying ``If-None-Match`` or ``If-Match`` (or, with ``refusing_part_copies``, ``x-amz-copy-source``)
+get ``501 NotImplemented`` (as older MinIO/R2/Ceph
 versions answer); everything else is forwarded unchanged to a real S3 server (moto).  It lets the
 tests drive the HEAD-compare fallback against a real HTTP conversation.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import http.client
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 NOT_IMPLEMENTED = (
@@ -20,14 +22,24 @@ NOT_IMPLEMENTED = (
 )
 
 
-def _handler(upstream_port: int, refused: list[str]) -> type[BaseHTTPRequestHandler]:
+def _conditional(headers: Message) -> bool:
+    return bool(headers.get("If-None-Match") or headers.get("If-Match"))
+
+
+def _part_copy(headers: Message) -> bool:
+    return bool(headers.get("x-amz-copy-source"))
+
+
+def _handler(
+    upstream_port: int, refused: list[str], refuses: Callable[[Message], bool] = _conditional
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def _forward(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            if self.headers.get("If-None-Match") or self.headers.get("If-Match"):
+            if refuses(self.headers):
                 refused.append(f"{self.command} {self.path}")
                 self.send_response(501)
                 self.send_header("Content-Type", "application/xml")
@@ -61,10 +73,12 @@ def _handler(upstream_port: int, refused: list[str]) -> type[BaseHTTPRequestHand
 
 
 @contextlib.contextmanager
-def refusing_conditional_writes(upstream_port: int) -> Iterator[tuple[str, list[str]]]:
+def refusing_conditional_writes(
+    upstream_port: int, refuses: Callable[[Message], bool] = _conditional
+) -> Iterator[tuple[str, list[str]]]:
     """Yield (endpoint URL, list of refused requests) for a proxy in front of ``upstream_port``."""
     refused: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream_port, refused))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream_port, refused, refuses))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -72,3 +86,10 @@ def refusing_conditional_writes(upstream_port: int) -> Iterator[tuple[str, list[
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def refusing_part_copies(upstream_port: int) -> Iterator[tuple[str, list[str]]]:
+    """The same proxy, answering ``UploadPartCopy`` (and any copy) with 501 NotImplemented instead."""
+    with refusing_conditional_writes(upstream_port, _part_copy) as running:
+        yield running

@@ -12,6 +12,7 @@ import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.store import local
+from scrollcase.store.base import FileUpload
 from scrollcase.store.local import LocalStore
 
 
@@ -73,11 +74,11 @@ def test_put_file_copies_and_refuses_existing(tmp_path: Path) -> None:
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     store = LocalStore(tmp_path / "store")
     seen: list[int] = []
-    store.put_file("boxes/a.tar.zst", source, size=100_000, sha256=sha, progress=seen.append)
+    store.put_file("boxes/a.tar.zst", FileUpload(source, 100_000, sha, progress=seen.append))
     assert sum(seen) == 100_000
     assert (tmp_path / "store/boxes/a.tar.zst").read_bytes() == source.read_bytes()
     with pytest.raises(ConflictError):
-        store.put_file("boxes/a.tar.zst", source, size=100_000, sha256=sha)
+        store.put_file("boxes/a.tar.zst", FileUpload(source, 100_000, sha))
 
 
 def test_put_file_detects_an_archive_changed_after_hashing(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_put_file_detects_an_archive_changed_after_hashing(tmp_path: Path) -> No
     source.write_bytes(b"changed")
     store = LocalStore(tmp_path / "store")
     with pytest.raises(IntegrityError, match="changed while it was being published"):
-        store.put_file("a.tar.zst", source, size=7, sha256="0" * 64)
+        store.put_file("a.tar.zst", FileUpload(source, 7, "0" * 64))
     assert store.head("a.tar.zst") is None
 
 

@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from scrollcase.box.release import ReleaseManifest, dump_release
+from scrollcase.box.release import ArchiveFrame, ReleaseManifest, dump_release
 from scrollcase.errors import ConflictError, IntegrityError
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.store.base import ObjectInfo, sidecar_text
+from scrollcase.store.base import FileUpload, ObjectInfo, Piece, Transfer, sidecar_text
+from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.local import LocalStore
-from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish, publish
+from scrollcase.store.publish import (
+    LocalArchive,
+    RemoteState,
+    earlier_archives,
+    plan_publish,
+    publish,
+    reuse_candidates,
+)
+from scrollcase.store.reuse import EarlierArchive
 from tests.support.releases import box_json_for, make_manifest, write_release
 
 DATA = b"not really a zstd tar, but bytes with a known digest"
@@ -231,11 +239,11 @@ class RacingStore(LocalStore):
         super().__init__(root)
         self.rival = rival
 
-    def put_file(self, key: str, path: Path, **kwargs: Any) -> None:
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
         rival = self.path_for(key)
         rival.parent.mkdir(parents=True, exist_ok=True)
         rival.write_bytes(self.rival)
-        super().put_file(key, path, **kwargs)
+        return super().put_file(key, upload)
 
 
 def test_lost_race_to_identical_bytes_succeeds_and_completes_the_release(tmp_path: Path) -> None:
@@ -274,3 +282,63 @@ def test_a_dest_limit_that_is_not_box_jsons_is_refused() -> None:
     with pytest.raises(IntegrityError) as caught:
         plan_publish(lying, ARCHIVE, empty())  # box.json's relocation has no binary file: no limit
     assert [p.key for p in caught.value.problems] == ["relocation"]
+
+
+# --- reusing the frames of earlier releases (docs/publish.md, "Reusing earlier releases") --------------
+
+
+def framed(frames: list[tuple[str, int]]) -> tuple[ReleaseManifest, LocalArchive]:
+    rows, offset = [], 0
+    for tag, size in frames:
+        rows.append(
+            ArchiveFrame(name=tag, offset=offset, size=size, uncompressedSize=size, sha256=sha256_bytes(tag.encode()))
+        )
+        offset += size
+    manifest = MANIFEST.model_copy(
+        update={"archive": MANIFEST.archive.model_copy(update={"size": offset, "frames": rows})}
+    )
+    return manifest, LocalArchive(path=ARCHIVE.path, size=offset, sha256=SHA, box=ARCHIVE.box)
+
+
+def test_plan_copies_the_frames_an_earlier_archive_holds() -> None:
+    manifest, archive = framed([("a", 100), ("b2", 30), ("c", 200)])
+    old, _ = framed([("a", 100), ("b", 40), ("c", 200)])
+    source = EarlierArchive("boxes/demo-box/0.9.0/x.tar.zst", "demo-box 0.9.0", tuple(old.archive.frames or []))
+    plan = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)))
+    step = plan.uploads[0]
+    assert step.pieces == (Piece(0, 100, source.key, 0), Piece(100, 130), Piece(130, 330, source.key, 140))
+    assert (step.bytes_to_send, step.bytes_reused) == (30, 300)
+    assert plan.bytes_to_send == 30 + sum(u.size for u in plan.uploads[1:])
+    out = plan.to_json()
+    assert out["bytesReused"] == 300 and out["uploads"][0]["reusedFrom"] == [{"key": source.key, "bytes": 300}]
+    shaped = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)), layout=lambda _s, _p: ())
+    assert shaped.uploads[0].pieces == () and shaped.bytes_reused == 0  # the store could not use the copies
+
+
+def test_an_archive_already_published_is_skipped_not_copied() -> None:
+    manifest, archive = framed([("a", 100)])
+    source = EarlierArchive("k", "l", tuple(manifest.archive.frames or []))
+    objects = {manifest.keys.archive: ObjectInfo(manifest.keys.archive, 100, SHA)}
+    plan = plan_publish(manifest, archive, RemoteState(objects, False, earlier=(source,)))
+    assert plan.uploads[0].action == "skip" and plan.uploads[0].pieces == () and plan.bytes_reused == 0
+
+
+def test_earlier_releases_are_read_same_target_first_newest_first(tmp_path: Path) -> None:
+    """Only releases whose manifest the index vouches for, the same target before others, newest first."""
+    store = LocalStore(tmp_path / "store")
+    for version, cuda in [("0.9.0", "12.4"), ("1.1.0", "12.4"), ("1.0.0", None), ("0.10.0", "12.4")]:
+        release = write_release(tmp_path / version / str(cuda), version=version, cuda=cuda)
+        publish(store, release.manifest, release.archive_path)
+    current = write_release(tmp_path / "new", version="1.0.1")
+    index = parse_index(store.get_bytes(index_key("demo-box")).data, "index.json")  # type: ignore[union-attr]
+    found, notes = earlier_archives(store, index, current.manifest, set())
+    assert found == () and notes == ()  # none of them has a frame table
+    order = [(v, e.targetId) for v, e in reuse_candidates(index, current.manifest, set())]
+    assert order == [
+        ("1.1.0", "linux-x86_64-cuda12.4"),
+        ("0.10.0", "linux-x86_64-cuda12.4"),
+        ("0.9.0", "linux-x86_64-cuda12.4"),
+        ("1.0.0", "linux-x86_64-cpu"),
+    ]
+    gone = {index.versions["1.1.0"]["linux-x86_64-cuda12.4"].archive}
+    assert [v for v, _ in reuse_candidates(index, current.manifest, gone)] == ["0.10.0", "0.9.0", "1.0.0"]

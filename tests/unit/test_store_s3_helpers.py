@@ -7,13 +7,15 @@ import hashlib
 
 import pytest
 
-from scrollcase.errors import StoreError
+from scrollcase.errors import IntegrityError, StoreError
+from scrollcase.store.base import Piece
 from scrollcase.store.s3 import (
     MAX_PARTS,
     MIN_PART_SIZE,
     S3Store,
     _b64_sha256_to_hex,
     client_config,
+    composite_checksum,
     parse_s3_url,
     plan_parts,
 )
@@ -68,3 +70,44 @@ def test_defect7_a_stalled_endpoint_fails_within_a_minute() -> None:
     """4 attempts x 120 s read timeout: a silent endpoint took 8 minutes to fail."""
     config = client_config()
     assert config.retries["total_max_attempts"] * (config.connect_timeout + config.read_timeout) <= 60
+
+
+def test_composite_checksum_is_the_sha256_of_the_part_digests() -> None:
+    parts = [b"first part", b"second"]
+    b64 = [base64.b64encode(hashlib.sha256(p).digest()).decode() for p in parts]
+    joined = hashlib.sha256(b"".join(hashlib.sha256(p).digest() for p in parts)).digest()
+    assert composite_checksum(b64) == base64.b64encode(joined).decode() + "-2"
+
+
+def test_reuse_layout_sends_small_files_whole_and_shapes_parts() -> None:
+    store = S3Store(client=None, bucket="b", part_size=8 * 1024 * 1024)  # type: ignore[arg-type]
+    size = 40 * 1024 * 1024
+    copy = (Piece(0, MIN_PART_SIZE), Piece(MIN_PART_SIZE, size, "old", 0))
+    assert store.reuse_layout(4 * 1024 * 1024, copy) == ()  # one PutObject
+    parts = store.reuse_layout(size, copy)
+    assert parts[0] == Piece(0, MIN_PART_SIZE) and all(p.copied for p in parts[1:])
+
+
+class AssembledClient:
+    """Answers the HEAD after CompleteMultipartUpload with a given composite checksum; records deletes."""
+
+    def __init__(self, checksum: str | None) -> None:
+        self.checksum = checksum
+        self.deleted: list[str] = []
+
+    def head_object(self, **args: object) -> dict[str, object]:
+        return {"ChecksumSHA256": self.checksum} if self.checksum else {}
+
+    def delete_object(self, Bucket: str, Key: str) -> None:
+        self.deleted.append(Key)
+
+
+def test_an_assembled_object_whose_checksum_differs_is_deleted_and_refused() -> None:
+    parts = [base64.b64encode(hashlib.sha256(b"x").digest()).decode()]
+    good = AssembledClient(composite_checksum(parts))
+    S3Store(good, "b", "p")._check_assembled("k", parts)  # type: ignore[arg-type]
+    assert good.deleted == []
+    bad = AssembledClient("AAAA-1")
+    with pytest.raises(IntegrityError, match="corrupt") as caught:
+        S3Store(bad, "b", "p")._check_assembled("k", parts)  # type: ignore[arg-type]
+    assert bad.deleted == ["p/k"] and caught.value.exit_code == 8
