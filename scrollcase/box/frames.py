@@ -68,7 +68,7 @@ class FrameSink:
     an error on the thread (a full disk) is raised by the next call, and by :meth:`close`.
     """
 
-    def __init__(self, out: BinaryIO, depth: int = 32) -> None:
+    def __init__(self, out: BinaryIO, depth: int = 8) -> None:  # 8 writes: 8 MiB, at most 32 (small frames)
         self.out = out
         self.sha = hashlib.sha256()
         self.size = 0
