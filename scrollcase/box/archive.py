@@ -35,7 +35,7 @@ import zstandard
 from scrollcase.box.frames import FrameRecord, FrameSink
 from scrollcase.box.packcache import PackCache
 from scrollcase.box.tarbuffer import CHUNK, TarBuffer
-from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header
+from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header, header_size
 from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, open_file
 from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
 from scrollcase.errors import BuildError
@@ -181,7 +181,7 @@ def unit_tar_size(unit: Unit) -> int:
     """The tar bytes of a unit, from its planned members (headers are built to measure them)."""
     total = 0
     for m in unit.members:
-        total += len(build_header(m.name, kind=m.kind, mode=0o644, size=m.size, link=m.link))
+        total += header_size(m.name, kind=m.kind, size=m.size, link=m.link)
         total += m.size + (-m.size % BLOCK)
     return total
 

@@ -110,6 +110,15 @@ def build_header(name: str, *, kind: str, mode: int = 0o644, size: int = 0, link
     return pax_header + pax + padding(len(pax)) + main
 
 
+def header_size(name: str, *, kind: str, size: int = 0, link: str = "") -> int:
+    """``len(build_header(...))`` without building it when it is one block (most members: measuring a
+    unit's tar bytes before it is packed, or reused from the pack cache, is a hot loop too)."""
+    tar_name = name + "/" if kind == "dir" else name
+    if len(tar_name) <= 100 and len(link) <= 100 and size <= USTAR_MAX_SIZE and tar_name.isascii() and link.isascii():
+        return BLOCK
+    return len(build_header(name, kind=kind, size=size, link=link))
+
+
 # ---------------------------------------------------------------- reading
 
 _TYPES = {

@@ -8,14 +8,18 @@ import io
 import tarfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrollcase.box.tarformat import (
     BLOCK,
     END_OF_ARCHIVE,
     META_KINDS,
+    USTAR_MAX_SIZE,
     Header,
     TarFormatError,
     build_header,
+    header_size,
     padding,
     parse_header,
     parse_number,
@@ -193,3 +197,22 @@ def test_parse_pax_records_from_stdlib() -> None:
 def test_parse_pax_rejects_garbage() -> None:
     with pytest.raises(TarFormatError):
         parse_pax(b"12 nonsense")
+
+
+_NAMES = st.text(alphabet=st.sampled_from("ab/._-é\u00ff"), min_size=1, max_size=260)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=_NAMES,
+    kind=st.sampled_from(["file", "dir", "symlink"]),
+    size=st.sampled_from([0, 1, 511, 512, USTAR_MAX_SIZE, USTAR_MAX_SIZE + 1]),
+    link=st.text(alphabet=st.sampled_from("ab/.é"), max_size=120),
+)
+def test_header_size_is_the_length_of_the_header_built(name: str, kind: str, size: int, link: str) -> None:
+    """The packer measures units with header_size before packing them: it must never disagree."""
+    size = size if kind == "file" else 0
+    link = link if kind == "symlink" else ""
+    assert header_size(name, kind=kind, size=size, link=link) == len(
+        build_header(name, kind=kind, size=size, link=link)
+    )
