@@ -13,6 +13,7 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache
+from scrollcase.client.install import check_dest_fits
 from scrollcase.client.select import Candidate, require_choice, select_release, semver_key
 from scrollcase.client.upgrade import (
     Fetched,
@@ -76,7 +77,9 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
         data = {"boxId": box.boxId, "dest": str(dest), "from": box.version, "to": box.version, "upgraded": False}
         console.result(data, f"{box.boxId} in {dest} is at {box.version}: nothing newer in {store.url}")
         return 0
+    check_dest_fits(dest, chosen.entry.relocation, "; nothing was downloaded or changed")
     manifest, _ = checked_manifest(offer, chosen, console)
+    check_dest_fits(dest, manifest.relocation, "; nothing was downloaded or changed")
     return _upgrade(args, console, store, manifest, box, dest)
 
 

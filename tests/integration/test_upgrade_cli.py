@@ -18,7 +18,7 @@ from scrollcase import cli
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import dump_box_json
 from scrollcase.box.frames import frame_table
-from scrollcase.box.release import dump_release
+from scrollcase.box.release import dump_release, release_relocation
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.framecache import FrameCache
 from scrollcase.commands import upgrade as upgrade_command
@@ -33,21 +33,23 @@ BOX = "framed-box"
 PKG0 = f"{SITE}/pkg0/__init__.py"
 
 
-def make_release(work: Path, version: str) -> SyntheticRelease:
-    """A framed box: eight wheels of 1 MB incompressible bytes, pkg0 differing between versions."""
+def make_release(work: Path, version: str, *, binary: bool = False) -> SyntheticRelease:
+    """A framed box: eight wheels of 1 MB incompressible bytes, pkg0 differing between versions.
+    ``binary``: a library embeds the placeholder too, so the release allows DESTs of 196 bytes at most."""
     draft = make_manifest(box_id=BOX, version=version, cuda=None, size=0, sha256="0" * 64)
     tree = make_framed_box(work / f"tree-{version}", version=version, payload=1_000_000, packages=8)
     (tree / "venv" / "bin" / "tool").write_text(f"#!{BOX_PREFIX_PLACEHOLDER}/venv/bin/python\n")
+    if binary:
+        (tree / "venv" / "lib" / "libpath.so").write_bytes(b"\x7fELF" + BOX_PREFIX_PLACEHOLDER.encode() + b"\0rest")
     files = scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER)
-    box = box_json_for(draft).model_copy(
-        update={"relocation": RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=files)}
-    )
+    relocation = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=files)
+    box = box_json_for(draft).model_copy(update={"relocation": relocation})
     (tree / "box.json").write_bytes(dump_box_json(box))
     packed = pack_tree(tree, work / "dist" / draft.archive.name, level=1)
     archive = draft.archive.model_copy(
         update={"size": packed.size, "sha256": packed.sha256, "frames": frame_table(packed.frames)}
     )
-    manifest = draft.model_copy(update={"archive": archive})
+    manifest = draft.model_copy(update={"archive": archive, "relocation": release_relocation(relocation)})
     path = packed.path.with_name(archive.name.removesuffix(".tar.zst") + ".release.json")
     path.write_bytes(dump_release(manifest))
     return SyntheticRelease(manifest, path, packed.path)
@@ -269,3 +271,24 @@ def test_a_store_missing_the_archive_is_refused_and_dest_is_unchanged(
     code, _, err = run_cli(capsys, "upgrade", "--store", str(bad_store), str(dest))
     assert code == 9 and "does not exist" in err
     assert installed_state(dest) == old
+
+
+def test_a_release_that_allows_a_shorter_dest_is_refused_before_downloading(
+    releases: dict[str, SyntheticRelease], tmp_path: Path, host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1.0.2 embeds the placeholder in a library (DEST at most 196 bytes); the box is installed at a longer DEST."""
+    root = tmp_path / "limit-store"
+    publish(LocalStore(root), releases["1.0.0"].manifest, releases["1.0.0"].archive_path)
+    newer = make_release(tmp_path / "limited", "1.0.2", binary=True)
+    assert newer.manifest.relocation is not None and newer.manifest.relocation.maxDestBytes == 196
+    publish(LocalStore(root), newer.manifest, newer.archive_path)
+    state = ServerState()
+    with serve(root, state) as running:
+        url = running.url + "/"
+        dest = host / ("d" * (230 - len(str(host))))
+        install_old(capsys, url, dest)
+        before, sent = installed_state(dest), state.sent_for(".tar.zst")
+        code, error, _ = run_cli(capsys, "upgrade", "--store", url, str(dest))
+        assert (code, error["error"]) == (5, "BuildError") and "nothing was downloaded or changed" in error["message"]
+        assert "at most 196 bytes" in error["fix"]
+        assert state.sent_for(".tar.zst") == sent and installed_state(dest) == before
