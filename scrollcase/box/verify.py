@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box import evidence
+from scrollcase.box.agreement import disagreements, shown
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.build import check_host, run_self_test
 from scrollcase.box.frames import check_frame_table
@@ -43,24 +44,17 @@ class VerifyReport:
         }
 
 
-# What box.json and the release manifest both say, and must say alike.
-SHARED_FIELDS = ("boxId", "version", "targetId", "pythonEntryPoint", "modelCacheSubdir", "gpu")
-
-
 def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
     """How the unpacked box disagrees with its manifest or cannot run (empty when it is sound)."""
-    problems = []
-    for key in SHARED_FIELDS:
-        inside, outside = getattr(box, key), getattr(manifest, key)
-        if inside != outside:
-            problems.append(
-                Problem(
-                    message="box.json and the release manifest disagree",
-                    file=BOX_JSON,
-                    key=key,
-                    value=f"{inside!r} vs {outside!r}",
-                )
-            )
+    problems = [
+        Problem(
+            message="box.json and the release manifest disagree",
+            file=BOX_JSON,
+            key=key,
+            value=f"{shown(inside)!r} vs {shown(outside)!r}",
+        )
+        for key, inside, outside in disagreements(box, manifest)
+    ]
     if env_dir_for(box.pythonEntryPoint, windows).as_posix() != box.envDir:
         problems.append(
             Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON, key="envDir", value=box.envDir)

@@ -7,14 +7,14 @@ The GPU check (:mod:`scrollcase.host.gpucheck`) belongs to this installer comman
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.box.agreement import disagreements, shown
+from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.peek import read_member
-from scrollcase.box.release import ReleaseManifest, parse_release, release_relocation
-from scrollcase.box.relocate import RelocationInfo
+from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.install import check_dest_fits
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
@@ -118,56 +118,17 @@ def _sidecar(archive: Path) -> str:
     return digest
 
 
-def identity_problems(manifest: ReleaseManifest, box: object, file: str) -> list[Problem]:
-    """Where the archive's box.json (as raw JSON) names another box, version or target than the manifest."""
-    if not isinstance(box, dict):
-        return []
-    wanted: dict[str, object] = {
-        "boxId": manifest.boxId,
-        "version": manifest.version,
-        "targetId": manifest.targetId,
-        "target": manifest.target.model_dump(mode="json", exclude_none=True),
-    }
-    problems = []
-    for key, value in wanted.items():
-        inside = box.get(key)
-        if isinstance(inside, dict):
-            inside = {k: v for k, v in inside.items() if v is not None}
-        if key in box and inside != value:
-            problems.append(
-                Problem(
-                    message="box.json and the release manifest disagree",
-                    file=file,
-                    key=key,
-                    value=f"{inside!r} vs {value!r}",
-                    fix="unpack the release manifest built with this archive",
-                )
-            )
-    return problems + relocation_problems(manifest, box.get("relocation"), file)
-
-
-def relocation_problems(manifest: ReleaseManifest, relocation: object, file: str) -> list[Problem]:
-    """The manifest's DEST limit (checked before extracting) must be the one box.json's relocation gives."""
-    if manifest.relocation is None or relocation is None:
-        return []
-    try:
-        inside = release_relocation(RelocationInfo.model_validate(relocation))
-    except ValueError:
-        return []  # an invalid relocation entry: relocation itself reports it
-    if inside == manifest.relocation:
-        return []
-    shown = (
-        inside.model_dump(mode="json", exclude_none=True),
-        manifest.relocation.model_dump(mode="json", exclude_none=True),
-    )
+def identity_problems(manifest: ReleaseManifest, box: BoxJson, file: str) -> list[Problem]:
+    """Where the archive's box.json names another box, version, target or DEST limit than the manifest."""
     return [
         Problem(
             message="box.json and the release manifest disagree",
             file=file,
-            key="relocation",
-            value=f"{shown[0]!r} vs {shown[1]!r}",
+            key=key,
+            value=f"{shown(inside)!r} vs {shown(outside)!r}",
             fix="unpack the release manifest built with this archive",
         )
+        for key, inside, outside in disagreements(box, manifest)
     ]
 
 
@@ -175,13 +136,13 @@ def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
     """IntegrityError, before a byte is extracted, when box.json names another release than the manifest.
 
     Only the start of the archive is decompressed; its sha256 is checked by the unpack itself."""
-    shown = f"{describe_path(archive)}!box.json"
+    inner = f"{describe_path(archive)}!box.json"
     try:
         data = read_member(archive, "box.json")
-        box = json.loads(data) if data is not None else None
+        box = parse_box_json(data, inner) if data is not None else None
     except (OSError, ValueError, ScrollcaseError):
-        return  # unreadable, corrupt or not JSON: the unpack reports what is wrong (a wrong sha256 first)
-    problems = identity_problems(manifest, box, shown)
+        return  # unreadable, corrupt or invalid: the unpack reports what is wrong (a wrong sha256 first)
+    problems = identity_problems(manifest, box, inner) if box is not None else []
     if problems:
         raise IntegrityError(
             f"refusing to unpack: {describe_path(archive)} is not the box its release manifest describes",

@@ -17,13 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
+from scrollcase.box.agreement import disagreements, shown
 from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.frames import check_frame_table
 from scrollcase.box.peek import read_box_json
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release, release_relocation
+from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
@@ -206,28 +205,15 @@ def box_problems(
 
 
 def _identity_problems(manifest: ReleaseManifest, box: BoxJson, inner: str, manifest_file: str) -> list[Problem]:
-    pairs: dict[str, tuple[object, object]] = {
-        "boxId": (box.boxId, manifest.boxId),
-        "version": (box.version, manifest.version),
-        "target": (box.target, manifest.target),
-        "targetId": (box.targetId, manifest.targetId),
-        "gpu": (box.gpu, manifest.gpu),
-        "relocation": (release_relocation(box.relocation) if manifest.relocation else None, manifest.relocation),
-    }
     return [
         Problem(
-            message=f"the archive's box.json says {_shown(inside)!r}, {manifest_file} says {_shown(outside)!r}",
+            message=f"the archive's box.json says {shown(inside)!r}, {manifest_file} says {shown(outside)!r}",
             file=inner,
             key=key,
             fix="publish the manifest that was built with this archive (rebuild)",
         )
-        for key, (inside, outside) in pairs.items()
-        if inside != outside
+        for key, inside, outside in disagreements(box, manifest)
     ]
-
-
-def _shown(value: object) -> object:
-    return value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
 
 
 def _self_test_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
