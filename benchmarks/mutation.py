@@ -2,9 +2,12 @@
 
 Each module is mutated in a throwaway copy of the checkout (never in the working tree: an interrupted
 run cannot leave a mutant behind) and every mutant is tested with the module's mirrored tests only,
-stopping at the first failure.  Prints, per module: mutants, killed, survived, incompetent (the
-mutant did not even import or timed out), the score (killed of killed + survived) and each survivor's
-diff, to be argued as equivalent or killed with a new test.  Run:
+stopping at the first failure, under a timeout of a few baseline runs (a mutant that loops is
+"incompetent", not a 2-minute wait).  Mutants inside a function's annotations are not run at all
+where ``from __future__ import annotations`` keeps them strings nothing evaluates (counted as
+equivalent).  Prints, per module: mutants, killed, survived, equivalent, incompetent (the mutant did
+not even import or timed out), the score (killed of the non-equivalent mutants that ran), the wall
+time, and each survivor's diff, to be argued as equivalent or killed with a new test.  Run:
 
     python benchmarks/mutation.py scrollcase/parity/compare.py   # one module (~1-2 min on 2 cores)
     python benchmarks/mutation.py --list                         # the core rooms and their tests
@@ -14,11 +17,14 @@ diff, to be argued as equivalent or killed with a new test.  Run:
 from __future__ import annotations
 
 import argparse
+import ast
+import datetime
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,12 +64,52 @@ def equivalent_reason(diff: str, postponed_annotations: bool) -> str | None:
     return None
 
 
+Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of the first and past the last character
+SKIPPED_ANNOTATION = "inside a function annotation (never evaluated)"
+
+
+def annotation_spans(source: str) -> list[Span]:
+    """Where each function's parameter and return annotations lie; empty unless annotations are
+    postponed (then they stay strings: nothing in the core rooms calls ``get_type_hints`` on a function).
+    Class-level annotations are left out on purpose: pydantic and dataclasses read those."""
+    if "from __future__ import annotations" not in source:
+        return []
+    spans: list[Span] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p)]
+            for note in [node.returns, *(p.annotation for p in params)]:
+                if note is not None and note.end_lineno is not None and note.end_col_offset is not None:
+                    spans.append(((note.lineno, note.col_offset), (note.end_lineno, note.end_col_offset)))
+    return spans
+
+
+def skip_annotation_mutants(session: Path, spans: list[Span]) -> int:
+    """Record every mutant that lies inside an annotation as skipped before ``exec``; returns how many."""
+    with sqlite3.connect(session) as db:
+        specs = db.execute(
+            "SELECT job_id, start_pos_row, start_pos_col, end_pos_row, end_pos_col FROM mutation_specs"
+        ).fetchall()
+        inside = [
+            job for job, *pos in specs if any(lo <= (pos[0], pos[1]) and (pos[2], pos[3]) <= hi for lo, hi in spans)
+        ]
+        db.executemany(
+            "INSERT INTO work_results (worker_outcome, output, test_outcome, diff, job_id) "
+            "VALUES ('SKIPPED', ?, NULL, NULL, ?)",
+            [(SKIPPED_ANNOTATION, job) for job in inside],
+        )
+    return len(inside)
+
+
 @dataclass
 class Outcome:
     module: str
     counts: dict[str, int] = field(default_factory=dict)
     survivors: list[str] = field(default_factory=list)  # the diff of each surviving mutant
-    equivalent: int = 0  # survivors recognised as equivalent (see equivalent_reason)
+    equivalent: int = 0  # skipped annotation mutants + survivors recognised by equivalent_reason
+    recognised: int = 0  # of the survivors: those recognised as equivalent
+    seconds: float = 0.0
 
     @property
     def mutants(self) -> int:
@@ -72,7 +118,7 @@ class Outcome:
     @property
     def score(self) -> float:
         """Killed of the non-equivalent mutants that ran (incompetent ones did not)."""
-        killed, survived = self.counts.get("killed", 0), self.counts.get("survived", 0) - self.equivalent
+        killed, survived = self.counts.get("killed", 0), self.counts.get("survived", 0) - self.recognised
         return killed / (killed + survived) if killed + survived else 1.0
 
 
@@ -95,9 +141,12 @@ def copy_checkout(into: Path) -> None:
             shutil.copy2(source, into / name)
 
 
-def cosmic_ray(work: Path, *args: str) -> None:
+def cosmic_ray(work: Path, *args: str) -> float:
+    """Run one cosmic-ray command in ``work``; returns its wall time in seconds."""
     tool = Path(sys.executable).with_name("cosmic-ray")
+    start = time.monotonic()
     subprocess.run([str(tool), *args], cwd=work, check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - start
 
 
 def read_session(module: str, session: Path) -> Outcome:
@@ -108,36 +157,48 @@ def read_session(module: str, session: Path) -> Outcome:
     for worker, test, diff in rows:
         kind = str(test or worker).lower()
         outcome.counts[kind] = outcome.counts.get(kind, 0) + 1
-        if kind == "survived" and equivalent_reason(str(diff), postponed):
+        if kind == "skipped":
             outcome.equivalent += 1
+        elif kind == "survived" and equivalent_reason(str(diff), postponed):
+            outcome.equivalent += 1
+            outcome.recognised += 1
         elif kind == "survived":
             outcome.survivors.append(str(diff))
     return outcome
 
 
-def mutate(module: str, timeout: float) -> Outcome:
+def mutate(module: str, timeout: float | None) -> Outcome:
     """Run cosmic-ray on ``module`` in a fresh copy of the checkout."""
     tests = CORE.get(module)
     if tests is None:
         raise SystemExit(f"{module} is not a core room; --list shows them")
+    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="scrollcase-mutation-") as tmp:
         work = Path(tmp)
         copy_checkout(work)
-        (work / "mutation.toml").write_text(config_text(module, tests, timeout), encoding="utf-8")
-        cosmic_ray(work, "init", "mutation.toml", "session.sqlite")
-        cosmic_ray(work, "baseline", "mutation.toml")  # the unmutated tests must pass first
-        cosmic_ray(work, "exec", "mutation.toml", "session.sqlite")
-        return read_session(module, work / "session.sqlite")
+        config = work / "mutation.toml"
+        config.write_text(config_text(module, tests, timeout or 600.0), encoding="utf-8")
+        baseline = cosmic_ray(work, "baseline", config.name)  # the unmutated tests must pass first
+        if timeout is None:  # a few baseline runs: room for a busy machine, not for a mutant that loops
+            config.write_text(config_text(module, tests, max(30.0, 5 * baseline)), encoding="utf-8")
+        cosmic_ray(work, "init", config.name, "session.sqlite")
+        skip_annotation_mutants(work / "session.sqlite", annotation_spans((REPO / module).read_text(encoding="utf-8")))
+        cosmic_ray(work, "exec", config.name, "session.sqlite")
+        outcome = read_session(module, work / "session.sqlite")
+    outcome.seconds = time.monotonic() - start
+    return outcome
 
 
 def report(outcomes: list[Outcome]) -> None:
-    header = ("module", "mutants", "killed", "survived", "equivalent", "incompetent", "score")
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, cosmic-ray, {' '.join(sys.argv)}")
+    header = ("module", "mutants", "killed", "survived", "equivalent", "incompetent", "score", "minutes")
     print(f"{header[0]:<28} " + " ".join(f"{h:>{max(len(h), 6)}}" for h in header[1:]))
     for o in outcomes:
         c = o.counts
         print(
             f"{o.module.removeprefix('scrollcase/'):<28} {o.mutants:>7} {c.get('killed', 0):>6} "
-            f"{c.get('survived', 0):>8} {o.equivalent:>10} {c.get('incompetent', 0):>11} {o.score:>6.1%}"
+            f"{c.get('survived', 0):>8} {o.equivalent:>10} {c.get('incompetent', 0):>11} {o.score:>6.1%} "
+            f"{o.seconds / 60:>7.1f}"
         )
     for o in outcomes:
         for diff in o.survivors:
@@ -147,7 +208,9 @@ def report(outcomes: list[Outcome]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="core modules to mutate (default: every core room)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's test run")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds per mutant's test run (default: 5 baseline runs, >= 30)"
+    )
     parser.add_argument("--list", action="store_true", help="print the core rooms and their tests")
     args = parser.parse_args()
     if args.list:

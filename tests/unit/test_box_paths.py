@@ -29,6 +29,7 @@ def test_normalise_member_accepts_relative_names(name: str, expected: str) -> No
         ("a/b/..", "'..'"),
         ("C:/Windows/evil", "drive letter"),
         ("c:evil", "drive letter"),
+        ("./C:/Windows/evil", "drive letter"),  # the first real component counts, not the first characters
         ("a\\..\\evil", "backslash"),
         ("", "empty"),
         ("a\x00b", "NUL"),
