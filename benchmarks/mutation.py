@@ -18,13 +18,19 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime
+import json
+import os
 import shutil
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,12 +128,88 @@ class Outcome:
         return killed / (killed + survived) if killed + survived else 1.0
 
 
-def config_text(module: str, tests: tuple[str, ...], timeout: float) -> str:
-    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider " + " ".join(tests)
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
+# imported once by the fork server, so that each mutant's test run starts without paying for them;
+# never scrollcase itself (each mutant's child imports the mutated module fresh)
+PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3")
+
+
+def config_text(module: str, tests: tuple[str, ...], timeout: float, server: Path | None) -> str:
+    if server is None:
+        command = f"{sys.executable} -m pytest {' '.join(PYTEST_ARGS)} " + " ".join(tests)
+    else:
+        command = f"{sys.executable} -I -S {Path(__file__).resolve()} --client {server} {timeout} " + " ".join(tests)
     return (
         f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = {timeout}\nexcluded-modules = []\n'
         f'test-command = "{command}"\n\n[cosmic-ray.distributor]\nname = "local"\n'
     )
+
+
+def serve(address: str) -> None:
+    """The fork server: preload the heavy imports once, then run each request's pytest in a fork.
+
+    A child that runs past the request's timeout is ended by its own alarm (cosmic-ray can only kill
+    the client).  Bytecode is never written, so a mutant is never run from a stale ``.pyc``."""
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    import pytest
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(1)
+    while True:
+        conn, _ = listener.accept()
+        with conn:
+            timeout, tests = json.loads(conn.recv(1 << 16).decode())
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                signal.alarm(int(timeout) + 1)
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                code = 4  # pytest's "internal error", should pytest.main itself raise
+                try:
+                    code = int(pytest.main([*PYTEST_ARGS, *tests]))
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                conn.sendall(str(os.waitstatus_to_exitcode(status)).encode())
+
+
+def client(address: str, timeout: str, tests: list[str]) -> int:
+    """A mutant's test command: ask the fork server to run ``tests``; its exit status is pytest's."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(address)
+        conn.sendall(json.dumps([float(timeout), tests]).encode())
+        answer = conn.recv(64).decode()
+    return int(answer) if answer else 3
+
+
+@contextlib.contextmanager
+def fork_server(work: Path) -> Iterator[Path | None]:
+    """A running fork server for ``work`` (None where there is no fork: plain pytest runs instead)."""
+    if not hasattr(os, "fork"):
+        yield None
+        return
+    address = work / "fork.sock"
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--serve", str(address)], cwd=work, env=env
+    )
+    try:
+        while not address.exists():
+            if server.poll() is not None:
+                raise SystemExit("the fork server did not start")
+            time.sleep(0.1)
+        yield address
+        if server.poll() is not None:  # then every later mutant "failed": the counts would lie
+            raise SystemExit("the fork server died during the run")
+    finally:
+        server.kill()
+        server.wait()
 
 
 def copy_checkout(into: Path) -> None:
@@ -167,7 +249,7 @@ def read_session(module: str, session: Path) -> Outcome:
     return outcome
 
 
-def mutate(module: str, timeout: float | None) -> Outcome:
+def mutate(module: str, timeout: float | None, fork: bool = True) -> Outcome:
     """Run cosmic-ray on ``module`` in a fresh copy of the checkout."""
     tests = CORE.get(module)
     if tests is None:
@@ -177,13 +259,15 @@ def mutate(module: str, timeout: float | None) -> Outcome:
         work = Path(tmp)
         copy_checkout(work)
         config = work / "mutation.toml"
-        config.write_text(config_text(module, tests, timeout or 600.0), encoding="utf-8")
-        baseline = cosmic_ray(work, "baseline", config.name)  # the unmutated tests must pass first
-        if timeout is None:  # a few baseline runs: room for a busy machine, not for a mutant that loops
-            config.write_text(config_text(module, tests, max(30.0, 5 * baseline)), encoding="utf-8")
-        cosmic_ray(work, "init", config.name, "session.sqlite")
-        skip_annotation_mutants(work / "session.sqlite", annotation_spans((REPO / module).read_text(encoding="utf-8")))
-        cosmic_ray(work, "exec", config.name, "session.sqlite")
+        with fork_server(work) if fork else contextlib.nullcontext() as server:
+            config.write_text(config_text(module, tests, timeout or 600.0, server), encoding="utf-8")
+            baseline = cosmic_ray(work, "baseline", config.name)  # the unmutated tests must pass first
+            if timeout is None:  # a few baseline runs: room for a busy machine, not for a mutant that loops
+                config.write_text(config_text(module, tests, max(30.0, 5 * baseline), server), encoding="utf-8")
+            cosmic_ray(work, "init", config.name, "session.sqlite")
+            spans = annotation_spans((REPO / module).read_text(encoding="utf-8"))
+            skip_annotation_mutants(work / "session.sqlite", spans)
+            cosmic_ray(work, "exec", config.name, "session.sqlite")
         outcome = read_session(module, work / "session.sqlite")
     outcome.seconds = time.monotonic() - start
     return outcome
@@ -206,18 +290,24 @@ def report(outcomes: list[Outcome]) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--client"]:  # first, before anything slow: this runs once per mutant
+        raise SystemExit(client(sys.argv[2], sys.argv[3], sys.argv[4:]))
+    if sys.argv[1:2] == ["--serve"]:
+        serve(sys.argv[2])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="core modules to mutate (default: every core room)")
     parser.add_argument(
         "--timeout", type=float, default=None, help="seconds per mutant's test run (default: 5 baseline runs, >= 30)"
     )
     parser.add_argument("--list", action="store_true", help="print the core rooms and their tests")
+    parser.add_argument("--no-fork", action="store_true", help="start a fresh pytest per mutant (slower)")
     args = parser.parse_args()
     if args.list:
         for module, tests in CORE.items():
             print(f"{module}: {' '.join(tests)}")
         return
-    report([mutate(module, args.timeout) for module in args.modules or CORE])
+    report([mutate(module, args.timeout, not args.no_fork) for module in args.modules or CORE])
 
 
 if __name__ == "__main__":

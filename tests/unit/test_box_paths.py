@@ -87,7 +87,9 @@ def test_windows_names_refused(name: str) -> None:
         paths.check_windows_name(name)
 
 
-@pytest.mark.parametrize("name", ["auxiliary.py", "Lib/site-packages/con_fig.py", "console", "a.b.c"])
+@pytest.mark.parametrize(
+    "name", ["auxiliary.py", "Lib/site-packages/con_fig.py", "console", "a.b.c", "COM10", "lpt10.txt"]
+)
 def test_windows_names_allowed(name: str) -> None:
     paths.check_windows_name(name)
 
@@ -131,3 +133,9 @@ def test_parent_of_a_top_level_name_is_the_root(name: str, parent: str) -> None:
 
 def test_a_top_level_link_resolves_from_the_root() -> None:
     assert paths.resolve_link("python3", {"python3": "venv/bin/python3.11"}) == "venv/bin/python3.11"
+
+
+@pytest.mark.parametrize("part", ["-data", "+x", "#1", "!", ".-x", ",", "$x"])
+def test_a_component_that_sorts_before_dotdot_is_an_ordinary_name(part: str) -> None:
+    """Only ``..`` itself goes up: ``-data`` or ``.-x`` (which sort before it) are folder names."""
+    assert paths.resolve_link("bin/x", {"bin/x": f"{part}/f"}) == f"bin/{part}/f"
