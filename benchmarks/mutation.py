@@ -45,13 +45,25 @@ CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/store/publish.py": ("tests/unit/test_store_publish.py", "tests/integration/test_publish_local.py"),
     "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
-    "scrollcase/box/paths.py": ("tests/unit/test_box_paths.py", "tests/unit/test_unpack.py"),
+    "scrollcase/box/paths.py": (
+        "tests/unit/test_box_paths.py",
+        "tests/unit/test_unpack.py",
+        "tests/unit/test_box_paths_property.py",
+    ),
     "scrollcase/box/unpack.py": ("tests/unit/test_unpack.py", "tests/integration/test_unpack_cli.py"),
-    "scrollcase/box/relocate.py": ("tests/unit/test_relocate.py", "tests/unit/test_relocate_mutations.py"),
+    "scrollcase/box/relocate.py": (
+        "tests/unit/test_relocate.py",
+        "tests/unit/test_relocate_mutations.py",
+        "tests/unit/test_relocate_property.py",
+    ),
     "scrollcase/box/verify.py": ("tests/unit/test_verify.py",),
-    "scrollcase/pixi/classify.py": ("tests/unit/test_classify.py", "tests/unit/test_lockcheck.py"),
+    "scrollcase/pixi/classify.py": (
+        "tests/unit/test_classify.py",
+        "tests/unit/test_lockcheck.py",
+        "tests/unit/test_classify_property.py",
+    ),
     "scrollcase/pixi/lockcheck.py": ("tests/unit/test_lockcheck.py",),
-    "scrollcase/parity/compare.py": ("tests/unit/test_parity_compare.py",),
+    "scrollcase/parity/compare.py": ("tests/unit/test_parity_compare.py", "tests/unit/test_parity_compare_property.py"),
     "scrollcase/client/select.py": ("tests/unit/test_install_select.py",),
     "scrollcase/client/download.py": ("tests/unit/test_install_download.py",),
     "scrollcase/client/install.py": ("tests/integration/test_install_cli.py",),
@@ -131,6 +143,7 @@ class Outcome:
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
 # imported once by the fork server, so that each mutant's test run starts without paying for them;
 # never scrollcase itself (each mutant's child imports the mutated module fresh)
+RUNNER = "mutation_runner.py"  # this script's copy in the throwaway checkout: the server and its clients
 PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3")
 
 
@@ -138,7 +151,7 @@ def config_text(module: str, tests: tuple[str, ...], timeout: float, server: Pat
     if server is None:
         command = f"{sys.executable} -m pytest {' '.join(PYTEST_ARGS)} " + " ".join(tests)
     else:
-        command = f"{sys.executable} -I -S {Path(__file__).resolve()} --client {server} {timeout} " + " ".join(tests)
+        command = f"{sys.executable} -I -S {server.with_name(RUNNER)} --client {server} {timeout} " + " ".join(tests)
     return (
         f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = {timeout}\nexcluded-modules = []\n'
         f'test-command = "{command}"\n\n[cosmic-ray.distributor]\nname = "local"\n'
@@ -195,10 +208,9 @@ def fork_server(work: Path) -> Iterator[Path | None]:
         yield None
         return
     address = work / "fork.sock"
+    shutil.copy2(__file__, work / RUNNER)  # editing this script during a run cannot break its clients
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--serve", str(address)], cwd=work, env=env
-    )
+    server = subprocess.Popen([sys.executable, str(work / RUNNER), "--serve", str(address)], cwd=work, env=env)
     try:
         while not address.exists():
             if server.poll() is not None:
