@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,8 @@ from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.frames import frame_table
 from scrollcase.box.release import ArchiveInfo, ReleaseManifest, SbomInfo, dump_release
-from scrollcase.errors import BuildError, HostError, IntegrityError
+from scrollcase.errors import BuildError, HostError, IntegrityError, ScrollcaseError
+from scrollcase.recipe.model import SelfTest
 from tests.support.releases import box_json_for, evidence_for, make_manifest, write_release
 
 
@@ -34,26 +37,40 @@ def test_self_test_on_another_platform_is_refused_with_exit_11(tmp_path: Path, m
 # ---------------------------------------------------------------- a release with a runnable layout
 
 
-def _tree(root: Path, box: BoxJson, *, executable: bool = True) -> Path:
-    """The unpacked layout of ``box``: its box.json and its interpreter (never run by these tests)."""
+BASE_PYTHON = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _tree(root: Path, box: BoxJson, *, executable: bool = True, runnable: bool = False) -> Path:
+    """The unpacked layout of ``box``: its box.json and its interpreter, a stub that is never run or
+    (``runnable``) a copy of this CPython made a venv by a ``pyvenv.cfg`` (so its sys.prefix is the box's)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "box.json").write_bytes(dump_box_json(box))
     python = root / box.pythonEntryPoint
     python.parent.mkdir(parents=True, exist_ok=True)
-    python.write_text("#!/bin/sh\nexit 0\n")
+    if runnable:
+        shutil.copy2(BASE_PYTHON, python)
+        (root / box.envDir / "pyvenv.cfg").write_text(f"home = {BASE_PYTHON.parent}\n")
+    else:
+        python.write_text("#!/bin/sh\nexit 0\n")
     python.chmod(0o755 if executable else 0o644)
     return root
 
 
 def _release(
-    tmp: Path, *, box_update: dict[str, object] | None = None, framed: bool = False, sbom: bytes | None = None
+    tmp: Path,
+    *,
+    box_update: dict[str, object] | None = None,
+    framed: bool = False,
+    sbom: bytes | None = None,
+    cuda: str | None = "12.4",
+    runnable: bool = False,
 ) -> tuple[Path, ReleaseManifest]:
     """A packed release whose archive holds ``box.json`` (edited by ``box_update``) and venv/bin/python."""
-    draft = make_manifest(size=0, sha256="0" * 64)
+    draft = make_manifest(size=0, sha256="0" * 64, cuda=cuda)
     box = box_json_for(draft).model_copy(update=box_update or {})
     dist = tmp / "dist"
     dist.mkdir(parents=True, exist_ok=True)
-    packed = pack_tree(_tree(tmp / "tree", box), dist / draft.archive.name, level=1)
+    packed = pack_tree(_tree(tmp / "tree", box, runnable=runnable), dist / draft.archive.name, level=1)
     archive = ArchiveInfo(
         name=draft.archive.name,
         size=packed.size,
@@ -248,3 +265,26 @@ def test_evidence_must_fit_the_target_even_without_a_record(tmp_path: Path, monk
     monkeypatch.setattr(verify.evidence, "gather_evidence", lambda *_: evidence_for(None))
     with pytest.raises(BuildError, match=r"unpacked box is not what linux-x86_64-cuda12\.4 promises"):
         verify.recheck_evidence(root, box.model_copy(update={"gpu": None}), manifest)
+
+
+@pytest.mark.skipif(not BASE_PYTHON.is_file(), reason="needs a POSIX CPython under sys.base_prefix/bin")
+def test_the_self_test_runs_in_the_unpacked_box_and_re_measures_its_evidence(tmp_path: Path) -> None:
+    """A CPU box whose interpreter is this test's Python: its self-test (``import json``) passes and the
+    evidence it reports (no GPU runtime) is what box.json records."""
+    path, _ = _release(tmp_path, cuda=None, runnable=True)
+    scratch = _scratch(tmp_path)
+    report = verify.verify_release(path, self_test=True, temp_parent=scratch, junit=tmp_path / "junit.xml")
+    assert report.self_test is not None and report.self_test.passed
+    assert {"entrypoint venv/bin/python", "import json"} <= {c.name for c in report.self_test.checks}
+    assert report.layout_checks[-1] == "GPU evidence re-measured with the box's interpreter"
+    assert report.to_json()["selfTest"] == report.self_test.model_dump(mode="json")
+    assert (tmp_path / "junit.xml").is_file()
+    assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.skipif(not BASE_PYTHON.is_file(), reason="needs a POSIX CPython under sys.base_prefix/bin")
+def test_a_failing_self_test_is_raised(tmp_path: Path) -> None:
+    edit = {"selfTest": SelfTest(imports=["no_such_module_here"])}
+    path, _ = _release(tmp_path, cuda=None, runnable=True, box_update=edit)
+    with pytest.raises(ScrollcaseError, match="no_such_module_here"):
+        verify.verify_release(path, self_test=True, temp_parent=_scratch(tmp_path))
