@@ -76,6 +76,7 @@ CORE: dict[str, tuple[str, ...]] = {
 # Survivors argued equivalent by hand (README, "Mutation testing"): module -> (line before, line after
 # the mutation, both stripped; why no test can tell them apart).  Matched exactly, so a changed line
 # brings its mutants back to be argued again.
+_ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/box/paths.py": (
         *(
@@ -94,6 +95,23 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'if part.split(".", 1)[0].rstrip(" ").upper() in _WINDOWS_DEVICES:',
             'if part.split(".", 2)[0].rstrip(" ").upper() in _WINDOWS_DEVICES:',
             "the first piece of a split does not depend on maxsplit",
+        ),
+    ),
+    "scrollcase/box/relocate.py": (
+        (
+            'tail = data[-(len(needle) - 1) :] if len(needle) > 1 else b""',
+            'tail = data[-(len(needle) ^ 1) :] if len(needle) > 1 else b""',
+            "n ^ 1 is n - 1 for an odd n and n + 1 for an even one: the overlap is never shorter",
+        ),
+        (
+            f"names = {_ENV_NAMES}[:1]",
+            f"names = {_ENV_NAMES}[: 2]",
+            "only names[0] is read",
+        ),
+        (
+            'names = [w.rsplit(b"/", 1)[-1] for w in words]',
+            'names = [w.rsplit(b"/", 2)[-1] for w in words]',
+            "the last piece of an rsplit does not depend on maxsplit",
         ),
     ),
 }
