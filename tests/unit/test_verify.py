@@ -3,6 +3,7 @@ frame-table links, and the re-measured GPU evidence."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -17,7 +18,7 @@ from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.frames import frame_table
 from scrollcase.box.release import ArchiveInfo, ReleaseManifest, SbomInfo, dump_release
 from scrollcase.errors import BuildError, HostError, IntegrityError, ScrollcaseError
-from scrollcase.recipe.model import SelfTest
+from scrollcase.recipe.model import SelfTest, Target
 from tests.support.releases import box_json_for, evidence_for, make_manifest, write_release
 
 
@@ -64,13 +65,16 @@ def _release(
     sbom: bytes | None = None,
     cuda: str | None = "12.4",
     runnable: bool = False,
+    manifest_update: dict[str, object] | None = None,
+    executable: bool = True,
 ) -> tuple[Path, ReleaseManifest]:
-    """A packed release whose archive holds ``box.json`` (edited by ``box_update``) and venv/bin/python."""
-    draft = make_manifest(size=0, sha256="0" * 64, cuda=cuda)
+    """A packed release whose archive holds ``box.json`` (edited by ``box_update``) and its interpreter."""
+    draft = make_manifest(size=0, sha256="0" * 64, cuda=cuda).model_copy(update=manifest_update or {})
     box = box_json_for(draft).model_copy(update=box_update or {})
     dist = tmp / "dist"
     dist.mkdir(parents=True, exist_ok=True)
-    packed = pack_tree(_tree(tmp / "tree", box, runnable=runnable), dist / draft.archive.name, level=1)
+    tree = _tree(tmp / "tree", box, runnable=runnable, executable=executable)
+    packed = pack_tree(tree, dist / draft.archive.name, level=1)
     archive = ArchiveInfo(
         name=draft.archive.name,
         size=packed.size,
@@ -113,6 +117,8 @@ def test_a_sound_release_verifies_naming_each_check_and_leaves_no_folder(tmp_pat
         "selfTest": None,
     }
     assert list(scratch.iterdir()) == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.self_test = None  # type: ignore[misc]
 
 
 @pytest.mark.skipif(os.name == "nt", reason="the synthetic interpreter is a POSIX script")
@@ -198,11 +204,12 @@ def test_each_identity_field_must_match_the_manifest(tmp_path: Path, key: str, v
     ]
 
 
-def test_env_dir_must_hold_the_interpreter(tmp_path: Path) -> None:
+@pytest.mark.parametrize("env_dir", ["env", "zenv"])  # sorting before and after the right one, "venv"
+def test_env_dir_must_hold_the_interpreter(tmp_path: Path, env_dir: str) -> None:
     root, box, manifest = _sound(tmp_path)
-    problems = verify.layout_problems(root, box.model_copy(update={"envDir": "env"}), manifest, windows=False)
+    problems = verify.layout_problems(root, box.model_copy(update={"envDir": env_dir}), manifest, windows=False)
     assert [(p.message, p.key, p.value) for p in problems] == [
-        ("envDir does not contain pythonEntryPoint", "envDir", "env")
+        ("envDir does not contain pythonEntryPoint", "envDir", env_dir)
     ]
 
 
@@ -288,3 +295,16 @@ def test_a_failing_self_test_is_raised(tmp_path: Path) -> None:
     path, _ = _release(tmp_path, cuda=None, runnable=True, box_update=edit)
     with pytest.raises(ScrollcaseError, match="no_such_module_here"):
         verify.verify_release(path, self_test=True, temp_parent=_scratch(tmp_path))
+
+
+def test_a_windows_release_needs_no_execute_bit_on_its_interpreter(tmp_path: Path) -> None:
+    """The manifest's platform decides: a windows box's python.exe is checked to exist, not to be executable."""
+    windows = {
+        "target": Target(platform="windows", arch="x86_64", accelerator="cpu"),
+        "targetId": "windows-x86_64-cpu",
+        "pythonEntryPoint": "venv/python.exe",
+        "gpu": evidence_for(None),
+    }
+    path, _ = _release(tmp_path, cuda=None, box_update=windows, manifest_update=windows, executable=False)
+    report = verify.verify_release(path, self_test=False, temp_parent=_scratch(tmp_path))
+    assert report.layout_checks[2] == "venv/python.exe exists and is executable"
