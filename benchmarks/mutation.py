@@ -114,6 +114,23 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the last piece of an rsplit does not depend on maxsplit",
         ),
     ),
+    "scrollcase/box/verify.py": (
+        (
+            "release: Path, *, self_test: bool, junit: Path | None = None, temp_parent: Path | None = None",
+            "release: Path, /, self_test: bool, junit: Path | None = None, temp_parent: Path | None = None",
+            "only loosens the signature: every call passes release by position and the flags by keyword",
+        ),
+        (
+            'problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")',
+            'problems = layout_problems(root, box, manifest, manifest.target.platform is "windows")',
+            "pydantic's Literal validation returns the literal's own str object, so `is` is `==` here",
+        ),
+        (
+            'problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")',
+            'problems = layout_problems(root, box, manifest, manifest.target.platform >= "windows")',
+            'no platform sorts after "windows" (linux, osx, windows)',
+        ),
+    ),
 }
 
 
