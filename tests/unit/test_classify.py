@@ -175,3 +175,13 @@ def test_pypi_torch_releases_and_pytorch_indexes() -> None:
     assert pytorch_index("12.4") == "https://download.pytorch.org/whl/cu124"
     assert pytorch_index("13.0") == "https://download.pytorch.org/whl/cu130"
     assert pytorch_index(None) == "https://download.pytorch.org/whl/cpu"
+
+
+def test_a_pypi_package_named_pytorch_is_not_the_conda_pytorch() -> None:
+    """Names are matched with their kind: PyPI's ``pytorch`` (a stub that refuses to install) beside the
+    real PyPI torch is not a conda pytorch, and a conda ``torch`` is not a PyPI torch wheel."""
+    stub = wheel("pytorch", "1.0.2", "pytorch-1.0.2.tar.gz")
+    torch = wheel("torch", "2.5.1+cu124", "torch-2.5.1%2Bcu124-cp312-cp312-linux_x86_64.whl")
+    found = classify_torch([stub, torch])
+    assert (found.provider, found.accelerator) == ("pypi", "cuda12.4")
+    assert classify_torch([conda("torch", "2.5.1", "cuda126_mkl_py312_h1234567_300")]).provider is None
