@@ -138,6 +138,19 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'a pytorch-mutex can only say "cpu", which is also the verdict without it (`or "cpu"`)',
         ),
         ("if match.group(1):", "if match.group( 2):", "groups 1 and 2 are one alternative: set together or not at all"),
+        (
+            'return ".".join(parts[:2]) if len(parts) >= 2 else version',
+            'return ".".join(parts[:2]) if len(parts) >= 1 else version',
+            "one part joined is the version itself",
+        ),
+        *(
+            (
+                f'return [p for p in packages if p.kind == "pypi" and {regex}.match(p.name)]',
+                f'return [p for p in packages if p.kind >= "pypi" and {regex}.match(p.name)]',
+                'a kind is "conda" or "pypi": nothing sorts after "pypi"',
+            )
+            for regex in ("_CUDA_RUNTIME_WHEEL", "_CUDA_LIBRARY_WHEEL")
+        ),
     ),
 }
 

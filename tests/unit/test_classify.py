@@ -185,3 +185,18 @@ def test_a_pypi_package_named_pytorch_is_not_the_conda_pytorch() -> None:
     found = classify_torch([stub, torch])
     assert (found.provider, found.accelerator) == ("pypi", "cuda12.4")
     assert classify_torch([conda("torch", "2.5.1", "cuda126_mkl_py312_h1234567_300")]).provider is None
+
+
+def test_the_first_cuda_runtime_wheel_in_lock_order_names_the_cuda_of_an_untagged_wheel() -> None:
+    torch = wheel("torch", "2.5.1")
+    first, second = wheel("nvidia-cuda-runtime-cu12", "12.4.127"), wheel("nvidia-cuda-runtime-cu11", "11.8.89")
+    assert classify_torch([torch, first, second]).accelerator == "cuda12.4"
+    assert classify_torch([second, torch, first]).accelerator == "cuda11.8"
+
+
+def test_only_pypi_packages_are_cuda_wheels() -> None:
+    """A conda package that happens to carry a wheel's name is not a wheel."""
+    runtime = conda("nvidia-cuda-runtime-cu12", "12.4.127", "h0_0")
+    library = conda("nvidia-cublas-cu12", "12.4.5.8", "h0_0")
+    assert cuda_runtime_wheels([runtime, library]) == []
+    assert cuda_library_wheels([runtime, library]) == []
