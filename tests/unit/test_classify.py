@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from scrollcase.pixi.classify import (
+    TorchBuild,
     accelerator_of_conda_build,
     accelerator_of_wheel,
     classify_torch,
@@ -200,3 +201,11 @@ def test_only_pypi_packages_are_cuda_wheels() -> None:
     library = conda("nvidia-cublas-cu12", "12.4.5.8", "h0_0")
     assert cuda_runtime_wheels([runtime, library]) == []
     assert cuda_library_wheels([runtime, library]) == []
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "cuda"),
+    [("cuda12.4", "12.4"), ("cuda13.0", "13.0"), ("cpu", None), ("rocm6.1", None), (None, None)],
+)
+def test_only_a_cuda_build_has_a_cuda_version(accelerator: str | None, cuda: str | None) -> None:
+    assert TorchBuild(accelerator=accelerator).cuda_version == cuda
