@@ -145,6 +145,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         *(
             (
+                'return ".".join(parts[:2]) if len(parts) >= 2 else version',
+                f'return ".".join(parts[:2]) if len(parts) {op} else version',
+                "two parts joined by '.' are the version itself; only '2+cu118' (no CUDA package's version) differs",
+            )
+            for op in ("> 2", ">= 3")
+        ),
+        *(
+            (
                 f'return [p for p in packages if p.kind == "pypi" and {regex}.match(p.name)]',
                 f'return [p for p in packages if p.kind >= "pypi" and {regex}.match(p.name)]',
                 'a kind is "conda" or "pypi": nothing sorts after "pypi"',
