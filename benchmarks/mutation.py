@@ -149,7 +149,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 f'return ".".join(parts[:2]) if len(parts) {op} else version',
                 "two parts joined by '.' are the version itself; only '2+cu118' (no CUDA package's version) differs",
             )
-            for op in ("> 2", ">= 3")
+            for op in ("> 2", ">= 3", "!= 2")
         ),
         *(
             (

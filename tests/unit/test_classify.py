@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scrollcase.pixi.classify import (
@@ -209,3 +211,9 @@ def test_only_pypi_packages_are_cuda_wheels() -> None:
 )
 def test_only_a_cuda_build_has_a_cuda_version(accelerator: str | None, cuda: str | None) -> None:
     assert TorchBuild(accelerator=accelerator).cuda_version == cuda
+
+
+def test_a_torch_build_is_a_value_that_cannot_change() -> None:
+    found = classify_torch([wheel("torch", "2.5.1+cpu")])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.accelerator = "cuda12.4"  # type: ignore[misc]
