@@ -340,3 +340,13 @@ def test_absolute_as_given_removes_dots_unless_a_symlink_makes_them_elsewhere(
     assert absolute_as_given(Path("a/./deep/../box")) == tmp_path / "a" / "box"
     # link/.. is tmp_path/a (the OS follows the link first), not tmp_path: the parent is resolved
     assert absolute_as_given(Path("link/../box")) == tmp_path.resolve() / "a" / "box"
+
+
+def test_a_small_archive_may_exceed_the_compression_ratio(work: Path) -> None:
+    """Below DEFAULT_LIMITS.ratio_floor (64 MiB unpacked) the ratio is not held against an archive: a
+    megabyte of zeros (ratio ~ 10,000) is headers-of-empty-files territory, not a bomb."""
+    assert DEFAULT_LIMITS.ratio_floor == 64 << 20
+    c = craft(work, [_file("zeros", bytes(1 << 20))])
+    assert c.size * DEFAULT_LIMITS.max_ratio < 1 << 20
+    result = unpack(c, work / "dest")
+    assert (work / "dest" / "zeros").stat().st_size == 1 << 20 and result.files == 1
