@@ -264,8 +264,8 @@ def config_text(module: str, tests: tuple[str, ...], timeout: float, server: Pat
 def serve(address: str) -> None:
     """The fork server: preload the heavy imports once, then run each request's pytest in a fork.
 
-    A child that runs past the request's timeout is ended by its own alarm (cosmic-ray can only kill
-    the client).  Bytecode is never written, so a mutant is never run from a stale ``.pyc``."""
+    A child that runs past the request's timeout is killed (cosmic-ray can only kill the client, and
+    the next mutant would wait for it).  Bytecode is never written, so a mutant is never run from a stale ``.pyc``."""
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -281,7 +281,7 @@ def serve(address: str) -> None:
             pid = os.fork()
             if pid == 0:
                 listener.close()
-                signal.alarm(int(timeout) + 1)
+                os.setpgid(0, 0)  # its own group: a timeout kills the processes its tests started too
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, 1)
                 os.dup2(null, 2)
@@ -290,9 +290,23 @@ def serve(address: str) -> None:
                     code = int(pytest.main([*PYTEST_ARGS, *tests]))
                 finally:
                     os._exit(code)
-            _, status = os.waitpid(pid, 0)
+            status = _wait_or_kill(pid, time.monotonic() + timeout + 1)
             with contextlib.suppress(OSError):
                 conn.sendall(str(os.waitstatus_to_exitcode(status)).encode())
+
+
+def _wait_or_kill(pid: int, deadline: float) -> int:
+    """The child's wait status; past ``deadline`` it is killed first (an alarm of its own would not do:
+    pytest-timeout re-arms SIGALRM for every test)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1]
+        time.sleep(0.01)
 
 
 def client(address: str, timeout: str, tests: list[str]) -> int:
