@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import pytest
 import zstandard
 
 from scrollcase.box.archive import pack_tree
-from scrollcase.box.unpack import DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
+from scrollcase.box.unpack import _CREATE_FLAGS, DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
 from scrollcase.errors import IntegrityError, UsageError
 
 Member = tuple[tarfile.TarInfo, bytes | None]
@@ -350,3 +351,63 @@ def test_a_small_archive_may_exceed_the_compression_ratio(work: Path) -> None:
     assert c.size * DEFAULT_LIMITS.max_ratio < 1 << 20
     result = unpack(c, work / "dest")
     assert (work / "dest" / "zeros").stat().st_size == 1 << 20 and result.files == 1
+
+
+def test_the_default_limits_are_the_documented_ones() -> None:
+    """docs/archive.md ("bombs"): 1,000,000 members, 512 GiB, 200x the archive's size once past 64 MiB;
+    Windows rules on Windows only, case-insensitive names on Windows and macOS."""
+    assert (DEFAULT_LIMITS.max_members, DEFAULT_LIMITS.max_total_bytes) == (1_000_000, 512 << 30)
+    assert (DEFAULT_LIMITS.max_ratio, DEFAULT_LIMITS.ratio_floor) == (200.0, 64 << 20)
+    assert DEFAULT_LIMITS.windows_names is (sys.platform == "win32")
+    assert DEFAULT_LIMITS.case_insensitive is (sys.platform in ("win32", "darwin"))
+
+
+def test_files_are_created_exclusively_and_never_through_a_link() -> None:
+    """The second line of defence behind the in-memory checks: O_EXCL (and O_NOFOLLOW where it exists)."""
+    assert _CREATE_FLAGS & os.O_EXCL and _CREATE_FLAGS & os.O_CREAT and _CREATE_FLAGS & os.O_WRONLY
+    assert _CREATE_FLAGS & getattr(os, "O_NOFOLLOW", 0) == getattr(os, "O_NOFOLLOW", 0)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows names are refused there by default")
+def test_windows_device_names_are_fine_elsewhere_by_default(work: Path) -> None:
+    c = craft(work, [_file("venv/Lib/aux.py", b"1")])
+    unpack(c, work / "dest")
+    assert (work / "dest" / "venv" / "Lib" / "aux.py").read_bytes() == b"1"
+
+
+def test_a_case_collision_is_refused_whichever_name_comes_first(work: Path) -> None:
+    c = craft(work, [_file("lib/A.py", b"1"), _file("Lib/a.py", b"2")])
+    assert_rejected(c, work, "Lib/a.py", "collides with lib/A.py", limits=Limits(case_insensitive=True))
+
+
+def test_data_a_directory_member_carries_is_skipped(work: Path) -> None:
+    """Some tar writers give a directory a size; its data is stepped over, padding included."""
+    members = [(_info("d", tarfile.DIRTYPE, size=700), b"x" * 700), _file("d/f", b"after the directory's data")]
+    c = craft(work, members)
+    unpack(c, work / "dest")
+    assert (work / "dest" / "d" / "f").read_bytes() == b"after the directory's data"
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_a_link_member_that_carries_data_is_refused(work: Path, kind: str) -> None:
+    link = _info("l", tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE, size=5, link="f")
+    c = craft(work, [_file("f", b"1"), (link, b"extra")])
+    assert_rejected(c, work, "'l'", f"{kind} member carries data")
+
+
+@pytest.mark.parametrize(("mode", "expected"), [(0o644, 0o644), (0o600, 0o644), (0o700, 0o755), (0o4711, 0o755)])
+def test_a_file_is_unpacked_0755_if_any_execute_bit_is_set_else_0644(work: Path, mode: int, expected: int) -> None:
+    c = craft(work, [_file("f", b"1", mode)])
+    unpack(c, work / "dest")
+    if os.name != "nt":
+        assert (work / "dest" / "f").stat().st_mode & 0o7777 == expected
+
+
+def test_a_pax_size_that_is_not_a_number_is_refused(work: Path) -> None:
+    info = _info("f", size=1)
+    info.pax_headers = {"size": "one"}
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(info, io.BytesIO(b"1"))
+    c = _write(work, zstandard.ZstdCompressor(level=3).compress(raw.getvalue()))
+    assert_rejected(c, work, "bad pax size record")
