@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
 import sys
 import tarfile
@@ -231,6 +232,18 @@ HOSTILE: dict[str, tuple[Callable[[], list[Member]], str, str]] = {
     "fifo": (lambda: [(_info("p", tarfile.FIFOTYPE), None)], "'p'", "fifo"),
     "duplicate": (lambda: [_file("f", b"1"), _file("f", b"2")], "'f'", "duplicate"),
     "duplicate-dir-file": (lambda: [(_info("d", tarfile.DIRTYPE), None), _file("d", b"2")], "'d'", "duplicate"),
+    # "d" exists as an implicit directory (the parent of d/f): only a directory member may name it again
+    "implicit-dir-then-file": (lambda: [_file("d/f", b"1"), _file("d", b"2")], "'d'", "duplicate"),
+    "implicit-dir-then-symlink": (
+        lambda: [_file("d/f", b"1"), (_info("d", tarfile.SYMTYPE, link="e"), None)],
+        "'d'",
+        "duplicate",
+    ),
+    "hardlink-to-directory": (
+        lambda: [(_info("d", tarfile.DIRTYPE), None), (_info("h", tarfile.LNKTYPE, link="d"), None)],
+        "'h'",
+        "not an earlier regular file",
+    ),
     "file-as-parent": (lambda: [_file("f", b"1"), _file("f/g", b"2")], "f/g", "which is a file"),
 }
 
@@ -395,7 +408,10 @@ def test_a_link_member_that_carries_data_is_refused(work: Path, kind: str) -> No
     assert_rejected(c, work, "'l'", f"{kind} member carries data")
 
 
-@pytest.mark.parametrize(("mode", "expected"), [(0o644, 0o644), (0o600, 0o644), (0o700, 0o755), (0o4711, 0o755)])
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [(0o644, 0o644), (0o600, 0o644), (0o700, 0o755), (0o4711, 0o755), (0o645, 0o755), (0o654, 0o755)],
+)
 def test_a_file_is_unpacked_0755_if_any_execute_bit_is_set_else_0644(work: Path, mode: int, expected: int) -> None:
     c = craft(work, [_file("f", b"1", mode)])
     unpack(c, work / "dest")
@@ -411,3 +427,20 @@ def test_a_pax_size_that_is_not_a_number_is_refused(work: Path) -> None:
         tar.addfile(info, io.BytesIO(b"1"))
     c = _write(work, zstandard.ZstdCompressor(level=3).compress(raw.getvalue()))
     assert_rejected(c, work, "bad pax size record")
+
+
+def test_an_archive_split_over_several_zstd_frames_unpacks(work: Path) -> None:
+    """scrollcase packs one frame per unit; the decompressor reads across every frame boundary."""
+    tar = _tar_bytes([_file("a", os.urandom(3000)), _file("b", b"second")])
+    cut = [0, 700, 1900, len(tar)]
+    frames = b"".join(zstandard.ZstdCompressor(level=3).compress(tar[i:j]) for i, j in itertools.pairwise(cut))
+    c = _write(work, frames)
+    result = unpack(c, work / "dest")
+    assert (work / "dest" / "b").read_bytes() == b"second" and result.files == 2
+
+
+def test_nothing_is_relocated_without_a_box_json_or_its_relocation_entry(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    assert unpack(c, work / "plain").relocated_files == 0
+    c = craft(work, [_file("box.json", b'{"boxId": "b"}')])
+    assert unpack(c, work / "no-relocation").relocated_files == 0
