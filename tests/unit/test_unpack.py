@@ -444,3 +444,28 @@ def test_nothing_is_relocated_without_a_box_json_or_its_relocation_entry(work: P
     assert unpack(c, work / "plain").relocated_files == 0
     c = craft(work, [_file("box.json", b'{"boxId": "b"}')])
     assert unpack(c, work / "no-relocation").relocated_files == 0
+
+
+def test_the_size_budget_counts_each_member_with_its_header(work: Path) -> None:
+    """Each member declares its size plus a 512-byte header; a budget met exactly is not exceeded."""
+    c = craft(work, [_file(name, bytes(512)) for name in "abc"])  # 3 x (512 + 512) = 3072 declared
+    assert_rejected(c, work, "'c'", "would exceed 3071 bytes", limits=Limits(max_total_bytes=3071))
+    assert unpack(c, work / "exact", Limits(max_total_bytes=3072)).files == 3
+
+
+def test_past_the_floor_the_budget_is_the_ratio_times_the_archive_size(work: Path) -> None:
+    c = craft(work, [_file("noise", os.urandom(2 << 20))])  # incompressible: ratio ~1
+    assert unpack(c, work / "dest", Limits(max_ratio=10, ratio_floor=1 << 20)).files == 1
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_directories_are_created_0755(work: Path) -> None:
+    c = craft(work, [(_info("d", tarfile.DIRTYPE, mode=0o700), None), _file("d/f", b"1")])
+    unpack(c, work / "dest")
+    assert (work / "dest" / "d").stat().st_mode & 0o777 == 0o755 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
