@@ -7,6 +7,7 @@ that nothing appeared outside the work folder.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -239,6 +240,12 @@ HOSTILE: dict[str, tuple[Callable[[], list[Member]], str, str]] = {
         "'d'",
         "duplicate",
     ),
+    "file-then-dir": (lambda: [_file("d", b"1"), (_info("d", tarfile.DIRTYPE), None)], "'d'", "duplicate"),
+    "symlink-then-dir": (
+        lambda: [(_info("d", tarfile.SYMTYPE, link="e"), None), (_info("d", tarfile.DIRTYPE), None)],
+        "'d'",
+        "duplicate",
+    ),
     "hardlink-to-directory": (
         lambda: [(_info("d", tarfile.DIRTYPE), None), (_info("h", tarfile.LNKTYPE, link="d"), None)],
         "'h'",
@@ -460,9 +467,18 @@ def test_past_the_floor_the_budget_is_the_ratio_times_the_archive_size(work: Pat
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
 def test_directories_are_created_0755(work: Path) -> None:
-    c = craft(work, [(_info("d", tarfile.DIRTYPE, mode=0o700), None), _file("d/f", b"1")])
+    c = craft(work, [(_info("d", tarfile.DIRTYPE, mode=0o700), None), _file("d/f", b"1"), _file("implicit/f", b"2")])
     unpack(c, work / "dest")
     assert (work / "dest" / "d").stat().st_mode & 0o777 == 0o755 & ~_umask()
+    assert (work / "dest" / "implicit").stat().st_mode & 0o777 == 0o755 & ~_umask()
+
+
+def test_limits_and_results_are_values_that_cannot_change(work: Path) -> None:
+    result = unpack(craft(work, [_file("f", b"1")]), work / "dest")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.files = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULT_LIMITS.max_members = 2  # type: ignore[misc]
 
 
 def _umask() -> int:
