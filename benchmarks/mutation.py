@@ -76,6 +76,10 @@ CORE: dict[str, tuple[str, ...]] = {
 # Survivors argued equivalent by hand (README, "Mutation testing"): module -> (line before, line after
 # the mutation, both stripped, or "*": any mutation of a line whose result nothing can observe; why no
 # test can tell them apart).  Matched exactly, so a changed line brings its mutants back to be argued.
+_FLAGS = (
+    '_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)'
+)
+_BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, "
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/box/paths.py": (
@@ -165,6 +169,39 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 ("self.kinds.get(source)", "!=", "is not", "file"),
                 ("self.kinds.get(name)", "!=", "is not", "implicit"),
                 ("header.size and header.kind", "!=", "is not", "dir"),
+            )
+        ),
+        ("_QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)", "*", "a memory knob"),
+        (
+            'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
+            'if previous is not None and not (previous == "implicit" and header.kind is "dir"):',
+            "the kinds are the same interned literals: is is ==",
+        ),
+        ('elif header.kind == "symlink":', 'elif header.kind is "symlink":', "the kinds are interned literals"),
+        (
+            'if header.kind == "dir":',
+            'if header.kind <= "dir":',
+            "files are handled above: of dir, symlink and hardlink only dir sorts <= dir",
+        ),
+        *(
+            (
+                f"{_BUDGET}1)))",
+                f"{_BUDGET}{n})))",
+                "only a 0- or 1-byte archive meets the max, and it is refused as not zstd before anything is written",
+            )
+            for n in (0, 2)
+        ),
+        *(
+            (_FLAGS, _FLAGS.replace(old, new, 1), "+, ^ and | agree on distinct flag bits")
+            for old, new in (
+                ("O_EXCL | getattr", "O_EXCL ^ getattr"),
+                ("O_EXCL | getattr", "O_EXCL + getattr"),
+                ('0) | getattr(os, "O_NOFOLLOW"', '0) ^ getattr(os, "O_NOFOLLOW"'),
+                ('0) | getattr(os, "O_NOFOLLOW"', '0) + getattr(os, "O_NOFOLLOW"'),
+                ("O_CREAT | os.O_EXCL", "O_CREAT ^ os.O_EXCL"),
+                ("O_CREAT | os.O_EXCL", "O_CREAT + os.O_EXCL"),
+                ("O_WRONLY | os.O_CREAT", "O_WRONLY + os.O_CREAT"),
+                ("O_WRONLY | os.O_CREAT", "O_WRONLY ^ os.O_CREAT"),
             )
         ),
         (
