@@ -485,3 +485,11 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_dest_name_of_exactly_255_bytes_is_fine_and_256_is_refused(work: Path) -> None:
+    """NAME_MAX (255 bytes, ext4 and most filesystems): the limit itself is a valid name."""
+    c = craft(work, [_file("f", b"1")])
+    assert unpack(c, work / ("d" * 255)).files == 1
+    with pytest.raises(UsageError, match="longer than 255 bytes"):
+        unpack(c, work / ("e" * 256))
