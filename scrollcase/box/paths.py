@@ -40,9 +40,9 @@ def normalise_member(name: str) -> str:
         raise UnsafePath("backslash in the name (a Windows path separator)")
     if name.startswith("/"):
         raise UnsafePath("absolute path")
-    if _DRIVE.match(name):
-        raise UnsafePath("drive letter in the name")
     parts = [p for p in name.split("/") if p not in ("", ".")]
+    if parts and _DRIVE.match(parts[0]):  # the first real component: "./c:x" is "c:x"
+        raise UnsafePath("drive letter in the name")
     if ".." in parts:
         raise UnsafePath("'..' component (path traversal)")
     if not parts:

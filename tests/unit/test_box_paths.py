@@ -29,6 +29,7 @@ def test_normalise_member_accepts_relative_names(name: str, expected: str) -> No
         ("a/b/..", "'..'"),
         ("C:/Windows/evil", "drive letter"),
         ("c:evil", "drive letter"),
+        ("./C:/Windows/evil", "drive letter"),  # the first real component counts, not the first characters
         ("a\\..\\evil", "backslash"),
         ("", "empty"),
         ("a\x00b", "NUL"),
@@ -86,7 +87,9 @@ def test_windows_names_refused(name: str) -> None:
         paths.check_windows_name(name)
 
 
-@pytest.mark.parametrize("name", ["auxiliary.py", "Lib/site-packages/con_fig.py", "console", "a.b.c"])
+@pytest.mark.parametrize(
+    "name", ["auxiliary.py", "Lib/site-packages/con_fig.py", "console", "a.b.c", "COM10", "lpt10.txt"]
+)
 def test_windows_names_allowed(name: str) -> None:
     paths.check_windows_name(name)
 
@@ -102,3 +105,37 @@ def test_native_path_windows_and_posix_layouts() -> None:
 @pytest.mark.parametrize(("platform", "expected"), [("win32", True), ("darwin", True), ("linux", False)])
 def test_case_insensitive_default(platform: str, expected: bool) -> None:
     assert paths.case_insensitive_default(platform) is expected
+
+
+def _chain(hops: int) -> dict[str, str]:
+    """``l0 -> l1 -> ... -> l{hops}``: following ``l0`` to the end takes ``hops`` hops through links."""
+    return {f"l{i}": f"l{i + 1}" for i in range(hops)} | {f"l{hops}": "end"}
+
+
+def test_a_chain_of_exactly_40_hops_resolves_and_41_is_a_loop() -> None:
+    """MAX_LINK_HOPS (40) hops through further links are followed; one more is refused as a loop."""
+    assert paths.MAX_LINK_HOPS == 40
+    assert paths.resolve_link("l0", _chain(40)) == "end"
+    with pytest.raises(paths.UnsafePath, match="loop"):
+        paths.resolve_link("l0", _chain(41))
+
+
+@pytest.mark.parametrize("name", ["COM0", "com9", "LPT0", "lpt9.txt", "lib/Com5.dll"])
+def test_every_com_and_lpt_port_name_is_reserved_on_windows(name: str) -> None:
+    with pytest.raises(paths.UnsafePath, match="reserved device name"):
+        paths.check_windows_name(name)
+
+
+@pytest.mark.parametrize(("name", "parent"), [("venv", ""), ("a/b", "a"), ("venv/lib/libz.so", "venv/lib")])
+def test_parent_of_a_top_level_name_is_the_root(name: str, parent: str) -> None:
+    assert paths.parent_of(name) == parent
+
+
+def test_a_top_level_link_resolves_from_the_root() -> None:
+    assert paths.resolve_link("python3", {"python3": "venv/bin/python3.11"}) == "venv/bin/python3.11"
+
+
+@pytest.mark.parametrize("part", ["-data", "+x", "#1", "!", ".-x", ",", "$x"])
+def test_a_component_that_sorts_before_dotdot_is_an_ordinary_name(part: str) -> None:
+    """Only ``..`` itself goes up: ``-data`` or ``.-x`` (which sort before it) are folder names."""
+    assert paths.resolve_link("bin/x", {"bin/x": f"{part}/f"}) == f"bin/{part}/f"

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scrollcase.pixi.classify import (
+    TorchBuild,
     accelerator_of_conda_build,
     accelerator_of_wheel,
     classify_torch,
@@ -175,3 +178,42 @@ def test_pypi_torch_releases_and_pytorch_indexes() -> None:
     assert pytorch_index("12.4") == "https://download.pytorch.org/whl/cu124"
     assert pytorch_index("13.0") == "https://download.pytorch.org/whl/cu130"
     assert pytorch_index(None) == "https://download.pytorch.org/whl/cpu"
+
+
+def test_a_pypi_package_named_pytorch_is_not_the_conda_pytorch() -> None:
+    """Names are matched with their kind: PyPI's ``pytorch`` (a stub that refuses to install) beside the
+    real PyPI torch is not a conda pytorch, and a conda ``torch`` is not a PyPI torch wheel."""
+    stub = wheel("pytorch", "1.0.2", "pytorch-1.0.2.tar.gz")
+    torch = wheel("torch", "2.5.1+cu124", "torch-2.5.1%2Bcu124-cp312-cp312-linux_x86_64.whl")
+    found = classify_torch([stub, torch])
+    assert (found.provider, found.accelerator) == ("pypi", "cuda12.4")
+    assert classify_torch([conda("torch", "2.5.1", "cuda126_mkl_py312_h1234567_300")]).provider is None
+
+
+def test_the_first_cuda_runtime_wheel_in_lock_order_names_the_cuda_of_an_untagged_wheel() -> None:
+    torch = wheel("torch", "2.5.1")
+    first, second = wheel("nvidia-cuda-runtime-cu12", "12.4.127"), wheel("nvidia-cuda-runtime-cu11", "11.8.89")
+    assert classify_torch([torch, first, second]).accelerator == "cuda12.4"
+    assert classify_torch([second, torch, first]).accelerator == "cuda11.8"
+
+
+def test_only_pypi_packages_are_cuda_wheels() -> None:
+    """A conda package that happens to carry a wheel's name is not a wheel."""
+    runtime = conda("nvidia-cuda-runtime-cu12", "12.4.127", "h0_0")
+    library = conda("nvidia-cublas-cu12", "12.4.5.8", "h0_0")
+    assert cuda_runtime_wheels([runtime, library]) == []
+    assert cuda_library_wheels([runtime, library]) == []
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "cuda"),
+    [("cuda12.4", "12.4"), ("cuda13.0", "13.0"), ("cpu", None), ("rocm6.1", None), (None, None)],
+)
+def test_only_a_cuda_build_has_a_cuda_version(accelerator: str | None, cuda: str | None) -> None:
+    assert TorchBuild(accelerator=accelerator).cuda_version == cuda
+
+
+def test_a_torch_build_is_a_value_that_cannot_change() -> None:
+    found = classify_torch([wheel("torch", "2.5.1+cpu")])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.accelerator = "cuda12.4"  # type: ignore[misc]

@@ -280,3 +280,33 @@ def test_the_dest_length_check_an_installer_makes_before_downloading() -> None:
         relocate.check_dest_length("/" + "ü" * 98, 196, nothing_done="; nothing was downloaded")
     assert "nothing was downloaded" in caught.value.message and caught.value.exit_code == 5
     assert caught.value.fix == "unpack into a shorter path (at most 196 bytes)"
+
+
+def test_scan_finds_the_prefix_at_every_split_across_a_chunk_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlap between reads is exactly one byte shorter than the prefix: no split point is missed."""
+    monkeypatch.setattr(relocate, "_SCAN_CHUNK", 64)
+    for offset in range(64):
+        (tmp_path / "f").write_bytes(b"a" * offset + P + b"b" * 64)
+        assert scan_prefix_files(tmp_path, BOX_PREFIX_PLACEHOLDER) == [PrefixFile(path="f", mode="text")], offset
+
+
+def test_a_conda_meta_record_that_is_not_json_leaves_the_byte_scan_to_find_its_files(tmp_path: Path) -> None:
+    root = _env(tmp_path / "box")
+    (root / "venv" / "conda-meta" / "broken-1-0.json").write_text('{"paths_data": ')
+    (root / "venv" / "conda-meta" / "list-1-0.json").write_text("[1, 2]")  # JSON, but not a record
+    found = scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER)
+    assert PrefixFile(path="venv/lib/libx.so", mode="binary") in found
+    assert PrefixFile(path="venv/lib/declared.txt", mode="binary") in found
+
+
+def test_a_prefix_exactly_as_long_as_the_placeholder_fits_binary_files() -> None:
+    same = b"/" + b"s" * (len(P) - 1)
+    assert replace_binary(b"x" + P + b"/lib\x00", P, same) == b"x" + same + b"/lib\x00"
+
+
+def test_padding_error_says_how_many_bytes_too_long() -> None:
+    with pytest.raises(PaddingError) as caught:
+        replace_binary(b"x" + P + b"\x00", P, P + b"/more")
+    assert caught.value.args == (5,)

@@ -7,9 +7,12 @@ that nothing appeared outside the work folder.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import itertools
 import os
+import sys
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ import pytest
 import zstandard
 
 from scrollcase.box.archive import pack_tree
-from scrollcase.box.unpack import DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
+from scrollcase.box.unpack import _CREATE_FLAGS, DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
 from scrollcase.errors import IntegrityError, UsageError
 
 Member = tuple[tarfile.TarInfo, bytes | None]
@@ -230,6 +233,24 @@ HOSTILE: dict[str, tuple[Callable[[], list[Member]], str, str]] = {
     "fifo": (lambda: [(_info("p", tarfile.FIFOTYPE), None)], "'p'", "fifo"),
     "duplicate": (lambda: [_file("f", b"1"), _file("f", b"2")], "'f'", "duplicate"),
     "duplicate-dir-file": (lambda: [(_info("d", tarfile.DIRTYPE), None), _file("d", b"2")], "'d'", "duplicate"),
+    # "d" exists as an implicit directory (the parent of d/f): only a directory member may name it again
+    "implicit-dir-then-file": (lambda: [_file("d/f", b"1"), _file("d", b"2")], "'d'", "duplicate"),
+    "implicit-dir-then-symlink": (
+        lambda: [_file("d/f", b"1"), (_info("d", tarfile.SYMTYPE, link="e"), None)],
+        "'d'",
+        "duplicate",
+    ),
+    "file-then-dir": (lambda: [_file("d", b"1"), (_info("d", tarfile.DIRTYPE), None)], "'d'", "duplicate"),
+    "symlink-then-dir": (
+        lambda: [(_info("d", tarfile.SYMTYPE, link="e"), None), (_info("d", tarfile.DIRTYPE), None)],
+        "'d'",
+        "duplicate",
+    ),
+    "hardlink-to-directory": (
+        lambda: [(_info("d", tarfile.DIRTYPE), None), (_info("h", tarfile.LNKTYPE, link="d"), None)],
+        "'h'",
+        "not an earlier regular file",
+    ),
     "file-as-parent": (lambda: [_file("f", b"1"), _file("f/g", b"2")], "f/g", "which is a file"),
 }
 
@@ -340,3 +361,135 @@ def test_absolute_as_given_removes_dots_unless_a_symlink_makes_them_elsewhere(
     assert absolute_as_given(Path("a/./deep/../box")) == tmp_path / "a" / "box"
     # link/.. is tmp_path/a (the OS follows the link first), not tmp_path: the parent is resolved
     assert absolute_as_given(Path("link/../box")) == tmp_path.resolve() / "a" / "box"
+
+
+def test_a_small_archive_may_exceed_the_compression_ratio(work: Path) -> None:
+    """Below DEFAULT_LIMITS.ratio_floor (64 MiB unpacked) the ratio is not held against an archive: a
+    megabyte of zeros (ratio ~ 10,000) is headers-of-empty-files territory, not a bomb."""
+    assert DEFAULT_LIMITS.ratio_floor == 64 << 20
+    c = craft(work, [_file("zeros", bytes(1 << 20))])
+    assert c.size * DEFAULT_LIMITS.max_ratio < 1 << 20
+    result = unpack(c, work / "dest")
+    assert (work / "dest" / "zeros").stat().st_size == 1 << 20 and result.files == 1
+
+
+def test_the_default_limits_are_the_documented_ones() -> None:
+    """docs/archive.md ("bombs"): 1,000,000 members, 512 GiB, 200x the archive's size once past 64 MiB;
+    Windows rules on Windows only, case-insensitive names on Windows and macOS."""
+    assert (DEFAULT_LIMITS.max_members, DEFAULT_LIMITS.max_total_bytes) == (1_000_000, 512 << 30)
+    assert (DEFAULT_LIMITS.max_ratio, DEFAULT_LIMITS.ratio_floor) == (200.0, 64 << 20)
+    assert DEFAULT_LIMITS.windows_names is (sys.platform == "win32")
+    assert DEFAULT_LIMITS.case_insensitive is (sys.platform in ("win32", "darwin"))
+
+
+def test_files_are_created_exclusively_and_never_through_a_link() -> None:
+    """The second line of defence behind the in-memory checks: O_EXCL (and O_NOFOLLOW where it exists)."""
+    assert _CREATE_FLAGS & os.O_EXCL and _CREATE_FLAGS & os.O_CREAT and _CREATE_FLAGS & os.O_WRONLY
+    assert _CREATE_FLAGS & getattr(os, "O_NOFOLLOW", 0) == getattr(os, "O_NOFOLLOW", 0)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows names are refused there by default")
+def test_windows_device_names_are_fine_elsewhere_by_default(work: Path) -> None:
+    c = craft(work, [_file("venv/Lib/aux.py", b"1")])
+    unpack(c, work / "dest")
+    assert (work / "dest" / "venv" / "Lib" / "aux.py").read_bytes() == b"1"
+
+
+def test_a_case_collision_is_refused_whichever_name_comes_first(work: Path) -> None:
+    c = craft(work, [_file("lib/A.py", b"1"), _file("Lib/a.py", b"2")])
+    assert_rejected(c, work, "Lib/a.py", "collides with lib/A.py", limits=Limits(case_insensitive=True))
+
+
+def test_data_a_directory_member_carries_is_skipped(work: Path) -> None:
+    """Some tar writers give a directory a size; its data is stepped over, padding included."""
+    members = [(_info("d", tarfile.DIRTYPE, size=700), b"x" * 700), _file("d/f", b"after the directory's data")]
+    c = craft(work, members)
+    unpack(c, work / "dest")
+    assert (work / "dest" / "d" / "f").read_bytes() == b"after the directory's data"
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_a_link_member_that_carries_data_is_refused(work: Path, kind: str) -> None:
+    link = _info("l", tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE, size=5, link="f")
+    c = craft(work, [_file("f", b"1"), (link, b"extra")])
+    assert_rejected(c, work, "'l'", f"{kind} member carries data")
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [(0o644, 0o644), (0o600, 0o644), (0o700, 0o755), (0o4711, 0o755), (0o645, 0o755), (0o654, 0o755)],
+)
+def test_a_file_is_unpacked_0755_if_any_execute_bit_is_set_else_0644(work: Path, mode: int, expected: int) -> None:
+    c = craft(work, [_file("f", b"1", mode)])
+    unpack(c, work / "dest")
+    if os.name != "nt":
+        assert (work / "dest" / "f").stat().st_mode & 0o7777 == expected
+
+
+def test_a_pax_size_that_is_not_a_number_is_refused(work: Path) -> None:
+    info = _info("f", size=1)
+    info.pax_headers = {"size": "one"}
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(info, io.BytesIO(b"1"))
+    c = _write(work, zstandard.ZstdCompressor(level=3).compress(raw.getvalue()))
+    assert_rejected(c, work, "bad pax size record")
+
+
+def test_an_archive_split_over_several_zstd_frames_unpacks(work: Path) -> None:
+    """scrollcase packs one frame per unit; the decompressor reads across every frame boundary."""
+    tar = _tar_bytes([_file("a", os.urandom(3000)), _file("b", b"second")])
+    cut = [0, 700, 1900, len(tar)]
+    frames = b"".join(zstandard.ZstdCompressor(level=3).compress(tar[i:j]) for i, j in itertools.pairwise(cut))
+    c = _write(work, frames)
+    result = unpack(c, work / "dest")
+    assert (work / "dest" / "b").read_bytes() == b"second" and result.files == 2
+
+
+def test_nothing_is_relocated_without_a_box_json_or_its_relocation_entry(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    assert unpack(c, work / "plain").relocated_files == 0
+    c = craft(work, [_file("box.json", b'{"boxId": "b"}')])
+    assert unpack(c, work / "no-relocation").relocated_files == 0
+
+
+def test_the_size_budget_counts_each_member_with_its_header(work: Path) -> None:
+    """Each member declares its size plus a 512-byte header; a budget met exactly is not exceeded."""
+    c = craft(work, [_file(name, bytes(512)) for name in "abc"])  # 3 x (512 + 512) = 3072 declared
+    assert_rejected(c, work, "'c'", "would exceed 3071 bytes", limits=Limits(max_total_bytes=3071))
+    assert unpack(c, work / "exact", Limits(max_total_bytes=3072)).files == 3
+
+
+def test_past_the_floor_the_budget_is_the_ratio_times_the_archive_size(work: Path) -> None:
+    c = craft(work, [_file("noise", os.urandom(2 << 20))])  # incompressible: ratio ~1
+    assert unpack(c, work / "dest", Limits(max_ratio=10, ratio_floor=1 << 20)).files == 1
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_directories_are_created_0755(work: Path) -> None:
+    c = craft(work, [(_info("d", tarfile.DIRTYPE, mode=0o700), None), _file("d/f", b"1"), _file("implicit/f", b"2")])
+    unpack(c, work / "dest")
+    assert (work / "dest" / "d").stat().st_mode & 0o777 == 0o755 & ~_umask()
+    assert (work / "dest" / "implicit").stat().st_mode & 0o777 == 0o755 & ~_umask()
+
+
+def test_limits_and_results_are_values_that_cannot_change(work: Path) -> None:
+    result = unpack(craft(work, [_file("f", b"1")]), work / "dest")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.files = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULT_LIMITS.max_members = 2  # type: ignore[misc]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_dest_name_of_exactly_255_bytes_is_fine_and_256_is_refused(work: Path) -> None:
+    """NAME_MAX (255 bytes, ext4 and most filesystems): the limit itself is a valid name."""
+    c = craft(work, [_file("f", b"1")])
+    assert unpack(c, work / ("d" * 255)).files == 1
+    with pytest.raises(UsageError, match="longer than 255 bytes"):
+        unpack(c, work / ("e" * 256))
