@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.box import verify
+from scrollcase.box.agreement import shown
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.frames import frame_table
@@ -200,7 +201,12 @@ def test_each_identity_field_must_match_the_manifest(tmp_path: Path, key: str, v
     _tree(root, edited)  # the interpreter the edited box names exists too
     problems = verify.layout_problems(root, edited, manifest, windows=False)
     assert [(p.message, p.file, p.key, p.value) for p in problems] == [
-        ("box.json and the release manifest disagree", "box.json", key, f"{value!r} vs {getattr(manifest, key)!r}")
+        (
+            "box.json and the release manifest disagree",
+            "box.json",
+            key,
+            f"{value!r} vs {shown(getattr(manifest, key))!r}",
+        )
     ]
 
 
