@@ -23,7 +23,6 @@ import json
 import os
 import stat
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -109,7 +108,6 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
 
 
 SMALL_UNIT = 4 << 20  # units up to this many tar bytes are compressed whole, several at once in threads
-_IN_FLIGHT = 32  # small units compressed ahead of the writer (bounds memory: 32 x SMALL_UNIT)
 
 
 @dataclass
@@ -221,7 +219,6 @@ class _Writer:
     threads: int
     pool: ThreadPoolExecutor
     cache: PackCache | None = None
-    pending: deque[tuple[str, int, Future[bytes], str | None]] = field(default_factory=deque)
     files: int = 0
     streaming: zstandard.ZstdCompressor | None = None
 
@@ -234,15 +231,9 @@ class _Writer:
             self._reuse(unit.name, size, cached, key)
         elif size <= SMALL_UNIT:
             data = self._tar_bytes(unit, size)
-            self._queue(unit.name, size, self.pool.submit(_compress_small, data, self.level), key)
+            self.sink.frame(self.pool.submit(_compress_small, data, self.level), unit.name, size, self._keep(key))
         else:
-            self.flush()
             self._stream(unit, size, key)
-
-    def _queue(self, name: str, size: int, frame: Future[bytes], key: str | None) -> None:
-        self.pending.append((name, size, frame, key))
-        if len(self.pending) >= _IN_FLIGHT:
-            self._emit_oldest()
 
     def _reuse(self, name: str, size: int, path: Path, key: str) -> None:
         """A frame from the cache: the bytes a fresh pack of this unit would write (a big one is not
@@ -252,9 +243,8 @@ class _Writer:
         if path.stat().st_size <= SMALL_UNIT:
             done: Future[bytes] = Future()
             done.set_result(path.read_bytes())
-            self._queue(name, size, done, None)
+            self.sink.frame(done, name, size, self._keep(None))
             return
-        self.flush()
         self.sink.begin_frame(known=self.cache.digests.get(key))
         with path.open("rb") as frame:
             while data := frame.read(CHUNK):
@@ -262,7 +252,8 @@ class _Writer:
         self.sink.end_frame(name, size)
 
     def _stream(self, unit: Unit, size: int, key: str | None) -> None:
-        """A big unit through zstd's own worker threads, the frame copied into the cache on its way."""
+        """A big unit through zstd's own worker threads, the frame copied into the cache on its way.  The
+        frames of the small units before it are still being compressed: the sink writes them first."""
         with self.cache.writing(key) if self.cache and key else contextlib.nullcontext() as tee:
             self.sink.begin_frame(tee=tee)
             with self._compressor().stream_writer(
@@ -290,23 +281,22 @@ class _Writer:
             return None
         return lambda record: cache.remember(key, record.sha256)
 
+    def _keep(self, key: str | None) -> Callable[[FrameRecord, bytes], None]:
+        """What puts a small unit's frame into the pack cache once the sink has written it."""
+        cache = self.cache
+
+        def keep(record: FrameRecord, frame: bytes) -> None:
+            if cache is not None and key is not None:
+                cache.misses += 1
+                cache.put(key, frame)
+                cache.remember(key, record.sha256)
+
+        return keep
+
     def end(self) -> None:
         """The end-of-archive blocks, a frame of their own (every unit's frame stays position-free)."""
-        self._queue("end", len(END_OF_ARCHIVE), self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level), None)
-        self.flush()
-
-    def flush(self) -> None:
-        while self.pending:
-            self._emit_oldest()
-
-    def _emit_oldest(self) -> None:
-        name, size, future, key = self.pending.popleft()
-        frame = future.result()
-        self.sink.write(frame)
-        self.sink.end_frame(name, size, self._remember(key))
-        if self.cache is not None and key is not None:
-            self.cache.misses += 1
-            self.cache.put(key, frame)
+        end = self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level)
+        self.sink.frame(end, "end", len(END_OF_ARCHIVE), self._keep(None))
 
     def _tar_bytes(self, unit: Unit, size: int) -> bytes:
         collect = _Collect()

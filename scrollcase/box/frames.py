@@ -13,6 +13,7 @@ import hashlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TypeAlias
@@ -68,7 +69,7 @@ class FrameSink:
     an error on the thread (a full disk) is raised by the next call, and by :meth:`close`.
     """
 
-    def __init__(self, out: BinaryIO, depth: int = 8) -> None:  # 8 writes: 8 MiB, at most 32 (small frames)
+    def __init__(self, out: BinaryIO, depth: int = 8) -> None:  # 8 writes or small frames: at most ~48 MiB
         self.out = out
         self.sha = hashlib.sha256()
         self.size = 0
@@ -98,6 +99,13 @@ class FrameSink:
     ) -> None:
         """Close the frame written since the last call; ``on_record`` gets its row of the frame table."""
         self._put(("end", name, uncompressed_size, on_record))
+
+    def frame(
+        self, data: Future[bytes], name: str, uncompressed_size: int, on_frame: Callable[[FrameRecord, bytes], None]
+    ) -> None:
+        """A whole frame still being compressed (on a pool thread): written in its place once it is done,
+        so the packer goes on reading files meanwhile; ``on_frame`` gets its row and its bytes."""
+        self._put(("frame", data, name, uncompressed_size, on_frame))
 
     def wait(self) -> None:
         """Until every byte given so far is hashed and written (before a tee file is closed)."""
@@ -142,6 +150,10 @@ class FrameSink:
             if self._tee is not None:
                 self._tee.write(data)
             self.out.write(data)
+        elif item[0] == "frame":
+            data = item[1].result()
+            self._handle(("data", data))
+            self._handle(("end", item[2], item[3], lambda record: item[4](record, data)))
         elif item[0] == "begin":
             self._known, self._tee = item[1], item[2]
         elif item[0] == "end":
