@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.s3servers import S3Server, moto, new_bucket, seaweedfs
+from tests.support.s3servers import S3Server, drop_bucket, moto, new_bucket, seaweedfs
 
 
 @pytest.fixture(scope="session")
@@ -26,13 +26,17 @@ def moto_s3() -> Iterator[S3Server]:
 
 
 @pytest.fixture
-def weed_bucket(weed: S3Server) -> str:
-    return new_bucket(weed)
+def weed_bucket(weed: S3Server) -> Iterator[str]:
+    name = new_bucket(weed)
+    yield name
+    drop_bucket(weed, name)  # SeaweedFS's volumes are few: a bucket kept is a bucket fewer for later tests
 
 
 @pytest.fixture
-def moto_bucket(moto_s3: S3Server) -> str:
-    return new_bucket(moto_s3)
+def moto_bucket(moto_s3: S3Server) -> Iterator[str]:
+    name = new_bucket(moto_s3)
+    yield name
+    drop_bucket(moto_s3, name)
 
 
 @pytest.fixture(scope="session")

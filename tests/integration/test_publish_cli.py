@@ -13,7 +13,7 @@ import pytest
 from scrollcase.box.release import dump_release
 from scrollcase.store.index import parse_index
 from tests.support.releases import write_release
-from tests.support.s3servers import S3Server, new_bucket, s3_client
+from tests.support.s3servers import S3Server, s3_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -126,8 +126,8 @@ def test_help_documents_the_options(tmp_path: Path) -> None:
         assert option in done.stdout
 
 
-def test_publish_to_s3_with_standard_credentials(weed: S3Server, tmp_path: Path) -> None:
-    bucket = new_bucket(weed)
+def test_publish_to_s3_with_standard_credentials(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
+    bucket = weed_bucket
     release = write_release(tmp_path / "dist", size=10_000)
     env = {
         "AWS_ACCESS_KEY_ID": weed.access_key,

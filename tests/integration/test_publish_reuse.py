@@ -10,6 +10,7 @@ import hashlib
 import json
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from scrollcase.store.s3 import S3Store, composite_checksum
 from tests.support.framedreleases import BOX, new_frame_bytes, write_framed_release
 from tests.support.refusing_proxy import refusing_part_copies
 from tests.support.releases import SyntheticRelease
-from tests.support.s3servers import S3Server, new_bucket, s3_client
+from tests.support.s3servers import S3Server, drop_bucket, new_bucket, s3_client
 
 PART = 5 * 1024 * 1024
 
@@ -149,8 +150,10 @@ class PartTraffic:
 # Every SeaweedFS bucket takes volumes of its own and the session's server has a fixed number: the tests
 # here share one bucket per server, each under its own prefix ("bucket/prefix" below).
 @pytest.fixture(scope="module")
-def shared_weed_bucket(weed: S3Server) -> str:
-    return new_bucket(weed)
+def shared_weed_bucket(weed: S3Server) -> Iterator[str]:
+    name = new_bucket(weed)
+    yield name
+    drop_bucket(weed, name)
 
 
 @pytest.fixture

@@ -228,3 +228,17 @@ def new_bucket(server: S3Server) -> str:
     name = f"bucket-{uuid.uuid4().hex[:12]}"  # unique even if this module is imported twice
     s3_client(server).create_bucket(Bucket=name)
     return name
+
+
+def drop_bucket(server: S3Server, name: str) -> None:
+    """Empty and delete a test's bucket.  SeaweedFS gives every bucket volumes of its own and has a fixed
+    number: a session that keeps its buckets runs out after about 14, and later writes fail with
+    InternalError.  Best effort: a test that broke the server has already failed on its own."""
+    client = s3_client(server)
+    with contextlib.suppress(Exception):
+        for upload in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
+            client.abort_multipart_upload(Bucket=name, Key=upload["Key"], UploadId=upload["UploadId"])
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+            for item in page.get("Contents", []):
+                client.delete_object(Bucket=name, Key=item["Key"])
+        client.delete_bucket(Bucket=name)
