@@ -137,7 +137,13 @@ def _terminate_like_interrupt() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
         return lambda: None
 
+    fired = False
+
     def on_term(signum: int, frame: FrameType | None) -> None:
+        nonlocal fired
+        if fired:  # the clean-up the first one started is running: a repeat must not cut it short
+            return
+        fired = True
         raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, on_term)

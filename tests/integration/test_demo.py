@@ -30,6 +30,10 @@ DEMO_ARCHIVE_SHA256: dict[tuple[str, str, str, str], str] = {
     ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip b9a7d38e15aedc8d"): (
         "9e8870b2bcb6e36d7407f9a52c172aa5157e74dd618102161c9b4c9722c8f692"
     ),
+    # .ci/run's venv on 2026-12-01 (a newer pip wrote numpy's RECORD differently)
+    ("3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]", "2.4.6", "x86_64", "pip f78db2522699e0e6"): (
+        "5572234840465ed953cb76f296611d795fae37e1047d554c0eead18e9822e3d0"
+    ),
 }
 
 

@@ -105,3 +105,20 @@ def test_command_args_are_built_from_the_namespace_frozen() -> None:
     assert args == ValidateArgs(paths=("a", "b"), recipes_root=Path("r"))
     with pytest.raises(dataclasses.FrozenInstanceError):
         args.paths = ()  # type: ignore[misc]
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGTERM") or sys.platform == "win32", reason="POSIX signals")
+def test_a_repeated_sigterm_does_not_cut_the_clean_up_short() -> None:
+    """The first SIGTERM raises (the clean-up runs as for Ctrl-C); more of them while it runs are ignored:
+    an unpack's reader thread can report bytes, and a supervisor can signal, more than once."""
+    import os
+    import signal
+
+    restore = cli._terminate_like_interrupt()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)  # during the clean-up: nothing raised
+        sum(range(1000))
+    finally:
+        restore()
