@@ -51,7 +51,7 @@ class PackResult:
     files: int  # regular files (directories and symlinks are counted in ``entries``)
     entries: int
     uncompressed_bytes: int  # length of the tar stream
-    frames: tuple[FrameRecord, ...] = ()  # the archive's frames, in order (see box/framepack.py)
+    frames: tuple[FrameRecord, ...] = ()  # the archive's frames, in order (see box/frames.py)
 
 
 def normalised_mode(kind: str, st_mode: int) -> int:
@@ -176,7 +176,7 @@ def _asset_dir(root: Path) -> str:
 
 
 def unit_tar_size(unit: Unit) -> int:
-    """The tar bytes of a unit, from its planned members (headers are built to measure them)."""
+    """The tar bytes of a unit, from its planned members (each header measured by header_size)."""
     total = 0
     for m in unit.members:
         total += header_size(m.name, kind=m.kind, size=m.size, link=m.link)
