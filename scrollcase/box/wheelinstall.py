@@ -473,7 +473,8 @@ _PARALLEL_FOLDERS = 8  # folders of one depth worth handing to threads
 
 
 def _depth(folder: str) -> int:
-    return folder.count(os.sep)
+    """How deep a folder lies; a target joined on Windows mixes ``\\`` and ``/``, and both separate."""
+    return folder.count(os.sep) + (folder.count(os.altsep) if os.altsep else 0)
 
 
 def _copy(stream: BinaryIO, member: CheckedMember | None, out: BinaryIO) -> tuple[str, int]:

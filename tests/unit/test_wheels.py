@@ -380,3 +380,14 @@ def test_member_ends_refuse_overlapping_members(tmp_path: Path) -> None:
         b.header_offset = a.header_offset  # a central directory that points two names at one body
         with pytest.raises(zipfile.BadZipFile, match="Overlapped"):
             wheelzip.MemberReader(fp, a, wheelzip.member_ends([a, b], 999)[0], chunk=64)
+
+
+def test_folder_depth_counts_both_separators_of_a_windows_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replayed layout's targets are joined onto the env with "/" inside: on Windows a parent and its
+    child must still be made a depth apart, parent first."""
+    from scrollcase.box import wheelinstall
+
+    monkeypatch.setattr(wheelinstall.os, "sep", "\\")
+    monkeypatch.setattr(wheelinstall.os, "altsep", "/")
+    assert wheelinstall._depth("C:\\box\\venv\\Lib") == 3
+    assert wheelinstall._depth("C:\\box\\venv\\Lib/site-packages") == 4
