@@ -24,7 +24,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -33,7 +33,7 @@ import zstandard
 
 from scrollcase.box.frames import FrameRecord, FrameSink
 from scrollcase.box.packcache import PackCache
-from scrollcase.box.tarbuffer import CHUNK, TarBuffer
+from scrollcase.box.tarbuffer import TarBuffer
 from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header, header_size
 from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, open_file
 from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
@@ -236,20 +236,12 @@ class _Writer:
             self._stream(unit, size, key)
 
     def _reuse(self, name: str, size: int, path: Path, key: str) -> None:
-        """A frame from the cache: the bytes a fresh pack of this unit would write (a big one is not
-        hashed again: its sha256 was recorded when it was cached; the archive's own sha256 covers it)."""
+        """A frame from the cache: the bytes a fresh pack of this unit would write, copied by the sink (not
+        hashed again when its sha256 was recorded as it was cached; the archive's own sha256 covers it)."""
         assert self.cache is not None
         self.cache.hits += 1
-        if path.stat().st_size <= SMALL_UNIT:
-            done: Future[bytes] = Future()
-            done.set_result(path.read_bytes())
-            self.sink.frame(done, name, size, self._keep(None))
-            return
-        self.sink.begin_frame(known=self.cache.digests.get(key))
-        with path.open("rb") as frame:
-            while data := frame.read(CHUNK):
-                self.sink.write(data)
-        self.sink.end_frame(name, size)
+        known = self.cache.digests.get(key)
+        self.sink.copy_frame(path, name, size, known=known, on_record=None if known else self._remember(key))
 
     def _stream(self, unit: Unit, size: int, key: str | None) -> None:
         """A big unit through zstd's own worker threads, the frame copied into the cache on its way.  The

@@ -24,9 +24,10 @@ from scrollcase.errors import IntegrityError
 
 _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
-_Item: TypeAlias = tuple[
-    Any, ...
-]  # ("data", bytes) | ("begin", known, tee) | ("end", name, size, on_record) | ("stop",)
+_Item: TypeAlias = tuple[Any, ...]  # ("data", bytes) | ("begin", known, tee) | ("end", ...) | ("frame", ...) | ...
+_Write: TypeAlias = tuple[bytes | memoryview, BinaryIO | None, bytearray | None]  # data, tee, buffer to hand back
+_COPY_CHUNK = 4 << 20  # a cached frame is copied through _COPY_BUFFERS reused buffers of this size
+_COPY_BUFFERS = 4
 
 
 class FrameLike(Protocol):
@@ -63,10 +64,13 @@ def frame_table(records: Sequence[FrameRecord]) -> list[ArchiveFrame] | None:
 class FrameSink:
     """The archive file the packer writes: hashes the whole and each frame as the bytes go to disk.
 
-    Hashing (twice: the archive and each frame) and writing run on a thread of their own, fed through a
-    bounded queue: ``hashlib`` and file writes release the GIL, so they overlap with reading files and
-    feeding zstd instead of stalling zstd's workers between calls.  Every call keeps the stream's order;
-    an error on the thread (a full disk) is raised by the next call, and by :meth:`close`.
+    Hashing (the archive, and each frame whose digest is not known yet) runs on a thread of its own and
+    writing on another, fed through bounded queues: ``hashlib`` and file writes release the GIL, so they
+    overlap with each other and with reading files and feeding zstd, instead of stalling zstd's workers
+    between calls.  A frame reused from the pack cache is copied by the sink itself through a few reused
+    buffers (:meth:`copy_frame`), so a rebuild reads, hashes and writes each of its bytes once.  Every call
+    keeps the stream's order; an error on either thread (a full disk) is raised by the next call, and by
+    :meth:`close`.
     """
 
     def __init__(self, out: BinaryIO, depth: int = 8) -> None:  # 8 writes or small frames: at most ~48 MiB
@@ -75,12 +79,18 @@ class FrameSink:
         self.size = 0
         self.frames: list[FrameRecord] = []
         self._queue: queue.Queue[_Item] = queue.Queue(depth)
+        self._writes: queue.Queue[_Write | None] = queue.Queue(depth)
+        self._buffers: queue.Queue[bytearray] = queue.Queue()
+        for _ in range(_COPY_BUFFERS):
+            self._buffers.put(bytearray(_COPY_CHUNK))
         self._error: BaseException | None = None
         self._frame = hashlib.sha256()
         self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
         self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
+        self._writer = threading.Thread(target=self._write_all, name="scrollcase-pack-write", daemon=True)
         self._thread = threading.Thread(target=self._run, name="scrollcase-pack-sink", daemon=True)
+        self._writer.start()
         self._thread.start()
 
     def write(self, data: bytes | memoryview) -> int:
@@ -107,15 +117,29 @@ class FrameSink:
         so the packer goes on reading files meanwhile; ``on_frame`` gets its row and its bytes."""
         self._put(("frame", data, name, uncompressed_size, on_frame))
 
+    def copy_frame(
+        self,
+        source: Path,
+        name: str,
+        uncompressed_size: int,
+        *,
+        known: str | None = None,
+        on_record: Callable[[FrameRecord], None] | None = None,
+    ) -> None:
+        """A whole frame from a file (the pack cache), copied in its place by the sink's threads."""
+        self._put(("copy", source, name, uncompressed_size, known, on_record))
+
     def wait(self) -> None:
         """Until every byte given so far is hashed and written (before a tee file is closed)."""
         self._queue.join()
+        self._writes.join()
         self._raise()
 
     def close(self, *, quiet: bool = False) -> None:
-        """Stop the thread once it has written everything; raise its error unless ``quiet``."""
+        """Stop the threads once everything is written; raise their error unless ``quiet``."""
         self._queue.put(("stop",))
         self._thread.join()
+        self._writer.join()
         if not quiet:
             self._raise()
 
@@ -128,42 +152,84 @@ class FrameSink:
             raise self._error
 
     def _run(self) -> None:
+        try:
+            while True:
+                item = self._queue.get()
+                try:
+                    if item[0] == "stop":
+                        return
+                    if self._error is None:  # after an error the queue is still drained, so no put() blocks
+                        self._handle(item)
+                except BaseException as exc:  # handed to the packer's thread by the next call
+                    self._error = exc
+                finally:
+                    self._queue.task_done()
+        finally:
+            self._writes.put(None)
+
+    def _write_all(self) -> None:
+        """The writer thread: every write in order; after an error it only hands the buffers back."""
         while True:
-            item = self._queue.get()
+            item = self._writes.get()
             try:
-                if item[0] == "stop":
+                if item is None:
                     return
-                if self._error is None:  # after an error the queue is still drained, so no put() blocks
-                    self._handle(item)
-            except BaseException as exc:  # handed to the packer's thread by the next call
-                self._error = exc
+                data, tee, buffer = item
+                try:
+                    if self._error is None:
+                        if tee is not None:
+                            tee.write(data)
+                        self.out.write(data)
+                except BaseException as exc:
+                    self._error = exc
+                finally:
+                    if buffer is not None:
+                        self._buffers.put(buffer)
             finally:
-                self._queue.task_done()
+                self._writes.task_done()
+
+    def _data(self, data: bytes | memoryview, buffer: bytearray | None = None) -> None:
+        self.sha.update(data)
+        if self._known is None:
+            self._frame.update(data)
+        self.size += len(data)
+        self._writes.put((data, self._tee, buffer))
 
     def _handle(self, item: _Item) -> None:
-        if item[0] == "data":
-            data = item[1]
-            self.sha.update(data)
-            if self._known is None:
-                self._frame.update(data)
-            self.size += len(data)
-            if self._tee is not None:
-                self._tee.write(data)
-            self.out.write(data)
-        elif item[0] == "frame":
+        kind = item[0]
+        if kind == "data":
+            self._data(item[1])
+        elif kind == "frame":
             data = item[1].result()
-            self._handle(("data", data))
-            self._handle(("end", item[2], item[3], lambda record: item[4](record, data)))
-        elif item[0] == "begin":
+            self._data(data)
+            self._end(item[2], item[3], lambda record: item[4](record, data))
+        elif kind == "copy":
+            self._known, self._tee = item[4], None
+            self._copy(item[1])
+            self._end(item[2], item[3], item[5])
+        elif kind == "begin":
             self._known, self._tee = item[1], item[2]
-        elif item[0] == "end":
-            record = FrameRecord(
-                item[1], self._start, self.size - self._start, item[2], self._known or self._frame.hexdigest()
-            )
-            self.frames.append(record)
-            self._known, self._tee, self._frame, self._start = None, None, hashlib.sha256(), self.size
-            if item[3] is not None:
-                item[3](record)
+        elif kind == "end":
+            self._end(item[1], item[2], item[3])
+
+    def _copy(self, source: Path) -> None:
+        with source.open("rb", buffering=0) as raw:
+            while self._error is None:  # the writer's error: stop reading
+                buffer = self._buffers.get()
+                got = raw.readinto(buffer)
+                if not got:
+                    self._buffers.put(buffer)
+                    return
+                self._data(memoryview(buffer)[:got], buffer)
+
+    def _end(self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None) -> None:
+        record = FrameRecord(
+            name, self._start, self.size - self._start, uncompressed_size, self._known or self._frame.hexdigest()
+        )
+        self.frames.append(record)
+        self._known, self._tee, self._frame, self._start = None, None, hashlib.sha256(), self.size
+        if on_record is not None:
+            on_record(record)
 
 
 def table_problems(frames: Sequence[FrameLike], archive_size: int) -> list[str]:

@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,16 +71,16 @@ class PackCache:
         return digest
 
     def unit_key(self, unit: Unit, level: int, paths: Mapping[str, str], stats: Mapping[str, os.stat_result]) -> str:
-        key = hashlib.sha256(f"{FORMAT}\0{level}\0".encode())
+        lines = [f"{FORMAT}\0{level}\0"]
         for m in unit.members:
             digest = ""
             mode = 0
             if m.kind == "file":
                 st = stats[m.name]
                 digest = self.file_digest(paths[m.name], st)
-                mode = 0o755 if stat.S_IMODE(st.st_mode) & 0o111 else 0o644
-            key.update(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n".encode())
-        return key.hexdigest()
+                mode = 0o755 if st.st_mode & 0o111 else 0o644
+            lines.append(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n")
+        return hashlib.sha256("".join(lines).encode()).hexdigest()
 
     def get(self, key: str, size: int | None = None) -> Path | None:
         path = self.path_for(key)

@@ -173,3 +173,39 @@ def test_pack_tree_on_a_full_disk_raises_enospc_and_leaves_no_archive(
         archive.pack_tree(tree, out)
     assert raised.value.errno == errno.ENOSPC
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]
+
+
+def test_a_copied_frame_is_hashed_unless_its_digest_is_known(tmp_path: Path) -> None:
+    """copy_frame (a rebuild's reused frames): the bytes land in place, through buffers smaller than the file."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_bytes(os.urandom(9 << 20))  # more than two of the sink's copy buffers
+    second.write_bytes(b"frame two")
+    out = io.BytesIO()
+    sink = FrameSink(out, depth=2)
+    recorded: list[str] = []
+    sink.write(b"head")
+    sink.end_frame("head", 4)
+    sink.copy_frame(first, "first", 123, on_record=lambda record: recorded.append(record.sha256))
+    sink.copy_frame(second, "second", 45, known="f" * 64)
+    sink.close()
+    data = out.getvalue()
+    assert data == b"head" + first.read_bytes() + second.read_bytes()
+    assert sink.sha.hexdigest() == hashlib.sha256(data).hexdigest()
+    rows = [(f.name, f.offset, f.size, f.uncompressed_size, f.sha256) for f in sink.frames]
+    assert rows == [
+        ("head", 0, 4, 4, hashlib.sha256(b"head").hexdigest()),
+        ("first", 4, 9 << 20, 123, hashlib.sha256(first.read_bytes()).hexdigest()),
+        ("second", 4 + (9 << 20), 9, 45, "f" * 64),  # known: trusted, not hashed again
+    ]
+    assert recorded == [rows[1][4]]
+
+
+def test_a_full_disk_while_copying_a_frame_is_raised_and_never_hangs(tmp_path: Path) -> None:
+    frame = tmp_path / "frame"
+    frame.write_bytes(os.urandom(20 << 20))  # five buffers: the copy must not wait for one the writer kept
+    sink = FrameSink(_FullDisk(room=1 << 20), depth=1)
+    with pytest.raises(OSError) as raised:
+        for _ in range(3):
+            sink.copy_frame(frame, "frame", 1)
+        sink.close()
+    assert raised.value.errno == errno.ENOSPC

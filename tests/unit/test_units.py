@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import posixpath
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from scrollcase.box.units import Member, conda_claims, group_units, record_claims
 
 
@@ -59,3 +64,17 @@ def test_first_claim_wins_and_record_paths_are_resolved() -> None:
 
 def test_a_broken_conda_record_claims_only_itself() -> None:
     assert conda_claims("e/conda-meta/x.json", "e", b"not json") == ["e/conda-meta/x.json"]
+
+
+_PARTS = st.sampled_from(["a", "b.py", ".", "..", "", ".x", "x.", "...", "dist-info"])
+
+
+@given(
+    base=st.sampled_from(["", "a", "venv/lib/python3.11/site-packages"]),
+    name=st.lists(_PARTS, min_size=1, max_size=6).map("/".join).filter(bool),
+)
+def test_a_record_row_resolves_as_normpath_of_the_join(base: str, name: str) -> None:
+    """The fast path for plain rows must agree with posixpath on every row, odd ones included."""
+    record = f"{base}/pkg-1.0.dist-info/RECORD" if base else "pkg-1.0.dist-info/RECORD"
+    claimed = record_claims(record, f"{name},sha256=x,1\n".encode())
+    assert claimed == [record, posixpath.normpath(posixpath.join(base, name))]
