@@ -130,8 +130,30 @@ def _extract_with(reader: str, archive_path: Path, dest: Path) -> None:
         zstd = subprocess.Popen(["zstd", "-dc", str(archive_path)], stdout=subprocess.PIPE)
         subprocess.run(["tar", "-xf", "-", "-C", str(dest)], stdin=zstd.stdout, check=True)
         assert zstd.wait() == 0
+    elif reader == "libarchive":
+        _extract_with_libarchive(archive_path, dest)
     else:
         subprocess.run([reader, "-xf", str(archive_path), "-C", str(dest)], check=True)
+
+
+def _libarchive_missing() -> str | None:
+    try:
+        import libarchive  # noqa: F401 - libarchive-c loads the system's libarchive through ctypes
+    except (ImportError, OSError) as exc:
+        return f"no libarchive here: {exc}"
+    return None
+
+
+def _extract_with_libarchive(archive_path: Path, dest: Path) -> None:
+    """What bsdtar does with ``-xpf``: libarchive itself reads the archive (its own zstd reader and tar parser)."""
+    import libarchive.extract
+
+    here = Path.cwd()
+    os.chdir(dest)  # libarchive extracts into the working directory
+    try:
+        libarchive.extract_file(str(archive_path), flags=libarchive.extract.EXTRACT_PERM)
+    finally:
+        os.chdir(here)
 
 
 READERS = [
@@ -143,6 +165,11 @@ READERS = [
     ),
     pytest.param(
         "bsdtar", id="bsdtar", marks=pytest.mark.skipif(shutil.which("bsdtar") is None, reason="no bsdtar here")
+    ),
+    pytest.param(  # bsdtar's own library, where the bsdtar command is not installed (this project's CI)
+        "libarchive",
+        id="libarchive",
+        marks=pytest.mark.skipif(_libarchive_missing() is not None, reason=str(_libarchive_missing())),
     ),
 ]
 
