@@ -131,14 +131,22 @@ def numpy_package(subdir: str, distribution: str = "numpy") -> PackageSpec:
     short, _ = python_version_info()
     site = f"lib/python{short}/site-packages"
     files: list[PackageFile] = []
+    kept: list[PurePosixPath] = []
+    record: PurePosixPath | None = None
     for entry in sorted(dist.files or [], key=str):
         rel = PurePosixPath(entry.as_posix())
         if rel.parts[0] == ".." or "__pycache__" in rel.parts or "tests" in rel.parts or rel.suffix in _BYTECODE:
             continue  # console scripts (outside site-packages) embed host paths; tests are bulk
+        if rel.name == "RECORD" and rel.parent.name.endswith(".dist-info"):
+            record = rel
+            continue
         path = Path(str(entry.locate()))
         if path.is_file():
             mode = 0o755 if path.suffix == ".so" or ".so." in path.name else 0o644
             files.append(PackageFile(f"{site}/{rel}", path.read_bytes(), mode))
+            kept.append(rel)
+    if record is not None:
+        files.append(PackageFile(f"{site}/{record}", _record_of(dist, kept, record), 0o644))
     name = dist.metadata["Name"].lower()
     return PackageSpec(
         name,
@@ -150,6 +158,14 @@ def numpy_package(subdir: str, distribution: str = "numpy") -> PackageSpec:
         license="BSD-3-Clause",
         format=".conda",
     )
+
+
+def _record_of(dist: importlib.metadata.Distribution, kept: list[PurePosixPath], record: PurePosixPath) -> bytes:
+    """The RECORD of the files the package holds, sorted: the installed one also lists the console scripts,
+    whose shebang names the venv, so its bytes (and the demo archive's) would differ in every venv."""
+    rows = {row.split(",", 1)[0]: row for row in (dist.read_text("RECORD") or "").splitlines() if row}
+    lines = [rows[str(rel)] for rel in kept if str(rel) in rows]
+    return "".join(f"{line}\n" for line in [*lines, f"{record},,"]).encode()
 
 
 # --- the channel -------------------------------------------------------------------------------
