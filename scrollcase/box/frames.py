@@ -302,3 +302,76 @@ def check_frame_table(archive: Path, frames: Sequence[FrameLike], archive_size: 
             f"the frame table of {manifest_file} disagrees with {archive}: {problems[0]}",
             fix="the release manifest is not the one built with this archive: rebuild the box, or use another store",
         )
+
+
+class FrameGate:
+    """What the packer's thread writes to: the sink itself, or — while a big frame is still being
+    finished on another thread (zstd draining its workers) — a short list, replayed into the sink in
+    order once that frame is complete.  So the packer reads the next unit's files during the drain
+    instead of waiting for it; only the packer's thread shuts the gate, and at most ``limit`` calls wait
+    behind it (the packer then waits for the frame, as before)."""
+
+    def __init__(self, sink: FrameSink, limit: int = 8) -> None:
+        self.sink = sink
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Callable[..., object], tuple[Any, ...], dict[str, Any]]] | None = None
+        self._open = threading.Event()
+        self._open.set()
+
+    def shut(self) -> None:
+        with self._lock:
+            self._pending = []
+            self._open.clear()
+
+    def reopen(self) -> None:
+        """Replay what waited, then let calls through (on the thread that finished the frame)."""
+        with self._lock:
+            pending, self._pending = self._pending or [], None
+            try:
+                for call, args, kwargs in pending:
+                    call(*args, **kwargs)
+            finally:
+                self._open.set()
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._call(self.sink.write, bytes(data) if isinstance(data, memoryview) else data)
+        return len(data)
+
+    def flush(self) -> None:
+        """zstd's writer calls it; the sink keeps the order anyway."""
+
+    def begin_frame(self, *, known: str | None = None, tee: BinaryIO | None = None) -> None:
+        self._call(self.sink.begin_frame, known=known, tee=tee)
+
+    def end_frame(
+        self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None = None
+    ) -> None:
+        self._call(self.sink.end_frame, name, uncompressed_size, on_record)
+
+    def frame(
+        self, data: Future[bytes], name: str, uncompressed_size: int, on_frame: Callable[[FrameRecord, bytes], None]
+    ) -> None:
+        self._call(self.sink.frame, data, name, uncompressed_size, on_frame)
+
+    def copy_frame(
+        self,
+        source: Path,
+        name: str,
+        uncompressed_size: int,
+        *,
+        known: str | None = None,
+        on_record: Callable[[FrameRecord], None] | None = None,
+    ) -> None:
+        self._call(self.sink.copy_frame, source, name, uncompressed_size, known=known, on_record=on_record)
+
+    def _call(self, call: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+        while True:
+            with self._lock:
+                if self._pending is None:
+                    break
+                if len(self._pending) < self.limit:
+                    self._pending.append((call, args, kwargs))
+                    return
+            self._open.wait()
+        call(*args, **kwargs)  # outside the lock: only this thread could shut the gate again
