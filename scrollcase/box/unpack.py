@@ -226,13 +226,16 @@ class _Extractor:
         previous = self.kinds.get(norm)
         if previous is not None and not (previous == "implicit" and header.kind == "dir"):
             raise _Reject(norm, "duplicate member (the same name appears twice)")
-        if self.limits.case_insensitive:
-            key = paths.casefold_key(norm)
-            other = self.folded.setdefault(key, norm)
-            if other != norm:
-                raise _Reject(norm, f"collides with {other} on a case-insensitive filesystem")
+        self._case_unique(norm, norm)
         self._parent_ready(norm, paths.parent_of(norm))
         return norm
+
+    def _case_unique(self, member: str, name: str) -> None:
+        """Where case is ignored, ``name`` (the member or a folder it implies) must not fold onto another name."""
+        if self.limits.case_insensitive:
+            other = self.folded.setdefault(paths.casefold_key(name), name)
+            if other != name:
+                raise _Reject(member, f"collides with {other} on a case-insensitive filesystem")
 
     def _parent_ready(self, member: str, parent: str) -> None:
         if not parent:
@@ -243,10 +246,9 @@ class _Extractor:
         if kind is not None:
             raise _Reject(member, f"path goes through {parent}, which is a {kind}, not a directory")
         self._parent_ready(member, paths.parent_of(parent))
+        self._case_unique(member, parent)
         os.mkdir(self.disk(parent), 0o755)  # noqa: PTH102 - hot path: str paths, no Path per member
         self.kinds[parent] = "implicit"
-        if self.limits.case_insensitive:
-            self.folded.setdefault(paths.casefold_key(parent), parent)
 
     def directory(self, name: str) -> None:
         if self.kinds.get(name) != "implicit":

@@ -493,3 +493,10 @@ def test_a_dest_name_of_exactly_255_bytes_is_fine_and_256_is_refused(work: Path)
     assert unpack(c, work / ("d" * 255)).files == 1
     with pytest.raises(UsageError, match="longer than 255 bytes"):
         unpack(c, work / ("e" * 256))
+
+
+def test_two_implicit_folders_that_differ_only_in_case_collide(work: Path) -> None:
+    """``Lib/a.py`` then ``lib/b.py``: one folder on a case-insensitive filesystem, refused like two members
+    (not left to the second mkdir's "file exists", nor unpacked as two folders where case matters)."""
+    c = craft(work, [_file("Lib/a.py", b"1"), _file("lib/b.py", b"2")])
+    assert_rejected(c, work, "'lib/b.py'", "collides with Lib", limits=Limits(case_insensitive=True))
