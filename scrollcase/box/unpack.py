@@ -380,7 +380,7 @@ def unpack_archive(
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
         where = relocate_to.absolute() if relocate_to else final
         relocated = _relocate(tmp, where, label)
-        installed.write_receipt(tmp, where.as_posix() if os.sep == "/" else str(where))  # for verify --installed
+        installed.write_receipt(tmp, relocate.prefix_text(where))  # for verify --installed
         tmp.chmod(0o755)
         _publish(tmp, final)
     except BaseException:
@@ -563,7 +563,7 @@ def _relocate(tmp: Path, final: Path, label: str) -> int:
     info = relocate.read_relocation(box_json.read_bytes(), file=f"{label}!box.json")
     if info is None:
         return 0
-    return relocate.relocate(tmp, info, final.as_posix() if os.sep == "/" else str(final))
+    return relocate.relocate(tmp, info, relocate.prefix_text(final))
 
 
 def _publish(tmp: Path, final: Path) -> None:
