@@ -371,7 +371,7 @@ def unpack_archive(
     ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
     the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
     then swaps)."""
-    label = describe_path(archive) or str(archive)
+    label = describe_path(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
     remove_stale_temps(final)
@@ -438,7 +438,7 @@ def prepare_dest(dest: Path) -> Path:
 
 def _prepare_dest(dest: Path) -> Path:
     """DEST's absolute path with its parent folder created; UsageError for a DEST that cannot be one."""
-    shown = describe_path(dest) or str(dest)
+    shown = describe_path(dest)
     fix = "pass a new folder path (it is created), e.g. ~/boxes/my-model"
     if dest.name in ("", ".", ".."):
         raise UsageError(f"cannot unpack into {str(dest)!r}: DEST must name a new folder", fix=fix)
