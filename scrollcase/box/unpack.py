@@ -544,6 +544,8 @@ def _verdict(
     feed: _Feed, label: str, expected_sha256: str, failure: ScrollcaseError | None, ex: _Extractor, consumed: int
 ) -> tuple[int, str, int, int, int]:
     """A wrong digest outranks every other finding: the bytes are simply not the promised archive."""
+    if not feed.sha256:  # the archive could not be read through (a folder, a read error): there is no digest
+        raise IntegrityError(f"archive {label}: {feed.error}", fix="check the path, or download the archive again")
     if feed.sha256 != expected_sha256:
         raise IntegrityError(
             f"archive {label}: sha256 is {feed.sha256}, expected {expected_sha256}",

@@ -500,3 +500,13 @@ def test_two_implicit_folders_that_differ_only_in_case_collide(work: Path) -> No
     (not left to the second mkdir's "file exists", nor unpacked as two folders where case matters)."""
     c = craft(work, [_file("Lib/a.py", b"1"), _file("lib/b.py", b"2")])
     assert_rejected(c, work, "'lib/b.py'", "collides with Lib", limits=Limits(case_insensitive=True))
+
+
+def test_an_archive_that_cannot_be_read_says_so_rather_than_naming_an_empty_digest(work: Path) -> None:
+    """A folder passes the size check (its st_size) but cannot be read: no bytes, so no digest to compare."""
+    folder = work / "box.tar.zst"
+    folder.mkdir()
+    with pytest.raises(IntegrityError, match="cannot read the archive: Is a directory") as info:
+        unpack_archive(folder, work / "dest", expected_size=folder.stat().st_size, expected_sha256="0" * 64)
+    assert "sha256" not in str(info.value)
+    assert sorted(p.name for p in work.iterdir()) == [folder.name]
