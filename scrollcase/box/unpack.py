@@ -54,8 +54,21 @@ OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)
 _END = None
 _MAX_TRAILER = 1 << 20  # after the end-of-archive marker: record padding (GNU tar: < 10 KiB)
-# O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def create_flags(platform: object = os) -> int:
+    """How a member's file is opened.  O_EXCL: never reuse or follow an existing path (a duplicate or a
+    planted symlink fails loudly); O_BINARY (Windows) and O_NOFOLLOW where ``platform``'s os module has them."""
+    extra: int = getattr(platform, "O_BINARY", 0) | getattr(platform, "O_NOFOLLOW", 0)
+    return os.O_WRONLY | os.O_CREAT | os.O_EXCL | extra
+
+
+def windows_names_default(platform: str = sys.platform) -> bool:
+    """Windows' own name rules (device names, illegal characters) hold where the box is unpacked on Windows."""
+    return platform == "win32"
+
+
+_CREATE_FLAGS = create_flags()
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,7 @@ class Limits:
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
     case_insensitive: bool = paths.case_insensitive_default()
-    windows_names: bool = sys.platform == "win32"  # reserved device names, illegal characters
+    windows_names: bool = windows_names_default()  # reserved device names, illegal characters
 
 
 DEFAULT_LIMITS = Limits()
