@@ -76,9 +76,8 @@ CORE: dict[str, tuple[str, ...]] = {
 # Survivors argued equivalent by hand (README, "Mutation testing"): module -> (line before, line after
 # the mutation, both stripped, or "*": any mutation of a line whose result nothing can observe; why no
 # test can tell them apart).  Matched exactly, so a changed line brings its mutants back to be argued.
-_FLAGS = (
-    '_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)'
-)
+_FLAGS = "return os.O_WRONLY | os.O_CREAT | os.O_EXCL | extra"
+_EXTRA_FLAGS = 'extra: int = getattr(platform, "O_BINARY", 0) | getattr(platform, "O_NOFOLLOW", 0)'
 _BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, "
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -192,17 +191,48 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for n in (0, 2)
         ),
         *(
-            (_FLAGS, _FLAGS.replace(old, new, 1), "+, ^ and | agree on distinct flag bits")
-            for old, new in (
-                ("O_EXCL | getattr", "O_EXCL ^ getattr"),
-                ("O_EXCL | getattr", "O_EXCL + getattr"),
-                ('0) | getattr(os, "O_NOFOLLOW"', '0) ^ getattr(os, "O_NOFOLLOW"'),
-                ('0) | getattr(os, "O_NOFOLLOW"', '0) + getattr(os, "O_NOFOLLOW"'),
-                ("O_CREAT | os.O_EXCL", "O_CREAT ^ os.O_EXCL"),
-                ("O_CREAT | os.O_EXCL", "O_CREAT + os.O_EXCL"),
-                ("O_WRONLY | os.O_CREAT", "O_WRONLY + os.O_CREAT"),
-                ("O_WRONLY | os.O_CREAT", "O_WRONLY ^ os.O_CREAT"),
+            (line, line.replace(old, new, 1), "+, ^ and | agree on distinct flag bits")
+            for line, old in (
+                (_FLAGS, "O_EXCL | extra"),
+                (_FLAGS, "O_CREAT | os.O_EXCL"),
+                (_FLAGS, "O_WRONLY | os.O_CREAT"),
+                (_EXTRA_FLAGS, '0) | getattr(platform, "O_NOFOLLOW"'),
             )
+            for new in (old.replace("|", "+"), old.replace("|", "^"))
+        ),
+        *(
+            (_EXTRA_FLAGS, _EXTRA_FLAGS.replace(old, old.replace("0", "1"), 1), "O_WRONLY is 1 on every platform")
+            for old in ('"O_BINARY", 0)', '"O_NOFOLLOW", 0)')
+        ),
+        (
+            'return platform == "win32"',
+            'return platform >= "win32"',
+            'no sys.platform sorts after "win32" (aix, android, cygwin, darwin, emscripten, ios, linux, wasi)',
+        ),
+        (
+            'thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=True)',
+            'thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=False)',
+            "the thread is always joined before its unpack returns or raises",
+        ),
+        (
+            'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False',
+            'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=True',
+            "the reader is never closed, and only close() reads closefd (not garbage collection, zstandard 0.25)",
+        ),
+        (
+            "shutil.rmtree(tmp, ignore_errors=True)",
+            "shutil.rmtree(tmp, ignore_errors=False)",
+            "the temp folder is this unpack's own and still there on every failure path: rmtree succeeds either way",
+        ),
+        (
+            "size: int = 0",
+            "*",
+            "the feed's size is set in run()'s finally whenever the archive opened; else the unpack fails unread",
+        ),
+        (
+            "self.chunks.put(item, timeout=0.1)",
+            "self.chunks.put(item, timeout=1.1)",
+            "how often a put blocked on a full queue looks at stop: only the timing changes",
         ),
         (
             'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False',
