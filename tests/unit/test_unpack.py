@@ -657,3 +657,23 @@ def test_a_dest_in_a_deleted_working_folder_is_a_usage_error(tmp_path: Path, mon
 def test_a_folder_member_may_name_its_implied_folder_again_where_case_is_ignored(work: Path) -> None:
     c = craft(work, [_file("Lib/a.py", b"1"), (_info("Lib", tarfile.DIRTYPE), None)])
     assert unpack(c, work / "dest", Limits(case_insensitive=True)).entries == 2
+
+
+@pytest.mark.parametrize("appears", ["folder", "dangling-symlink"])
+def test_a_dest_that_appears_while_unpacking_is_kept_and_named(work: Path, appears: str) -> None:
+    """Another process makes DEST (a folder with files, or a symlink to nowhere) while this unpack reads:
+    the final rename fails, DEST is left as that process made it, and the message says what happened."""
+    c = craft(work, [_file("f", b"1")])
+    dest = work / "dest"
+
+    def another_unpack(_: int) -> None:
+        if appears == "folder" and not dest.exists():
+            dest.mkdir()
+            (dest / "theirs").write_text("theirs")
+        elif appears == "dangling-symlink" and not dest.is_symlink():
+            dest.symlink_to("nowhere")
+
+    with pytest.raises(UsageError, match="it appeared while this unpack ran"):
+        unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256, on_bytes=another_unpack)
+    assert sorted(p.name for p in work.iterdir()) == [c.path.name, "dest"]
+    assert (dest / "theirs").read_text() == "theirs" if appears == "folder" else os.readlink(dest) == "nowhere"
