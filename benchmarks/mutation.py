@@ -182,6 +182,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'if header.kind <= "dir":',
             "files are handled above: of dir, symlink and hardlink only dir sorts <= dir",
         ),
+        (
+            'if header.size and header.kind != "dir":',
+            'if header.size and header.kind > "dir":',
+            "files are handled above: symlink and hardlink both sort after dir",
+        ),
         *(
             (
                 f"{_BUDGET}1)))",
@@ -228,6 +233,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "size: int = 0",
             "*",
             "the feed's size is set in run()'s finally whenever the archive opened; else the unpack fails unread",
+        ),
+        (
+            "while True:",
+            "while False:",
+            "_drain's loop (_extract_all's is killed): once stop is set a blocked put gives up within 0.1 s anyway",
         ),
         (
             "self.chunks.put(item, timeout=0.1)",
