@@ -178,6 +178,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         ('elif header.kind == "symlink":', 'elif header.kind is "symlink":', "the kinds are interned literals"),
         (
+            'elif header.kind == "symlink":',
+            'elif header.kind >= "symlink":',
+            "only symlink and hardlink reach it, and hardlink sorts before symlink",
+        ),
+        (
             'if header.kind == "dir":',
             'if header.kind <= "dir":',
             "files are handled above: of dir, symlink and hardlink only dir sorts <= dir",
@@ -236,7 +241,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         (
             "while True:",
-            "while False:",
+            "while not True:",
             "_drain's loop (_extract_all's is killed): once stop is set a blocked put gives up within 0.1 s anyway",
         ),
         (
