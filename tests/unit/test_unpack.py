@@ -678,3 +678,18 @@ def test_a_dest_that_appears_while_unpacking_is_kept_and_named(work: Path, appea
         unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256, on_bytes=another_unpack)
     assert sorted(p.name for p in work.iterdir()) == [c.path.name, "dest"]
     assert (dest / "theirs").read_text() == "theirs" if appears == "folder" else os.readlink(dest) == "nowhere"
+
+
+def test_a_missing_archive_is_named(work: Path) -> None:
+    with pytest.raises(IntegrityError, match=r"cannot read archive .*gone\.tar\.zst: No such file or directory"):
+        unpack_archive(work / "gone.tar.zst", work / "dest", expected_size=1, expected_sha256="0" * 64)
+    assert list(work.iterdir()) == []
+
+
+def test_a_frame_whose_content_fails_its_checksum_is_not_a_valid_zstd_stream(work: Path) -> None:
+    """Well-formed frames and blocks (the walker is content) whose decompressed bytes do not match the
+    frame's checksum: only the decompressor can tell, and its error is the message."""
+    tar = _tar_bytes([_file("f", b"the same line again\n" * 2000)])
+    frame = bytearray(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(tar))
+    frame[-1] ^= 0xFF  # the last byte of the content checksum
+    assert_rejected(_write(work, bytes(frame)), work, "not a valid zstd stream")
