@@ -239,10 +239,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "*",
             "the feed's size is set in run()'s finally whenever the archive opened; else the unpack fails unread",
         ),
+        *(
+            ("while True:", never, "_drain's loop (_extract_all's is killed): once stop is set a put gives up in 0.1 s")
+            for never in ("while False:", "while not True:")
+        ),
         (
-            "while True:",
-            "while not True:",
-            "_drain's loop (_extract_all's is killed): once stop is set a blocked put gives up within 0.1 s anyway",
+            "while not self.stop.is_set() and source.error is None:",
+            "while not self.stop.is_set() or source.error is None:",
+            "decompresses on past the walker's finding, which outranks whatever follows from it",
         ),
         (
             "self.chunks.put(item, timeout=0.1)",
