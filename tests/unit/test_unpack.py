@@ -693,3 +693,17 @@ def test_a_frame_whose_content_fails_its_checksum_is_not_a_valid_zstd_stream(wor
     frame = bytearray(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(tar))
     frame[-1] ^= 0xFF  # the last byte of the content checksum
     assert_rejected(_write(work, bytes(frame)), work, "not a valid zstd stream")
+
+
+def test_past_the_floor_the_ratio_multiplies_the_archive_size(work: Path) -> None:
+    """3 MiB of zeros compress to a few hundred bytes: a million times that is room, a million plus it is not."""
+    c = craft(work, [_file("zeros", bytes(3 << 20))])
+    assert c.size < 1000
+    assert unpack(c, work / "dest", Limits(max_ratio=1_000_000, ratio_floor=1 << 20)).files == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no folder can be made")
+def test_a_temp_folder_that_cannot_be_made_is_a_build_error(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    with pytest.raises(BuildError, match="cannot create a temp folder in /proc"):
+        unpack(c, Path("/proc/scrollcase-unpack-test"))
