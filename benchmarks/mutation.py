@@ -177,6 +177,22 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the kinds are the same interned literals: is is ==",
         ),
         ('elif header.kind == "symlink":', 'elif header.kind is "symlink":', "the kinds are interned literals"),
+        ('if header.kind == "dir":', 'if header.kind is "dir":', "the kinds are interned literals"),
+        (
+            'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
+            'if previous is not None and not (previous is "implicit" and header.kind == "dir"):',
+            "the kinds are the same interned literals: is is ==",
+        ),
+        (
+            'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
+            'if previous is not None and not (previous == "implicit" and header.kind <= "dir"):',
+            "of the kinds that reach it (file, dir, symlink, hardlink) only dir sorts <= dir",
+        ),
+        (
+            "*,",
+            "/,",
+            "unpack_archive's signature only loosens: callers pass archive and dest by position, the rest by keyword",
+        ),
         (
             'elif header.kind == "symlink":',
             'elif header.kind >= "symlink":',
@@ -250,7 +266,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         (
             "self.chunks.put(item, timeout=0.1)",
-            "self.chunks.put(item, timeout=1.1)",
+            "self.chunks.put(item, timeout= 1.1)",
             "how often a put blocked on a full queue looks at stop: only the timing changes",
         ),
         (
