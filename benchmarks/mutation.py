@@ -76,9 +76,8 @@ CORE: dict[str, tuple[str, ...]] = {
 # Survivors argued equivalent by hand (README, "Mutation testing"): module -> (line before, line after
 # the mutation, both stripped, or "*": any mutation of a line whose result nothing can observe; why no
 # test can tell them apart).  Matched exactly, so a changed line brings its mutants back to be argued.
-_FLAGS = (
-    '_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)'
-)
+_FLAGS = "return os.O_WRONLY | os.O_CREAT | os.O_EXCL | extra"
+_EXTRA_FLAGS = 'extra: int = getattr(platform, "O_BINARY", 0) | getattr(platform, "O_NOFOLLOW", 0)'
 _BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, "
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -178,10 +177,36 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the kinds are the same interned literals: is is ==",
         ),
         ('elif header.kind == "symlink":', 'elif header.kind is "symlink":', "the kinds are interned literals"),
+        ('if header.kind == "dir":', 'if header.kind is "dir":', "the kinds are interned literals"),
+        (
+            'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
+            'if previous is not None and not (previous is "implicit" and header.kind == "dir"):',
+            "the kinds are the same interned literals: is is ==",
+        ),
+        (
+            'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
+            'if previous is not None and not (previous == "implicit" and header.kind <= "dir"):',
+            "of the kinds that reach it (file, dir, symlink, hardlink) only dir sorts <= dir",
+        ),
+        (
+            "*,",
+            "/,",
+            "unpack_archive's signature only loosens: callers pass archive and dest by position, the rest by keyword",
+        ),
+        (
+            'elif header.kind == "symlink":',
+            'elif header.kind >= "symlink":',
+            "only symlink and hardlink reach it, and hardlink sorts before symlink",
+        ),
         (
             'if header.kind == "dir":',
             'if header.kind <= "dir":',
             "files are handled above: of dir, symlink and hardlink only dir sorts <= dir",
+        ),
+        (
+            'if header.size and header.kind != "dir":',
+            'if header.size and header.kind > "dir":',
+            "files are handled above: symlink and hardlink both sort after dir",
         ),
         *(
             (
@@ -192,17 +217,57 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for n in (0, 2)
         ),
         *(
-            (_FLAGS, _FLAGS.replace(old, new, 1), "+, ^ and | agree on distinct flag bits")
-            for old, new in (
-                ("O_EXCL | getattr", "O_EXCL ^ getattr"),
-                ("O_EXCL | getattr", "O_EXCL + getattr"),
-                ('0) | getattr(os, "O_NOFOLLOW"', '0) ^ getattr(os, "O_NOFOLLOW"'),
-                ('0) | getattr(os, "O_NOFOLLOW"', '0) + getattr(os, "O_NOFOLLOW"'),
-                ("O_CREAT | os.O_EXCL", "O_CREAT ^ os.O_EXCL"),
-                ("O_CREAT | os.O_EXCL", "O_CREAT + os.O_EXCL"),
-                ("O_WRONLY | os.O_CREAT", "O_WRONLY + os.O_CREAT"),
-                ("O_WRONLY | os.O_CREAT", "O_WRONLY ^ os.O_CREAT"),
+            (line, line.replace(old, new, 1), "+, ^ and | agree on distinct flag bits")
+            for line, old in (
+                (_FLAGS, "O_EXCL | extra"),
+                (_FLAGS, "O_CREAT | os.O_EXCL"),
+                (_FLAGS, "O_WRONLY | os.O_CREAT"),
+                (_EXTRA_FLAGS, '0) | getattr(platform, "O_NOFOLLOW"'),
             )
+            for new in (old.replace("|", "+"), old.replace("|", "^"))
+        ),
+        *(
+            (_EXTRA_FLAGS, _EXTRA_FLAGS.replace(old, old.replace("0", "1"), 1), "O_WRONLY is 1 on every platform")
+            for old in ('"O_BINARY", 0)', '"O_NOFOLLOW", 0)')
+        ),
+        (
+            'return platform == "win32"',
+            'return platform >= "win32"',
+            'no sys.platform sorts after "win32" (aix, android, cygwin, darwin, emscripten, ios, linux, wasi)',
+        ),
+        (
+            'thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=True)',
+            'thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=False)',
+            "the thread is always joined before its unpack returns or raises",
+        ),
+        (
+            'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False',
+            'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=True',
+            "the reader is never closed, and only close() reads closefd (not garbage collection, zstandard 0.25)",
+        ),
+        (
+            "shutil.rmtree(tmp, ignore_errors=True)",
+            "shutil.rmtree(tmp, ignore_errors=False)",
+            "the temp folder is this unpack's own and still there on every failure path: rmtree succeeds either way",
+        ),
+        (
+            "size: int = 0",
+            "*",
+            "the feed's size is set in run()'s finally whenever the archive opened; else the unpack fails unread",
+        ),
+        *(
+            ("while True:", never, "_drain's loop (_extract_all's is killed): once stop is set a put gives up in 0.1 s")
+            for never in ("while False:", "while not True:")
+        ),
+        (
+            "while not self.stop.is_set() and source.error is None:",
+            "while not self.stop.is_set() or source.error is None:",
+            "decompresses on past the walker's finding, which outranks whatever follows from it",
+        ),
+        (
+            "self.chunks.put(item, timeout=0.1)",
+            "self.chunks.put(item, timeout= 1.1)",
+            "how often a put blocked on a full queue looks at stop: only the timing changes",
         ),
         (
             'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False',

@@ -54,8 +54,21 @@ OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
 _QUEUE_DEPTH = 16  # decompressed chunks in flight: bounds memory (16 x OUT_CHUNK)
 _END = None
 _MAX_TRAILER = 1 << 20  # after the end-of-archive marker: record padding (GNU tar: < 10 KiB)
-# O_EXCL: never reuse or follow an existing path (a duplicate or a planted symlink fails loudly).
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def create_flags(platform: object = os) -> int:
+    """How a member's file is opened.  O_EXCL: never reuse or follow an existing path (a duplicate or a
+    planted symlink fails loudly); O_BINARY (Windows) and O_NOFOLLOW where ``platform``'s os module has them."""
+    extra: int = getattr(platform, "O_BINARY", 0) | getattr(platform, "O_NOFOLLOW", 0)
+    return os.O_WRONLY | os.O_CREAT | os.O_EXCL | extra
+
+
+def windows_names_default(platform: str = sys.platform) -> bool:
+    """Windows' own name rules (device names, illegal characters) hold where the box is unpacked on Windows."""
+    return platform == "win32"
+
+
+_CREATE_FLAGS = create_flags()
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,7 @@ class Limits:
     max_ratio: float = 200.0  # uncompressed / compressed; conda environments are ~3-6
     ratio_floor: int = 64 << 20  # small archives may exceed the ratio (headers of empty files)
     case_insensitive: bool = paths.case_insensitive_default()
-    windows_names: bool = sys.platform == "win32"  # reserved device names, illegal characters
+    windows_names: bool = windows_names_default()  # reserved device names, illegal characters
 
 
 DEFAULT_LIMITS = Limits()
@@ -226,13 +239,16 @@ class _Extractor:
         previous = self.kinds.get(norm)
         if previous is not None and not (previous == "implicit" and header.kind == "dir"):
             raise _Reject(norm, "duplicate member (the same name appears twice)")
-        if self.limits.case_insensitive:
-            key = paths.casefold_key(norm)
-            other = self.folded.setdefault(key, norm)
-            if other != norm:
-                raise _Reject(norm, f"collides with {other} on a case-insensitive filesystem")
+        self._case_unique(norm, norm)
         self._parent_ready(norm, paths.parent_of(norm))
         return norm
+
+    def _case_unique(self, member: str, name: str) -> None:
+        """Where case is ignored, ``name`` (the member or a folder it implies) must not fold onto another name."""
+        if self.limits.case_insensitive:
+            other = self.folded.setdefault(paths.casefold_key(name), name)
+            if other != name:
+                raise _Reject(member, f"collides with {other} on a case-insensitive filesystem")
 
     def _parent_ready(self, member: str, parent: str) -> None:
         if not parent:
@@ -243,10 +259,9 @@ class _Extractor:
         if kind is not None:
             raise _Reject(member, f"path goes through {parent}, which is a {kind}, not a directory")
         self._parent_ready(member, paths.parent_of(parent))
+        self._case_unique(member, parent)
         os.mkdir(self.disk(parent), 0o755)  # noqa: PTH102 - hot path: str paths, no Path per member
         self.kinds[parent] = "implicit"
-        if self.limits.case_insensitive:
-            self.folded.setdefault(paths.casefold_key(parent), parent)
 
     def directory(self, name: str) -> None:
         if self.kinds.get(name) != "implicit":
@@ -369,7 +384,7 @@ def unpack_archive(
     ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
     the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
     then swaps)."""
-    label = describe_path(archive) or str(archive)
+    label = describe_path(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
     remove_stale_temps(final)
@@ -378,7 +393,7 @@ def unpack_archive(
         result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
         where = relocate_to.absolute() if relocate_to else final
         relocated = _relocate(tmp, where, label)
-        installed.write_receipt(tmp, where.as_posix() if os.sep == "/" else str(where))  # for verify --installed
+        installed.write_receipt(tmp, relocate.prefix_text(where))  # for verify --installed
         tmp.chmod(0o755)
         _publish(tmp, final)
     except BaseException:
@@ -436,7 +451,7 @@ def prepare_dest(dest: Path) -> Path:
 
 def _prepare_dest(dest: Path) -> Path:
     """DEST's absolute path with its parent folder created; UsageError for a DEST that cannot be one."""
-    shown = describe_path(dest) or str(dest)
+    shown = describe_path(dest)
     fix = "pass a new folder path (it is created), e.g. ~/boxes/my-model"
     if dest.name in ("", ".", ".."):
         raise UsageError(f"cannot unpack into {str(dest)!r}: DEST must name a new folder", fix=fix)
@@ -542,6 +557,8 @@ def _verdict(
     feed: _Feed, label: str, expected_sha256: str, failure: ScrollcaseError | None, ex: _Extractor, consumed: int
 ) -> tuple[int, str, int, int, int]:
     """A wrong digest outranks every other finding: the bytes are simply not the promised archive."""
+    if not feed.sha256:  # the archive could not be read through (a folder, a read error): there is no digest
+        raise IntegrityError(f"archive {label}: {feed.error}", fix="check the path, or download the archive again")
     if feed.sha256 != expected_sha256:
         raise IntegrityError(
             f"archive {label}: sha256 is {feed.sha256}, expected {expected_sha256}",
@@ -561,7 +578,7 @@ def _relocate(tmp: Path, final: Path, label: str) -> int:
     info = relocate.read_relocation(box_json.read_bytes(), file=f"{label}!box.json")
     if info is None:
         return 0
-    return relocate.relocate(tmp, info, final.as_posix() if os.sep == "/" else str(final))
+    return relocate.relocate(tmp, info, relocate.prefix_text(final))
 
 
 def _publish(tmp: Path, final: Path) -> None:

@@ -11,9 +11,11 @@ import dataclasses
 import hashlib
 import io
 import itertools
+import json
 import os
 import sys
 import tarfile
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,18 @@ import pytest
 import zstandard
 
 from scrollcase.box.archive import pack_tree
-from scrollcase.box.unpack import _CREATE_FLAGS, DEFAULT_LIMITS, Limits, UnpackResult, absolute_as_given, unpack_archive
-from scrollcase.errors import IntegrityError, UsageError
+from scrollcase.box.unpack import (
+    _CREATE_FLAGS,
+    DEFAULT_LIMITS,
+    Limits,
+    UnpackResult,
+    absolute_as_given,
+    create_flags,
+    prepare_dest,
+    unpack_archive,
+    windows_names_default,
+)
+from scrollcase.errors import BuildError, IntegrityError, UsageError
 
 Member = tuple[tarfile.TarInfo, bytes | None]
 
@@ -332,6 +344,7 @@ def test_a_full_disk_is_named_without_a_none_and_leaves_nothing(
     with pytest.raises(ScrollcaseError) as info:
         unpack_archive(packed.path, work / "dest", expected_size=packed.size, expected_sha256=packed.sha256)
     assert "No space left on device" in str(info.value) and "(None)" not in info.value.render()
+    assert "[Errno" not in str(info.value)  # the reason as the OS words it, not the exception's repr-like text
     assert sorted(p.name for p in work.iterdir()) == ["b.tar.zst"]
 
 
@@ -493,3 +506,204 @@ def test_a_dest_name_of_exactly_255_bytes_is_fine_and_256_is_refused(work: Path)
     assert unpack(c, work / ("d" * 255)).files == 1
     with pytest.raises(UsageError, match="longer than 255 bytes"):
         unpack(c, work / ("e" * 256))
+
+
+def test_a_symlink_the_filesystem_cannot_create_is_a_build_error(work: Path) -> None:
+    """A target longer than the system's PATH_MAX is inside the root by every rule, but os.symlink refuses it."""
+    c = craft(work, [(_info("l", tarfile.SYMTYPE, link="t" * 5000), None)])
+    with pytest.raises(BuildError, match="cannot create symlink l: File name too long"):
+        unpack(c, work / "dest")
+    assert sorted(p.name for p in work.iterdir()) == [c.path.name]
+
+
+def test_a_symlink_parent_that_sorts_after_its_target_is_still_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``z/link/..`` is ``a`` (the link's target's parent): the lexical ``z`` is not taken for it."""
+    (tmp_path / "a" / "deep").mkdir(parents=True)
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "link").symlink_to(tmp_path / "a" / "deep", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    assert absolute_as_given(Path("z/link/../box")) == tmp_path.resolve() / "a" / "box"
+
+
+def test_an_implicit_folder_collides_with_a_later_member_of_another_case(work: Path) -> None:
+    c = craft(work, [_file("Lib/a.py", b"1"), _file("lib", b"2")])
+    assert_rejected(c, work, "'lib'", "collides with Lib", limits=Limits(case_insensitive=True))
+
+
+def test_extended_headers_alone_can_exceed_the_budget(work: Path) -> None:
+    """A long name costs two blocks (GNU header + name) before the member's own header: 1536 bytes read
+    for 1023 declared + 512.  The budget is checked against the bytes read too, and met exactly is fine."""
+    c = craft(work, [_file("n" * 200, bytes(1023))])
+    assert_rejected(
+        c, work, "'" + "n" * 200 + "'", "unpacked size exceeds 1535 bytes", limits=Limits(max_total_bytes=1535)
+    )
+    assert unpack(c, work / "exact", Limits(max_total_bytes=1536)).files == 1
+
+
+def test_an_archive_shorter_than_expected_is_refused_by_its_size(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    with pytest.raises(IntegrityError, match=rf"is {c.size} bytes, expected {c.size + 1}\b"):
+        unpack_archive(c.path, work / "dest", expected_size=c.size + 1, expected_sha256=c.sha256)
+    assert sorted(p.name for p in work.iterdir()) == [c.path.name]
+
+
+def test_two_implicit_folders_that_differ_only_in_case_collide(work: Path) -> None:
+    """``Lib/a.py`` then ``lib/b.py``: one folder on a case-insensitive filesystem, refused like two members
+    (not left to the second mkdir's "file exists", nor unpacked as two folders where case matters)."""
+    c = craft(work, [_file("Lib/a.py", b"1"), _file("lib/b.py", b"2")])
+    assert_rejected(c, work, "'lib/b.py'", "collides with Lib", limits=Limits(case_insensitive=True))
+
+
+def test_an_archive_that_cannot_be_read_says_so_rather_than_naming_an_empty_digest(work: Path) -> None:
+    """A folder passes the size check (its st_size) but cannot be read: no bytes, so no digest to compare."""
+    folder = work / "box.tar.zst"
+    folder.mkdir()
+    with pytest.raises(IntegrityError, match="cannot read the archive: Is a directory") as info:
+        unpack_archive(folder, work / "dest", expected_size=folder.stat().st_size, expected_sha256="0" * 64)
+    assert "sha256" not in str(info.value)
+    assert sorted(p.name for p in work.iterdir()) == [folder.name]
+
+
+def test_files_are_opened_binary_where_the_platform_has_o_binary_and_without_following_where_it_has_o_nofollow() -> (
+    None
+):
+    """Windows has O_BINARY and no O_NOFOLLOW, POSIX the other way round; each is used only where it exists."""
+    base = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    assert create_flags(types.SimpleNamespace()) == base
+    assert create_flags(types.SimpleNamespace(O_BINARY=0x8000)) == base | 0x8000
+    assert create_flags(types.SimpleNamespace(O_NOFOLLOW=0x20000)) == base | 0x20000
+    assert create_flags(types.SimpleNamespace(O_BINARY=0x8000, O_NOFOLLOW=0x20000)) == base | 0x8000 | 0x20000
+    assert create_flags() == _CREATE_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected"),
+    [("".join(["win", "32"]), True), ("linux", False), ("darwin", False), ("cygwin", False)],
+)
+def test_windows_name_rules_hold_on_windows_only(platform: str, expected: bool) -> None:
+    """The platform string is built at run time: sys.platform is not the literal's object either."""
+    assert windows_names_default(platform) is expected
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_dest_itself_is_0755_like_any_folder_of_the_box(work: Path) -> None:
+    unpack(craft(work, [_file("f", b"1")]), work / "dest")
+    assert (work / "dest").stat().st_mode & 0o7777 == 0o755
+
+
+def test_missing_parent_folders_of_dest_are_created(work: Path) -> None:
+    unpack(craft(work, [_file("f", b"1")]), work / "a" / "b" / "dest")
+    assert (work / "a" / "b" / "dest" / "f").read_bytes() == b"1"
+
+
+def test_a_dest_under_a_symlink_loop_is_a_usage_error(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    (work / "loop").symlink_to("loop")
+    with pytest.raises(UsageError, match="its parent folder cannot be resolved"):
+        unpack(c, work / "loop" / "dest")
+    assert sorted(p.name for p in work.iterdir()) == sorted([c.path.name, "loop"])
+
+
+def test_a_corrupt_block_is_named_even_with_more_archive_behind_it(work: Path) -> None:
+    """The frame walker's finding is kept, not raised out of the reading thread: a frame whose first block
+    has the reserved type, then more than one read's worth of bytes the walker would stumble over again."""
+    good = zstandard.ZstdCompressor().compress(_tar_bytes([_file("f", b"1")]))
+    reserved_block = b"\x28\xb5\x2f\xfd" + b"\x00\x00" + b"\x06\x00\x00"  # magic, header, block of type 3
+    c = _write(work, good + reserved_block + bytes(range(256)) * (8 << 10))  # 2 MiB > READ_CHUNK
+    assert_rejected(c, work, "reserved zstd block type")
+
+
+def _relocatable(work: Path) -> Crafted:
+    placeholder = "/opt/scrollcase/" + "_placehold" * 18
+    box_json = (
+        b'{"relocation": {"placeholder": "%s", "files": [{"path": "cfg", "mode": "text"}]}}' % placeholder.encode()
+    )
+    return craft(work, [_file("box.json", box_json), _file("cfg", f"home={placeholder}\n".encode())])
+
+
+def test_a_box_unpacked_beside_its_final_place_is_relocated_and_receipted_for_that_place(work: Path) -> None:
+    """An upgrade unpacks into a sibling and swaps it in: the files and the receipt name the final path."""
+    result = unpack_archive(
+        (c := _relocatable(work)).path,
+        work / "incoming",
+        expected_size=c.size,
+        expected_sha256=c.sha256,
+        relocate_to=work / "final",
+    )
+    assert result.dest == work / "incoming" and result.relocated_files == 1
+    assert (work / "incoming" / "cfg").read_text() == f"home={work}/final\n"
+    assert json.loads((work / "incoming" / "box.installed.json").read_text())["dest"] == f"{work}/final"
+
+
+def test_the_result_counts_the_archive_and_tar_bytes_and_progress_is_told_every_archive_byte(work: Path) -> None:
+    members = [_file("a", os.urandom(3000)), _file("b", b"2")]
+    c = craft(work, members)
+    told: list[int] = []
+    result = unpack_archive(c.path, work / "dest", expected_size=c.size, expected_sha256=c.sha256, on_bytes=told.append)
+    assert (result.size, result.uncompressed_bytes) == (c.size, len(_tar_bytes(members)))
+    assert sum(told) == c.size
+
+
+def test_a_dest_in_a_deleted_working_folder_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installer checks DEST before downloading: a relative DEST needs the working folder, which is gone."""
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()
+    with pytest.raises(UsageError, match="its parent folder cannot be resolved"):
+        prepare_dest(Path("dest"))
+
+
+def test_a_folder_member_may_name_its_implied_folder_again_where_case_is_ignored(work: Path) -> None:
+    c = craft(work, [_file("Lib/a.py", b"1"), (_info("Lib", tarfile.DIRTYPE), None)])
+    assert unpack(c, work / "dest", Limits(case_insensitive=True)).entries == 2
+
+
+@pytest.mark.parametrize("appears", ["folder", "dangling-symlink"])
+def test_a_dest_that_appears_while_unpacking_is_kept_and_named(work: Path, appears: str) -> None:
+    """Another process makes DEST (a folder with files, or a symlink to nowhere) while this unpack reads:
+    the final rename fails, DEST is left as that process made it, and the message says what happened."""
+    c = craft(work, [_file("f", b"1")])
+    dest = work / "dest"
+
+    def another_unpack(_: int) -> None:
+        if appears == "folder" and not dest.exists():
+            dest.mkdir()
+            (dest / "theirs").write_text("theirs")
+        elif appears == "dangling-symlink" and not dest.is_symlink():
+            dest.symlink_to("nowhere")
+
+    with pytest.raises(UsageError, match="it appeared while this unpack ran"):
+        unpack_archive(c.path, dest, expected_size=c.size, expected_sha256=c.sha256, on_bytes=another_unpack)
+    assert sorted(p.name for p in work.iterdir()) == [c.path.name, "dest"]
+    assert (dest / "theirs").read_text() == "theirs" if appears == "folder" else os.readlink(dest) == "nowhere"
+
+
+def test_a_missing_archive_is_named(work: Path) -> None:
+    with pytest.raises(IntegrityError, match=r"cannot read archive .*gone\.tar\.zst: No such file or directory"):
+        unpack_archive(work / "gone.tar.zst", work / "dest", expected_size=1, expected_sha256="0" * 64)
+    assert list(work.iterdir()) == []
+
+
+def test_a_frame_whose_content_fails_its_checksum_is_not_a_valid_zstd_stream(work: Path) -> None:
+    """Well-formed frames and blocks (the walker is content) whose decompressed bytes do not match the
+    frame's checksum: only the decompressor can tell, and its error is the message."""
+    tar = _tar_bytes([_file("f", b"the same line again\n" * 2000)])
+    frame = bytearray(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(tar))
+    frame[-1] ^= 0xFF  # the last byte of the content checksum
+    assert_rejected(_write(work, bytes(frame)), work, "not a valid zstd stream")
+
+
+def test_past_the_floor_the_ratio_multiplies_the_archive_size(work: Path) -> None:
+    """3 MiB of zeros compress to a few hundred bytes: a million times that is room, a million plus it is not."""
+    c = craft(work, [_file("zeros", bytes(3 << 20))])
+    assert c.size < 1000
+    assert unpack(c, work / "dest", Limits(max_ratio=1_000_000, ratio_floor=1 << 20)).files == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where no folder can be made")
+def test_a_temp_folder_that_cannot_be_made_is_a_build_error(work: Path) -> None:
+    c = craft(work, [_file("f", b"1")])
+    with pytest.raises(BuildError, match="cannot create a temp folder in /proc"):
+        unpack(c, Path("/proc/scrollcase-unpack-test"))
