@@ -185,7 +185,10 @@ def describe_path(path: Path | str | None) -> str | None:
     p = Path(path)
     if not p.is_absolute():
         return p.as_posix()
-    cwd = Path.cwd()
+    try:
+        cwd = Path.cwd()
+    except OSError:  # the working folder was deleted: nothing to be relative to
+        return p.as_posix()
     if p.is_relative_to(cwd):
         return p.relative_to(cwd).as_posix()
     try:

@@ -70,3 +70,14 @@ def test_describe_path_keeps_relative_paths_as_given_and_shortens_absolute_ones(
     assert describe_path(tmp_path / "link" / "a" / "b.json") == str(Path("a/b.json"))
     assert describe_path(tmp_path / "real" / "c.json") == "c.json"  # inside the cwd through the symlink
     assert describe_path(tmp_path / "elsewhere.json") == str(tmp_path / "elsewhere.json")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows cannot delete a working folder in use")
+def test_describe_path_in_a_deleted_working_folder_gives_the_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert describe_path(tmp_path / "box.tar.zst") == (tmp_path / "box.tar.zst").as_posix()
