@@ -161,6 +161,10 @@ def channel_problems(inp: LockCheckInput) -> list[Problem]:
     ]
 
 
+# The record's build number: the lock model keeps none, and no spec made from pixi.toml names one.
+_BUILD_NUMBER = 0
+
+
 def _record(package: LockedPackage) -> object:
     from rattler import PackageRecord
     from rattler.package import BuildString
@@ -169,7 +173,7 @@ def _record(package: LockedPackage) -> object:
         package.name,
         package.version,
         BuildString(package.build or ""),
-        0,
+        _BUILD_NUMBER,
         package.location.rstrip("/").rsplit("/", 2)[-2] if "/" in package.location else "noarch",
     )
 
