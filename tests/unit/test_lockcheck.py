@@ -651,3 +651,30 @@ def test_a_cpu_target_without_torch_passes_and_a_conda_cuda_torch_gets_the_conda
     (problem,) = check(lock_text(*GOOD[:2]), CPU_MANIFEST, CPU)
     assert 'pytorch = { version = "2.*", build = "cpu*" }' in (problem.fix or "")
     assert "download.pytorch.org" not in (problem.fix or "")
+
+
+def test_a_conda_package_of_its_name_satisfies_a_pypi_dependency_and_a_locked_wheel_comes_first() -> None:
+    """pixi solves conda first: a PyPI dependency a conda package already provides gets no wheel in the lock."""
+    numpy_conda = "linux-64/numpy-1.26.4-py311h1_0.conda"
+    text = lock_text(*GOOD, numpy_conda)
+    assert check(text, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=1.26"\n') == []
+    (problem,) = check(text, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=2"\n')
+    assert problem.value == "numpy 1.26.4" and "of recipes/d/pixi.lock" in problem.message
+    wheel = FILES + "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    conda_entry = f"      - conda: {CF}{numpy_conda}\n"
+    both = lock_text(*GOOD, numpy_conda, pypi=(wheel,))
+    both = both.replace(conda_entry, "").replace(f"      - pypi: {wheel}\n", f"      - pypi: {wheel}\n{conda_entry}")
+    assert check(both, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=2"\n') == []  # the wheel, listed before
+    typing = "noarch/typing_extensions-4.12.2-pyha770c72_0.conda"  # conda's name, PyPI's typing-extensions
+    assert check(lock_text(*GOOD, typing), MANIFEST + '\n[pypi-dependencies]\ntyping-extensions = "*"\n') == []
+    (problem,) = check(lock_text(*GOOD), MANIFEST + '\n[pypi-dependencies]\ntorch = ">=2.6"\n')
+    assert problem.value == "pytorch 2.5.1"  # conda pytorch is PyPI torch
+    placeholder = FILES + "pytorch-1.0.2-py3-none-any.whl"  # PyPI's "pytorch" is not torch
+    problems = check(
+        lock_text(GOOD[0], pypi=(placeholder,)),
+        CPU_MANIFEST.replace('pytorch = "2.*"\n', "") + ('\n[pypi-dependencies]\ntorch = "*"\n'),
+        CPU,
+    )
+    assert [p.message for p in problems] == [
+        "the lock is stale: pixi.toml asks for the PyPI package torch but the lock has none for linux-64"
+    ]
