@@ -87,6 +87,7 @@ _FOUND_CPU = 'found = "a CPU build" if torch.accelerator {op} "cpu" else f"a bui
 _PLURAL = (
     "f\"wheel{{'s' if len(wheels) {op} else ''}}: {{shown}} — CUDA packages under a {{inp.target.accelerator}} name\","
 )
+_FROM_CONDA = 'return {{normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/box/paths.py": (
@@ -284,6 +285,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 'conda = {p.name: p for p in packages if p.kind == "conda"}',
                 f'conda = {{p.name: p for p in packages if p.kind {op} "conda"}}',
                 'a kind is "conda" or "pypi" (which sorts after), and a conda kind is always the literal "conda"',
+            )
+            for op in ("is", "<=")
+        ),
+        *(
+            (
+                _FROM_CONDA.format(op="=="),
+                _FROM_CONDA.format(op=op),
+                'a conda kind is the literal "conda", and "pypi" sorts after it',
             )
             for op in ("is", "<=")
         ),
