@@ -80,6 +80,14 @@ _FLAGS = "return os.O_WRONLY | os.O_CREAT | os.O_EXCL | extra"
 _EXTRA_FLAGS = 'extra: int = getattr(platform, "O_BINARY", 0) | getattr(platform, "O_NOFOLLOW", 0)'
 _BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, "
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
+_SUBDIR = 'package.location.rstrip("/").rsplit("/", {n})[{i}] if "/" in package.location else "noarch",'
+_RELEASES = "names = releases[{first}] if len(releases) {op} else f\"{{', '.join(releases[:-1])}} or {{releases[-1]}}\""
+_FOUND_CPU = 'found = "a CPU build" if torch.accelerator {op} "cpu" else f"a build for {{torch.accelerator}}"'
+_PLURAL = (
+    "f\"wheel{{'s' if len(wheels) {op} else ''}}: {{shown}} — CUDA packages under a {{inp.target.accelerator}} name\","
+)
+_FROM_CONDA = 'return {{normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind {op} "conda"}}'
+_PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/box/paths.py": (
         *(
@@ -325,6 +333,93 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 'a kind is "conda" or "pypi": nothing sorts after "pypi"',
             )
             for regex in ("_CUDA_RUNTIME_WHEEL", "_CUDA_LIBRARY_WHEEL")
+        ),
+    ),
+    "scrollcase/pixi/lockcheck.py": (
+        *(
+            (
+                _SUBDIR.format(n=2, i=-2),
+                _SUBDIR.format(n=n, i=i),
+                "rattler's MatchSpec.matches never reads a record's subdir (conda-forge/linux-64::x matches noarch)",
+            )
+            for n, i in ((2, "- 1"), (1, -2), (2, "not 2"), (3, -2))
+        ),
+        ("_BUILD_NUMBER = 0", "*", "the lock model keeps no build number and no spec made from pixi.toml names one"),
+        *(
+            (
+                'conda = {p.name: p for p in packages if p.kind == "conda"}',
+                f'conda = {{p.name: p for p in packages if p.kind {op} "conda"}}',
+                'a kind is "conda" or "pypi" (which sorts after), and a conda kind is always the literal "conda"',
+            )
+            for op in ("is", "<=")
+        ),
+        *(
+            (
+                _FROM_CONDA.format(op="=="),
+                _FROM_CONDA.format(op=op),
+                'a conda kind is the literal "conda", and "pypi" sorts after it',
+            )
+            for op in ("is", "<=")
+        ),
+        (
+            'if package.kind == "pypi" and not package.filename.endswith(".whl"):',
+            'if package.kind >= "pypi" and not package.filename.endswith(".whl"):',
+            'a kind is "conda" or "pypi": nothing sorts after "pypi"',
+        ),
+        (
+            'wheels = {p.name: p for p in packages if p.kind == "pypi"}',
+            'wheels = {p.name: p for p in packages if p.kind >= "pypi"}',
+            'a kind is "conda" or "pypi": nothing sorts after "pypi"',
+        ),
+        *(
+            (
+                _RELEASES.format(first=0, op="== 1"),
+                _RELEASES.format(first=first, op=op),
+                "one release is both releases[0] and releases[-1]; no releases returned earlier",
+            )
+            for first, op in ((" -1", "== 1"), (0, "<= 1"))
+        ),
+        ('if text == "*":', 'if text is "*":', "CPython keeps one str object per one-character string"),
+        *(
+            (
+                "if len(names) > 1 and target.cuda_version:",
+                f"if len(names) {op} and target.cuda_version:",
+                "with one name or none, `with_cuda or names` is the same list",
+            )
+            for op in (">= 1", "> 0", "!= 1")
+        ),
+        *(
+            (
+                _FOUND_CPU.format(op="=="),
+                _FOUND_CPU.format(op=op),
+                'a conda build is the literal "cpu" or "cudaX.Y", which sorts after "cpu"',
+            )
+            for op in ("is", "<=")
+        ),
+        (
+            'if torch.provider == "pypi":',
+            'if torch.provider is "pypi":',
+            'a provider is None or classify\'s literal "conda" or "pypi"',
+        ),
+        (
+            'if torch.provider == "pypi":',
+            'if torch.provider >= "pypi":',
+            "cuda_problems' copy: None returned earlier, \"conda\" sorts first (cpu_problems' copy is killed)",
+        ),
+        (
+            'cpu = torch.accelerator == "cpu"',
+            'cpu = torch.accelerator <= "cpu"',
+            'a wheel\'s accelerator is "cpu", "cudaX.Y" or "rocmX.Y": the others sort after "cpu"',
+        ),
+        *(
+            (f"if verdict is {value}:", f"if verdict == {value}:", "a verdict is True, False or a str")
+            for value in ("True", "False")
+        ),
+        (_PLURAL.format(op="> 1"), _PLURAL.format(op="!= 1"), "no wheels returned earlier"),
+        (
+            _PIXI_PARTS.format(cut=":3"),
+            _PIXI_PARTS.format(cut=": 4"),
+            "a pixiVersion is a SemVer: three dotted numbers before its - or +",
         ),
     ),
 }

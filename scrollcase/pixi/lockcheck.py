@@ -25,7 +25,7 @@ from scrollcase.pixi.classify import (
     pypi_torch_releases,
     pytorch_index,
 )
-from scrollcase.pixi.lockfile import LockedPackage, LockFile
+from scrollcase.pixi.lockfile import LockedPackage, LockFile, normalize_name
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.pixi.rattler_errors import rattler_exceptions
 from scrollcase.recipe.targets import TargetSpec
@@ -161,6 +161,10 @@ def channel_problems(inp: LockCheckInput) -> list[Problem]:
     ]
 
 
+# The record's build number: the lock model keeps none, and no spec made from pixi.toml names one.
+_BUILD_NUMBER = 0
+
+
 def _record(package: LockedPackage) -> object:
     from rattler import PackageRecord
     from rattler.package import BuildString
@@ -169,7 +173,7 @@ def _record(package: LockedPackage) -> object:
         package.name,
         package.version,
         BuildString(package.build or ""),
-        0,
+        _BUILD_NUMBER,
         package.location.rstrip("/").rsplit("/", 2)[-2] if "/" in package.location else "noarch",
     )
 
@@ -269,9 +273,10 @@ def _is_version(text: str) -> bool:
 
 def pypi_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> list[Problem]:
     wheels = {p.name: p for p in packages if p.kind == "pypi"}
+    from_conda = _provided_by_conda(packages)
     problems: list[Problem] = []
     for name, dep in inp.manifest.pypi_dependencies_for(inp.target.subdir).items():
-        problems.extend(_pypi_dependency_problems(inp, dep, wheels.get(name)))
+        problems.extend(_pypi_dependency_problems(inp, dep, wheels.get(name) or from_conda.get(name)))
     for package in packages:
         if package.kind == "pypi" and not package.filename.endswith(".whl"):
             problems.append(
@@ -289,8 +294,17 @@ def pypi_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> lis
     return problems
 
 
+def _provided_by_conda(packages: Sequence[LockedPackage]) -> dict[str, LockedPackage]:
+    """PyPI name -> the conda package that provides it.  pixi (and ``scrollcase lock``) solve conda first and
+    lock no wheel for a PyPI dependency a conda package already satisfies (conda ``pytorch`` is PyPI ``torch``)."""
+    from scrollcase.pypi.resolve import CONDA_TO_PYPI  # pypi/ imports pixi/ at module level
+
+    return {normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind == "conda"}
+
+
 def _pypi_dependency_problems(inp: LockCheckInput, dep: PypiDependency, locked: LockedPackage | None) -> list[Problem]:
-    """The PyPI dependency is locked, and at a version its specifiers allow (extras, markers ignored)."""
+    """The PyPI dependency is locked (a wheel, or a conda package of its name), at a version its specifiers
+    allow (extras, markers ignored)."""
     line = inp.manifest.line_of(dep.name, dep.table)
     if locked is None:
         return [

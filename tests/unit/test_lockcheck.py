@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scrollcase.errors import Problem
-from scrollcase.pixi.lockcheck import LockCheckInput, check_lock
+from scrollcase.pixi.lockcheck import LockCheckInput, check_lock, locked_accelerator_problems, pypi_torch_advice
 from scrollcase.pixi.lockfile import parse_lock
 from scrollcase.pixi.manifest import parse_manifest
 from scrollcase.recipe.targets import TargetSpec
@@ -213,8 +215,9 @@ def test_cuda_box_without_torch_locked_to_another_cuda_is_refused() -> None:
     assert "CUDA 12.8" in problems[0].message and "12.4" in problems[0].message
 
 
-def test_v7_picks_the_platform_solved_with_cuda() -> None:
-    text = (
+def v7_text() -> str:
+    """A v7 lock with two linux-64 platforms: ``linux-64`` (a CPU torch) first, ``p1`` (solved with __cuda) second."""
+    return (
         "version: 7\nplatforms:\n- name: linux-64\n- name: p1\n  subdir: linux-64\n  virtual-packages:\n"
         "  - __cuda=12.4\nenvironments:\n  default:\n    channels:\n    - url: " + CF + "\n    packages:\n"
         "      linux-64:\n      - conda: " + CF + "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda\n"
@@ -225,7 +228,10 @@ def test_v7_picks_the_platform_solved_with_cuda() -> None:
             f"- conda: {CF}{u}\n  sha256: 00\n" for u in (*GOOD, "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda")
         )
     )
-    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,))
+
+
+def test_v7_picks_the_platform_solved_with_cuda() -> None:
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(v7_text()), (CF,))
     result = check_lock(inp)
     assert result.platform == "p1" and result.problems == ()
 
@@ -407,5 +413,268 @@ def test_cpu_target_with_pypis_default_cuda_torch_is_flagged_with_the_cpu_index(
     assert [p.key for p in problems] == ["torch", "nvidia-cuda-runtime-cu12"]
     assert "CUDA 12.8 build of torch" in problems[0].message
     assert "2 NVIDIA CUDA wheels: nvidia-cuda-runtime-cu12 12.8.90, nvidia-cudnn-cu12 9.10.2.21" in problems[1].message
+    assert problems[1].line == text.splitlines().index(f"- pypi: {RUNTIME_128}") + 1  # the first of them
     assert all("https://download.pytorch.org/whl/cpu" in (p.fix or "") for p in problems)
     assert "pytorch = {" not in (problems[0].fix or "")  # the PyPI fix, not the conda one
+
+
+# --- where the lock cannot be checked at all ----------------------------------------------------------
+
+
+def test_a_missing_environment_is_named_at_the_first_line_with_the_ones_the_lock_has() -> None:
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD)), (CF,), "gpu")
+    result = check_lock(inp)
+    (problem,) = result.problems
+    assert problem.message == "the lock has no environment 'gpu' (has: default)"
+    assert (problem.line, problem.key, result.platform) == (1, "environments", None)
+    assert locked_accelerator_problems(inp) == []  # the installer's lock reading explains it
+
+
+def test_a_missing_platform_names_the_platforms_the_lock_covers() -> None:
+    (problem,) = check(lock_text(*GOOD, platform="osx-arm64"))
+    assert problem.message == "the lock does not cover the target platform linux-64 (covers: osx-arm64)"
+    assert problem.value == "osx-arm64" and problem.key == "environments.default.packages"
+
+
+def test_the_build_stage_checks_only_the_locked_accelerator() -> None:
+    stale_cpu = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda", GOOD[2])
+    manifest = parse_manifest(MANIFEST.replace('"3.11.*"', '"3.12.*"').replace('build = "cuda*"', 'build = "*"'))
+    inp = LockCheckInput("demo", CUDA, manifest, parse_lock(stale_cpu, "recipes/d/pixi.lock"), (CF,))
+    assert [p.key for p in check_lock(inp).problems] == ["python", "torch"]
+    (problem,) = locked_accelerator_problems(inp)  # not the stale python pin: build only guards the accelerator
+    assert problem.key == "torch" and "CPU build" in problem.message
+    good = LockCheckInput("demo", CUDA, manifest, parse_lock(lock_text(*GOOD)), (CF,))
+    assert locked_accelerator_problems(good) == []
+    elsewhere = LockCheckInput("demo", CUDA, manifest, parse_lock(lock_text(*GOOD, platform="osx-arm64")), (CF,))
+    assert locked_accelerator_problems(elsewhere) == []
+
+
+def test_a_cpu_target_takes_the_first_platform_of_its_subdir_even_beside_one_solved_with_cuda() -> None:
+    cpu_manifest = CPU_MANIFEST.replace('python = "3.11.*"\npytorch = "2.*"\n', "")
+    result = check_lock(LockCheckInput("demo", CPU, parse_manifest(cpu_manifest), parse_lock(v7_text()), (CF,)))
+    assert result.platform == "linux-64" and result.torch.accelerator == "cpu" and result.problems == ()
+
+
+def test_lock_check_inputs_and_results_are_values_that_cannot_change() -> None:
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD)), (CF,))
+    result = check_lock(inp)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inp.recipe_id = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.problems = ()  # type: ignore[misc]
+
+
+# --- lock format and channels --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "pixi", "needed"),
+    [
+        (6, "0.26.0", None),
+        (6, "0.25.9", "0.26.0"),
+        (7, "0.68.0-rc.1", None),  # a pre-release or build label of a SemVer is read past
+        (7, "0.68.0+build.5", None),
+        (7, "0.67.9+build.5", "0.68.0"),
+        (5, "0.20.0", None),  # older formats are read by every pixi that reads locks at all
+    ],
+)
+def test_each_lock_format_names_the_oldest_pixi_that_reads_it(version: int, pixi: str, needed: str | None) -> None:
+    text = lock_text(*GOOD).replace("version: 6", f"version: {version}", 1)
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(text), (CF,), pixi_version=pixi)
+    messages = [p.message for p in check_lock(inp).problems]
+    expected = [f"lock format v{version} needs pixi >= {needed}, but the recipe pins pixi {pixi}"] if needed else []
+    assert messages == expected
+
+
+def test_a_lock_solved_with_fewer_channels_than_pixi_toml_asks_for_is_stale() -> None:
+    pytorch = "https://conda.anaconda.org/pytorch/"
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD)), (CF, pytorch))
+    (problem,) = check_lock(inp).problems
+    assert (
+        problem.message
+        == f"the lock is stale: it was solved with channels [{CF}] but pixi.toml asks for [{CF}, {pytorch}]"
+    )
+    assert problem.key == "environments.default.channels" and problem.value == CF
+
+
+# --- conda dependencies --------------------------------------------------------------------------------
+
+LOCAL_FILE = "./mypkg-1.0-h0_0.conda"  # a conda file beside pixi.toml: a relative path, no URL
+
+
+def with_local_packages(text: str) -> str:
+    """``text`` plus a source package (``conda: .``, pixi-build) and a local conda file in the environment."""
+    first = f"      - conda: {CF}{GOOD[0]}\n"
+    entries = f"{first}      - conda: .\n      - conda: {LOCAL_FILE}\n"
+    source = "- conda: .\n  name: mybox\n  version: 0.1.0\n  build: pyh0_0\n  subdir: noarch\n"
+    records = f"{source}- conda: {LOCAL_FILE}\n  sha256: 00\n"
+    return text.replace(first, entries) + records
+
+
+def test_a_dependency_pinned_to_a_channel_must_be_locked_from_it() -> None:
+    pinned = MANIFEST.replace('build = "cuda*" }', 'build = "cuda*", channel = "conda-forge" }')
+    assert check(lock_text(*GOOD), pinned) == []
+    problems = check(lock_text(*GOOD), pinned.replace('channel = "conda-forge"', 'channel = "pytorch"'))
+    assert [(p.key, p.value) for p in problems] == [("pytorch", "pytorch 2.5.1 cuda124_py311_h1_300")]
+    assert problems[0].message.startswith('the lock is stale: pixi.toml asks for pytorch::pytorch[version="2.*"')
+
+
+def test_packages_locked_from_a_path_are_checked_by_name_and_version_only() -> None:
+    manifest = MANIFEST + 'mybox = { path = "." }\nmypkg = { version = "1.0", channel = "conda-forge" }\n'
+    text = with_local_packages(lock_text(*GOOD))
+    assert check(text, manifest) == []  # a path has no channel URL to compare
+    stale = check(text, manifest.replace('version = "1.0"', 'version = "2.*"'))
+    assert [(p.key, p.value) for p in stale] == [("mypkg", "mypkg 1.0 h0_0")]
+
+
+def test_every_dependency_is_checked_past_a_missing_one_and_a_good_one() -> None:
+    manifest = MANIFEST.replace("[dependencies]\n", '[dependencies]\nnumpy = ">=2"\n').replace(
+        'python = "3.11.*"', 'python = "3.12.*"'
+    )
+    manifest = manifest.replace('cuda-version = "12.4.*"', 'cuda-version = "12.8.*"')
+    problems = check(lock_text(*GOOD), manifest)
+    assert [p.key for p in problems] == ["dependencies.numpy", "python", "cuda-version"]
+    assert problems[1].message == (
+        'the lock is stale: pixi.toml asks for python[version="3.12.*"] but the lock holds '
+        "python 3.11.9 h9e4cc4f_1_cpython"
+    )
+
+
+def test_a_pypi_package_does_not_satisfy_a_conda_dependency_of_its_name() -> None:
+    numpy = FILES + "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    problems = check(lock_text(*GOOD, pypi=(numpy,)), MANIFEST + 'numpy = ">=2"\n')
+    assert [p.key for p in problems] == ["dependencies.numpy"]
+    assert "the lock has no numpy for linux-64" in problems[0].message
+
+
+def test_conda_specs_are_read_leniently_as_pixi_reads_them_and_unreadable_ones_are_named() -> None:
+    assert check(lock_text(*GOOD), MANIFEST.replace('"3.11.*"', '">=3.11.*"')) == []  # strict parsing refuses it
+    (problem,) = check(lock_text(*GOOD), MANIFEST.replace('"3.11.*"', '">=3.8<3.9"'))
+    assert problem.message.startswith(
+        'cannot check python[version=">=3.8<3.9"] against the lock: InvalidMatchSpecError'
+    )
+    assert (problem.key, problem.line, problem.value) == ("python", 12, "python 3.11.9 h9e4cc4f_1_cpython")
+
+
+# --- PyPI specifiers -----------------------------------------------------------------------------------
+
+
+def test_an_exclusion_specifier_is_checked_and_a_nightly_torch_is_a_version_like_any_other() -> None:
+    text = lock_text(GOOD[0], pypi=(TORCH_280, RUNTIME_128))
+    problems = check(text, pypi_manifest('"!=2.8.0"'), CUDA_128)  # "!" sorts before "*": still a specifier
+    assert [p.value for p in problems] == ["torch 2.8.0"]
+    nightly = (
+        "https://download.pytorch.org/whl/nightly/cu128/torch-2.9.0.dev20250801%2Bcu128-cp311-cp311-linux_x86_64.whl"
+    )
+    assert check(lock_text(GOOD[0], pypi=(nightly, RUNTIME_128)), pypi_manifest('">=2.8"'), CUDA_128) == []
+
+
+# --- the accelerator -----------------------------------------------------------------------------------
+
+TORCH_CU121 = "https://download.pytorch.org/whl/cu121/torch-2.5.1%2Bcu121-cp311-cp311-linux_x86_64.whl"
+RUNTIME_121 = FILES + "nvidia_cuda_runtime_cu12-12.1.105-py3-none-manylinux1_x86_64.whl"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "releases", "pin"),
+    [
+        ("12.6", "torch 2.7", ">=2.7,<2.8"),
+        ("13.2", "torch 2.15", ">=2.15,<2.16"),
+        ("12.4", "torch 2.5 or 2.6", ">=2.5,<2.7"),
+        ("12.8", "torch 2.8, 2.9 or 2.10", ">=2.8,<2.11"),
+        ("13.0", "torch 2.11, 2.12, 2.13 or 2.14", ">=2.11,<2.15"),
+    ],
+)
+def test_the_pypi_advice_names_every_release_built_for_the_cuda_and_pins_them(
+    cuda: str, releases: str, pin: str
+) -> None:
+    tag = "cu" + cuda.replace(".", "")
+    assert pypi_torch_advice(cuda) == (
+        f"in [pypi-dependencies] pin torch to a release whose PyPI wheels are built for CUDA {cuda} ({releases}): "
+        f'torch = "{pin}", or take it from PyTorch\'s index for CUDA {cuda}: '
+        f'torch = {{ version = "{pin}", index = "https://download.pytorch.org/whl/{tag}" }}'
+    )
+
+
+def test_a_second_cuda_runtime_below_the_targets_is_the_one_named() -> None:
+    torch = "https://download.pytorch.org/whl/cu130/torch-2.11.0%2Bcu130-cp311-cp311-linux_x86_64.whl"
+    runtime_130 = FILES + "nvidia_cuda_runtime-13.0.96-py3-none-manylinux_2_28_x86_64.whl"
+    target = TargetSpec("linux", "x86_64", "cuda", "13.0")
+    manifest = pypi_manifest('">=2.11"', PYPI_MANIFEST.replace('cuda = "12.4"', 'cuda = "13.0"'))
+    (problem,) = check(lock_text(GOOD[0], pypi=(torch, runtime_130, RUNTIME_128)), manifest, target)
+    assert problem.key == "nvidia-cuda-runtime-cu12" and "pulls nvidia-cuda-runtime-cu12 12.8.90" in (problem.fix or "")
+
+
+def test_a_torch_for_another_cuda_beside_its_own_runtime_is_one_problem_the_torch() -> None:
+    manifest = pypi_manifest('">=2.5"', PYPI_MANIFEST)
+    problems = check(lock_text(GOOD[0], pypi=(TORCH_CU121, RUNTIME_121)), manifest)
+    assert [p.key for p in problems] == ["torch"] and "a build for cuda12.1" in problems[0].message
+    cpu_wheel = "https://download.pytorch.org/whl/cpu/torch-2.6.0%2Bcpu-cp311-cp311-linux_x86_64.whl"
+    problems = check(lock_text(GOOD[0], pypi=(cpu_wheel, RUNTIME_128)), manifest)
+    assert [p.key for p in problems] == ["torch"] and "a CPU build" in problems[0].message
+
+
+def test_a_runtime_for_another_cuda_is_pointed_at_where_the_lock_lists_the_first() -> None:
+    runtime_13 = FILES + "nvidia_cuda_runtime-12.8.57-py3-none-manylinux_2_28_x86_64.whl"
+    text = lock_text(GOOD[0], pypi=(CU124_WHEEL, RUNTIME_128, runtime_13))
+    (problem,) = check(text, PYPI_MANIFEST)
+    assert (problem.key, problem.value) == ("nvidia-cuda-runtime-cu12", "12.8.90")
+    assert problem.line == text.splitlines().index(f"- pypi: {RUNTIME_128}") + 1
+
+
+def test_a_cuda_version_record_below_the_targets_cuda_is_refused() -> None:
+    text = lock_text(GOOD[0], GOOD[1], "noarch/cuda-version-12.1-h1_3.conda")
+    problems = check(text, MANIFEST.replace('cuda-version = "12.4.*"', "cuda-version = '*'"))
+    assert [(p.key, p.value) for p in problems] == [("cuda-version", "12.1")]
+    assert problems[0].line == text.splitlines().index(f"- conda: {CF}noarch/cuda-version-12.1-h1_3.conda") + 1
+
+
+def test_a_cuda_box_without_torch_is_pointed_at_its_cuda_record_then_its_runtime_then_the_environment() -> None:
+    manifest = MANIFEST.replace('pytorch = { version = "2.*", build = "cuda*" }\n', "").replace(
+        'cuda-version = "12.4.*"\n', ""
+    )
+    record = "noarch/cuda-version-12.8-h5d125a7_3.conda"
+    both = lock_text(GOOD[0], record, pypi=(RUNTIME_128,))
+    (problem,) = check(both, manifest)
+    assert problem.line == both.splitlines().index(f"- conda: {CF}{record}") + 1 and problem.value == "12.8, 12.8"
+    runtime_only = lock_text(GOOD[0], pypi=(RUNTIME_128,))
+    (problem,) = check(runtime_only, manifest)
+    assert problem.line == runtime_only.splitlines().index(f"- pypi: {RUNTIME_128}") + 1
+    assert problem.message == "linux-x86_64-cuda12.4 needs CUDA 12.4 packages but the lock holds CUDA 12.8"
+    (problem,) = check(lock_text(GOOD[0]), manifest)
+    assert (problem.line, problem.value) == (3, None)  # the environment's line
+
+
+def test_a_cpu_target_without_torch_passes_and_a_conda_cuda_torch_gets_the_conda_fix() -> None:
+    no_torch = CPU_MANIFEST.replace('pytorch = "2.*"\n', "")
+    assert check(lock_text(GOOD[0]), no_torch, CPU) == []
+    (problem,) = check(lock_text(*GOOD[:2]), CPU_MANIFEST, CPU)
+    assert 'pytorch = { version = "2.*", build = "cpu*" }' in (problem.fix or "")
+    assert "download.pytorch.org" not in (problem.fix or "")
+
+
+def test_a_conda_package_of_its_name_satisfies_a_pypi_dependency_and_a_locked_wheel_comes_first() -> None:
+    """pixi solves conda first: a PyPI dependency a conda package already provides gets no wheel in the lock."""
+    numpy_conda = "linux-64/numpy-1.26.4-py311h1_0.conda"
+    text = lock_text(*GOOD, numpy_conda)
+    assert check(text, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=1.26"\n') == []
+    (problem,) = check(text, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=2"\n')
+    assert problem.value == "numpy 1.26.4" and "of recipes/d/pixi.lock" in problem.message
+    wheel = FILES + "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    conda_entry = f"      - conda: {CF}{numpy_conda}\n"
+    both = lock_text(*GOOD, numpy_conda, pypi=(wheel,))
+    both = both.replace(conda_entry, "").replace(f"      - pypi: {wheel}\n", f"      - pypi: {wheel}\n{conda_entry}")
+    assert check(both, MANIFEST + '\n[pypi-dependencies]\nnumpy = ">=2"\n') == []  # the wheel, listed before
+    typing = "noarch/typing_extensions-4.12.2-pyha770c72_0.conda"  # conda's name, PyPI's typing-extensions
+    assert check(lock_text(*GOOD, typing), MANIFEST + '\n[pypi-dependencies]\ntyping-extensions = "*"\n') == []
+    (problem,) = check(lock_text(*GOOD), MANIFEST + '\n[pypi-dependencies]\ntorch = ">=2.6"\n')
+    assert problem.value == "pytorch 2.5.1"  # conda pytorch is PyPI torch
+    placeholder = FILES + "pytorch-1.0.2-py3-none-any.whl"  # PyPI's "pytorch" is not torch
+    problems = check(
+        lock_text(GOOD[0], pypi=(placeholder,)),
+        CPU_MANIFEST.replace('pytorch = "2.*"\n', "") + ('\n[pypi-dependencies]\ntorch = "*"\n'),
+        CPU,
+    )
+    assert [p.message for p in problems] == [
+        "the lock is stale: pixi.toml asks for the PyPI package torch but the lock has none for linux-64"
+    ]
