@@ -36,6 +36,7 @@ def _env_line(text: str, name: str) -> int | None:
 
 
 _LOCATION_LINE = re.compile(r"^(?:- |  )(?:conda|conda_source|pypi|url|path): ?(.*)$", re.MULTILINE)
+_PYPI_MANAGERS = ("pypi", "pip")  # a v3 record's manager: pixi wrote "pypi" (real v3 locks); "pip" is accepted too
 
 
 def _record_lines(text: str, start: int) -> dict[str, int]:
@@ -80,7 +81,7 @@ def _record_from_mapping(item: Mapping[str, Any]) -> Record:
         kind: Kind = "conda" if "conda" in item else "pypi"
         record = Record(kind, str(item[kind]), 0)
     else:
-        kind = "pypi" if item.get("kind") == "pypi" or item.get("manager") == "pip" else "conda"
+        kind = "pypi" if item.get("kind") == "pypi" or item.get("manager") in _PYPI_MANAGERS else "conda"
         record = Record(kind, str(item.get("url") or item.get("path") or ""), 0)
     for key in ("name", "version", "build"):
         if item.get(key) is not None:

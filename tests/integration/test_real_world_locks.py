@@ -338,3 +338,15 @@ def test_pinned_table_matches_an_independent_reading(workspace: str) -> None:
             assert accelerator == "cpu", key
         else:  # an untagged wheel: CUDA when the nvidia runtime wheel sits beside it, else CPU
             assert accelerator == (f"cuda{runtime}" if runtime else "cpu"), key
+
+
+def test_v3_records_managed_by_pypi_are_wheels() -> None:
+    """pixi's v3 locks say `manager: pypi` for a wheel (ruben-arts__haystack-pixi-example holds 150 of them)."""
+    lock_path = ROOT / "ruben-arts__haystack-pixi-example" / "pixi.lock"
+    text = lock_path.read_text(encoding="utf-8")
+    lock = parse_lock(text, str(lock_path), fast=False)
+    packages = [p for env in lock.environments.values() for ps in env.packages.values() for p in ps]
+    wheels = [p for p in packages if p.kind == "pypi"]
+    assert len(wheels) == text.count("\n  manager: pypi\n") == 150
+    assert all(p.location.startswith("https://files.pythonhosted.org/") for p in wheels)
+    assert "farm-haystack" in {p.name for p in wheels}
