@@ -41,12 +41,28 @@ COPIED = ("scrollcase", "tests", "actions", "recipes", "docs", "pyproject.toml",
 
 # module -> the tests that mirror it (and the few others that exercise it for real)
 CORE: dict[str, tuple[str, ...]] = {
-    "scrollcase/store/base.py": ("tests/unit/test_store_publish.py", "tests/unit/test_store_s3_helpers.py"),
+    "scrollcase/store/base.py": (
+        "tests/unit/test_store_base.py",
+        "tests/unit/test_store_publish.py",
+        "tests/unit/test_store_s3_helpers.py",
+    ),
     "scrollcase/store/index.py": ("tests/unit/test_store_index.py",),
     "scrollcase/store/local.py": ("tests/unit/test_store_local.py", "tests/integration/test_publish_local.py"),
     "scrollcase/store/publish.py": ("tests/unit/test_store_publish.py", "tests/integration/test_publish_local.py"),
     "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
+    # the directory-store tests of test_publish_reuse.py (the S3 ones start servers: each survivor would pay)
+    "scrollcase/store/reuse.py": (
+        "tests/unit/test_store_reuse.py",
+        *(
+            f"tests/integration/test_publish_reuse.py::test_{name}"
+            for name in (
+                "directory_store_copies_the_unchanged_frames",
+                "corrupt_earlier_archive_is_not_copied",
+                "missing_earlier_archive_means_a_full_copy",
+            )
+        ),
+    ),
     "scrollcase/box/paths.py": (
         "tests/unit/test_box_paths.py",
         "tests/unit/test_unpack.py",

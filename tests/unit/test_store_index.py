@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -145,9 +146,18 @@ def test_an_empty_archive_has_size_zero_and_a_negative_size_is_refused() -> None
     raw = json.loads(dump_index(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)) or BoxIndex(boxId="x")))
     raw["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]["size"] = 0
     assert parse_index(json.dumps(raw).encode(), "index.json").versions["1.0.0"]["linux-x86_64-cuda12.4"].size == 0
-    raw["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]["size"] = -1
-    with pytest.raises(StoreError, match="not a valid scrollcase box index"):
-        parse_index(json.dumps(raw).encode(), "index.json")
+    for wrong in (-1, "10", 10.0):  # strict: a size is a JSON integer, never a string or a float
+        raw["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]["size"] = wrong
+        with pytest.raises(StoreError, match="not a valid scrollcase box index"):
+            parse_index(json.dumps(raw).encode(), "index.json")
+
+
+def test_the_dump_leaves_out_what_an_entry_does_not_have() -> None:
+    index = merge_entry(None, "demo-box", "1.0.0", entry_for(CPU))
+    assert index is not None
+    entry = json.loads(dump_index(index))["versions"]["1.0.0"]["linux-x86_64-cpu"]
+    assert not {"minNvidiaDriverVersion", "relocation"} & entry.keys()
+    assert None not in entry.values()
 
 
 def test_update_index_creates_then_adds_then_has_nothing_to_write(tmp_path: Path) -> None:
@@ -163,12 +173,13 @@ def test_update_index_creates_then_adds_then_has_nothing_to_write(tmp_path: Path
         update_index(store, "demo-box", "1.0.0", other)
 
 
-def test_update_index_refuses_the_index_of_another_box(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other", ["alpha-box", "zulu-box"])  # sorting before and after demo-box
+def test_update_index_refuses_the_index_of_another_box(tmp_path: Path, other: str) -> None:
     store = LocalStore(tmp_path)
-    assert update_index(store, "other-box", "1.0.0", entry_for(CUDA))
+    assert update_index(store, other, "1.0.0", entry_for(CUDA))
     (tmp_path / index_key("demo-box")).parent.mkdir(parents=True)
-    (tmp_path / index_key("other-box")).rename(tmp_path / index_key("demo-box"))
-    with pytest.raises(StoreError, match="is the index of box 'other-box'"):
+    (tmp_path / index_key(other)).rename(tmp_path / index_key("demo-box"))
+    with pytest.raises(StoreError, match=f"is the index of box '{other}'"):
         update_index(store, "demo-box", "1.0.0", entry_for(CPU))
 
 
@@ -198,11 +209,14 @@ def test_an_index_that_keeps_changing_is_given_up_after_ten_attempts_with_capped
 ) -> None:
     store = _RivalStore(tmp_path, rivals=100)
     delays: list[float] = []
+    random.seed(1234)  # the jitter's draws, made known: nothing else in update_index draws from `random`
     with pytest.raises(StoreError, match="kept changing: gave up after 10 attempts") as caught:
         update_index(store, "demo-box", "1.0.0", entry_for(CUDA), sleep=delays.append)
     assert "rerun publish" in caught.value.render()
     assert store.reads == MAX_ATTEMPTS == 10 and len(delays) == 10
     # 0.05 s doubled each attempt, capped at 2 s, each times a random factor in [0.5, 1.5)
+    random.seed(1234)
+    assert delays == [min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()) for attempt in range(10)]
     for attempt, delay in enumerate(delays):
         base = min(2.0, 0.05 * 2**attempt)
         assert 0.5 * base <= delay < 1.5 * base, (attempt, delay)
