@@ -39,6 +39,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 COPIED = ("scrollcase", "tests", "actions", "recipes", "docs", "pyproject.toml", "README.md")
 
+# the directory-store tests of test_publish_reuse.py (the S3 ones start servers: each survivor would pay)
+_REUSE_DIRECTORY_TESTS = tuple(
+    f"tests/integration/test_publish_reuse.py::test_{name}"
+    for name in (
+        "directory_store_copies_the_unchanged_frames",
+        "corrupt_earlier_archive_is_not_copied",
+        "missing_earlier_archive_means_a_full_copy",
+        "earlier_manifest_the_index_does_not_vouch_for_is_not_used",
+    )
+)
 # module -> the tests that mirror it (and the few others that exercise it for real)
 CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/store/base.py": (
@@ -48,21 +58,17 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     "scrollcase/store/index.py": ("tests/unit/test_store_index.py",),
     "scrollcase/store/local.py": ("tests/unit/test_store_local.py", "tests/integration/test_publish_local.py"),
-    "scrollcase/store/publish.py": ("tests/unit/test_store_publish.py", "tests/integration/test_publish_local.py"),
+    # without the 30-second test of 4 CLI processes (local.py keeps it: its lock is what they share); the
+    # threads beside it publish through the same code
+    "scrollcase/store/publish.py": (
+        "tests/unit/test_store_publish.py",
+        "tests/integration/test_publish_local.py",
+        "--deselect=tests/integration/test_publish_local.py::test_processes_publishing_different_targets_share_the_index",
+        *_REUSE_DIRECTORY_TESTS,
+    ),
     "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
-    # the directory-store tests of test_publish_reuse.py (the S3 ones start servers: each survivor would pay)
-    "scrollcase/store/reuse.py": (
-        "tests/unit/test_store_reuse.py",
-        *(
-            f"tests/integration/test_publish_reuse.py::test_{name}"
-            for name in (
-                "directory_store_copies_the_unchanged_frames",
-                "corrupt_earlier_archive_is_not_copied",
-                "missing_earlier_archive_means_a_full_copy",
-            )
-        ),
-    ),
+    "scrollcase/store/reuse.py": ("tests/unit/test_store_reuse.py", *_REUSE_DIRECTORY_TESTS),
     "scrollcase/box/paths.py": (
         "tests/unit/test_box_paths.py",
         "tests/unit/test_unpack.py",
