@@ -85,8 +85,9 @@ def test_put_file_detects_an_archive_changed_after_hashing(tmp_path: Path) -> No
     source = tmp_path / "archive.tar.zst"
     source.write_bytes(b"changed")
     store = LocalStore(tmp_path / "store")
-    with pytest.raises(IntegrityError, match="changed while it was being published"):
-        store.put_file("a.tar.zst", FileUpload(source, 7, "0" * 64))
+    for expected in ("0" * 64, "f" * 64, _sha(b"changed")):  # sorting before and after its sha256; or its size
+        with pytest.raises(IntegrityError, match="changed while it was being published"):
+            store.put_file("a.tar.zst", FileUpload(source, 7 if expected != _sha(b"changed") else 8, expected))
     assert store.head("a.tar.zst") is None
 
 
@@ -194,7 +195,10 @@ def test_put_file_copies_the_pieces_an_earlier_file_holds_and_sends_the_rest(tmp
     [
         (None, "old.tar.zst is gone: copying the whole archive instead"),
         (OLD[:8000], "old.tar.zst ends before byte 9000: copying the whole archive instead"),
-        (OLD[:7000] + b"rot" + OLD[7003:], None),  # same size, a byte rotted inside the second run: below
+        # same size, bytes rotted inside the second run (the message: below); the assembled file's sha256
+        # sorts before the checked one for the first, after it for the second
+        (OLD[:7000] + b"rot" + OLD[7003:], None),
+        (OLD[:7000] + b"ROT" + OLD[7003:], None),
     ],
 )
 def test_an_earlier_file_that_does_not_give_the_bytes_means_a_whole_copy(
