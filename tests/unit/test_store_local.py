@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -188,6 +189,30 @@ def test_put_file_copies_the_pieces_an_earlier_file_holds_and_sends_the_rest(tmp
     assert sorted(p.name for p in (tmp_path / "store/boxes/b").iterdir()) == ["new.tar.zst", "old.tar.zst"]
     with pytest.raises(ConflictError, match="already exists"):
         store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, notes, seen, _pieces()))
+
+
+def test_only_the_copied_pieces_count_as_reused(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", OLD, if_none_match=True)
+    pieces = (Piece(0, 4009), Piece(4009, 7009, "boxes/b/old.tar.zst", 6000))  # less than half copied
+    transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, [], [], pieces))
+    assert transfer == Transfer(sent=4009, reused=3000)
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
+
+
+def test_an_archive_on_another_file_system_is_assembled_from_reads_and_copies(tmp_path: Path) -> None:
+    """An archive built on a tmpfs, a store on disk: copy_file_range refuses the sent pieces (EXDEV) and
+    they are read and written, between the copies the kernel makes from the earlier file."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a tmpfs at /dev/shm beside the test's folder")
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", OLD, if_none_match=True)
+    with tempfile.TemporaryDirectory(dir=shm) as elsewhere:
+        notes: list[str] = []
+        transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(Path(elsewhere), notes, [], _pieces()))
+    assert (transfer, notes) == (Transfer(sent=9, reused=7000), [])
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
 
 
 @pytest.mark.parametrize(
