@@ -25,6 +25,7 @@ from scrollcase.store.publish import (
     Upload,
     archive_upload,
     byte_progress,
+    dangling_entries,
     earlier_archives,
     measure_archive,
     plan_publish,
@@ -35,7 +36,7 @@ from scrollcase.store.publish import (
     size_note,
 )
 from scrollcase.store.reuse import EarlierArchive
-from tests.support.releases import box_json_for, make_manifest, write_release
+from tests.support.releases import SyntheticRelease, box_json_for, make_manifest, write_release
 
 DATA = b"not really a zstd tar, but bytes with a known digest"
 SHA = hashlib.sha256(DATA).hexdigest()
@@ -667,3 +668,60 @@ def test_read_remote_state_of_an_index_of_another_box_looks_no_further(tmp_path:
     assert (state.dangling, state.earlier, state.index_lists_release) == ((), (), False)
     with pytest.raises(StoreError, match="is the index of box 'other-box'"):
         plan_publish(MANIFEST, ARCHIVE, state)
+
+
+def test_the_archive_goes_up_through_the_meter_and_its_last_line_is_shown(tmp_path: Path) -> None:
+    from scrollcase.progress import ByteMeter
+
+    release = write_release(tmp_path / "dist", size=20_000)
+    lines: list[str] = []
+    meters: list[ByteMeter] = []
+
+    def meter(label: str, total: int | None) -> ByteMeter:
+        meters.append(ByteMeter(label, total, lines.append, interval=0.0))
+        return meters[-1]
+
+    publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path, meter=meter)
+    size = release.manifest.archive.size
+    assert [(m.label, m.total, m.done) for m in meters] == [("uploading", size, size)]
+    assert len(lines) == 2 and all(line.startswith("uploading: ") for line in lines)  # the bytes, then finish()
+
+
+def test_small_objects_without_a_digest_are_read_and_hashed_the_archive_is_not(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist", sbom=b"{}\n")
+    publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path)
+    state = read_remote_state(NoDigestStore(tmp_path / "store", rival=None), release.manifest)
+    archive = state.objects[release.manifest.keys.archive]
+    assert archive is not None and (archive.size, archive.sha256) == (release.manifest.archive.size, None)
+    small = [state.objects[u.key] for u in plan_publish_uploads(release)[1:]]
+    assert [(o.size, o.sha256) if o else None for o in small] == [
+        (u.size, u.sha256) for u in plan_publish_uploads(release)[1:]
+    ]
+    with pytest.raises(ConflictError, match="an unknown sha256"):  # the archive is never downloaded to compare
+        publish(NoDigestStore(tmp_path / "store", rival=None), release.manifest, release.archive_path)
+
+
+def plan_publish_uploads(release: SyntheticRelease) -> tuple[Upload, ...]:
+    archive = LocalArchive(
+        release.archive_path,
+        release.manifest.archive.size,
+        release.manifest.archive.sha256,
+        box=box_json_for(release.manifest),
+    )
+    sbom = (release.archive_path.parent / release.manifest.sbom.name).read_bytes() if release.manifest.sbom else None
+    return plan_publish(release.manifest, archive, empty(), sbom=sbom).uploads
+
+
+def test_dangling_entries_are_listed_in_version_and_target_order_with_the_missing_keys() -> None:
+    manifests = [
+        make_manifest(version=v, cuda=c, size=1, sha256=SHA) for v in ("1.0.0", "0.9.0") for c in ("12.4", None)
+    ]
+    index = BoxIndex(boxId="demo-box")
+    for m in manifests:
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    missing = {manifests[0].keys.archive, manifests[0].keys.release, manifests[3].keys.release}
+    assert dangling_entries(index, missing) == (
+        f"demo-box 0.9.0 linux-x86_64-cpu ({manifests[3].keys.release})",
+        f"demo-box 1.0.0 linux-x86_64-cuda12.4 ({manifests[0].keys.release}, {manifests[0].keys.archive})",
+    )
+    assert dangling_entries(index, set()) == ()
