@@ -13,7 +13,7 @@ import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.store import local
-from scrollcase.store.base import FileUpload, Piece, Transfer
+from scrollcase.store.base import Blob, FileUpload, Piece, Transfer
 from scrollcase.store.local import LocalStore
 
 
@@ -47,6 +47,15 @@ def test_if_match_compare_and_swap(tmp_path: Path) -> None:
     blob = store.get_bytes("index.json")
     assert blob is not None and blob.data == b"v2" and blob.etag == second
     assert not (tmp_path / "index.json.lock").exists()
+
+
+@pytest.mark.parametrize("stale", ["0" * 64, "f" * 64])  # sorting before and after the current ETag
+def test_any_etag_but_the_current_one_is_a_conflict(tmp_path: Path, stale: str) -> None:
+    store = LocalStore(tmp_path)
+    current = store.put_bytes("index.json", b"v1", if_none_match=True)
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.put_bytes("index.json", b"v2", if_match=stale)
+    assert store.get_bytes("index.json") == Blob(b"v1", current)
 
 
 def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
