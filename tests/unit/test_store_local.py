@@ -72,9 +72,13 @@ def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
         store.put_bytes("index.json", b"v2", if_match=first)
     crashed = time.time() - local.STALE_LOCK_SECONDS - 5
     os.utime(lock, (crashed, crashed))
-    store.put_bytes("index.json", b"v2", if_match=first)
+    second = store.put_bytes("index.json", b"v2", if_match=first)
     blob = store.get_bytes("index.json")
     assert blob is not None and blob.data == b"v2"
+    assert not lock.exists()
+    lock.write_text("4242\n")
+    os.utime(lock, (1000, 1000))  # left in 1970 (a clock that was wrong then): stale too
+    store.put_bytes("index.json", b"v3", if_match=second)
     assert not lock.exists()
 
 
