@@ -112,24 +112,86 @@ _BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio 
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/store/local.py": (
-        *(
-            (line, new, "copy_file_range or the plain read and write: the same bytes land, only the speed differs")
-            for line, new in (
-                ('if hasattr(os, "copy_file_range"):', 'if not hasattr(os, "copy_file_range"):'),
-                ("while done < length:", "while done >= length:"),
-            )
+        (
+            'if hasattr(os, "copy_file_range"):',
+            'if not hasattr(os, "copy_file_range"):',
+            "copy_file_range or the plain read and write: the same bytes land, only the speed differs",
         ),
+        *(
+            (
+                "while done < length:",
+                f"while done {op} length:",
+                "copy_file_range's loop: any condition falls through to the plain copy (the same bytes); in the "
+                "plain loop these too stop only at the end (an empty read)",
+            )
+            for op in (">=", "is", "is not", "!=", "<=", ">", "==")
+        ),
+        ("if moved == 0:", "if moved <= 0:", "copy_file_range never returns a negative count (it raises)"),
         (
             "if done != piece.size:",
             "if done < piece.size:",
             "copy_range never copies more than it is asked for, so done > piece.size cannot happen",
         ),
+        *(
+            (
+                "source.seek(offset + done)",
+                f"source.seek(offset {op} done)",
+                "done is 0 when the plain copy starts: copy_file_range refuses a pair of files at its first call "
+                "(EXDEV, EINVAL) or copies to the end",
+            )
+            for op in ("-", "^", "|", "<<", ">>")
+        ),
+        *(
+            (
+                "chunk = source.read(min(CHUNK * 8, length - done))",
+                f"chunk = source.read(min({size}, length - done))",
+                "a read size: any size > 0 copies the same bytes",
+            )
+            for size in (
+                "CHUNK ** 8",
+                "CHUNK ^ 8",
+                "CHUNK + 8",
+                "CHUNK - 8",
+                "CHUNK | 8",
+                "CHUNK << 8",
+                "CHUNK >> 8",
+                "CHUNK // 8",
+                "CHUNK * 9",
+                "CHUNK * 7",
+            )
+        ),
         ("while chunk := src.read(CHUNK * 8):", "*", "a read size: any size > 0 copies and hashes the same bytes"),
+        (
+            'with source.open("rb", buffering=0) as earlier:',
+            'with source.open("rb", buffering= 1) as earlier:',
+            "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered the same",
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT | os.O_EXCL {op} os.O_WRONLY, 0o644)",
+                "the fd only claims the name and is closed at once: O_WRONLY (1) or O_RDONLY (0) claims it the same",
+            )
+            for op in ("^", "+", "//", "*", "**")  # 128 op 1 is 128 or 129: O_EXCL kept
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT {op} os.O_EXCL | os.O_WRONLY, 0o644)",
+                "+, ^ and | agree on distinct flag bits",
+            )
+            for op in ("^", "+")
+        ),
         ("time.sleep(0.02)", "*", "the poll interval of a lock wait: any short pause takes the lock the same"),
         (
             "LOCK_WAIT_SECONDS = 30.0",
             "*",
             "how long a live lock is waited for: only waiting out the 30 s could tell 29 from 31",
+        ),
+        (
+            "if time.monotonic() > deadline:",
+            "if time.monotonic() >= deadline:",
+            "the same instant on a monotonic clock of nanoseconds: no test can land on it",
         ),
     ),
     "scrollcase/box/paths.py": (
