@@ -25,6 +25,7 @@ from scrollcase.store.publish import (
     Upload,
     archive_upload,
     byte_progress,
+    check_sbom,
     dangling_entries,
     earlier_archives,
     measure_archive,
@@ -725,3 +726,49 @@ def test_dangling_entries_are_listed_in_version_and_target_order_with_the_missin
         f"demo-box 1.0.0 linux-x86_64-cuda12.4 ({manifests[0].keys.release}, {manifests[0].keys.archive})",
     )
     assert dangling_entries(index, set()) == ()
+
+
+# --- every comparison refuses a difference whichever way it sorts ------------------------------------------
+
+OTHER_DIGESTS = ("0" * 64, "f" * 64)  # sorting before and after any real sha256
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(len(DATA) + 1, SHA), (len(DATA) - 1, SHA), *((len(DATA), d) for d in OTHER_DIGESTS)]
+)
+def test_an_archive_of_another_size_or_digest_is_refused(size: int, sha: str) -> None:
+    with pytest.raises(IntegrityError, match="does not match"):
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, size, sha, box=ARCHIVE.box), empty())
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(len(DATA) + 1, SHA), (len(DATA) - 1, SHA), *((len(DATA), d) for d in OTHER_DIGESTS)]
+)
+def test_a_stored_archive_of_another_size_or_digest_is_a_conflict(size: int, sha: str) -> None:
+    objects = {KEYS.archive: ObjectInfo(KEYS.archive, size, sha)}
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, False))
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(3, "0" * 64), (2, sha256_bytes(b"{}\n")), (4, sha256_bytes(b"{}\n")), (3, "f" * 64)]
+)
+def test_an_sbom_of_another_size_or_digest_is_refused(size: int, sha: str) -> None:
+    from scrollcase.box.release import SbomInfo
+
+    manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=size, sha256=sha)})
+    with pytest.raises(IntegrityError, match=r"but release\.json records"):
+        check_sbom(manifest, b"{}\n", "release.json")
+    check_sbom(
+        manifest.model_copy(update={"sbom": SbomInfo(name="x", size=3, sha256=sha256_bytes(b"{}\n"))}), b"{}\n", "r"
+    )
+
+
+@pytest.mark.parametrize("rival", ["shorter", "longer", "same size"])
+def test_a_lost_race_to_other_bytes_of_any_size_is_a_conflict(tmp_path: Path, rival: str) -> None:
+    release = write_release(tmp_path / "dist")
+    ours = release.archive_path.read_bytes()
+    theirs = {"shorter": ours[:-1], "longer": ours + b"\0", "same size": bytes(len(ours))}[rival]
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
+    assert not (tmp_path / "store" / release.manifest.keys.release).exists()
