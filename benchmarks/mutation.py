@@ -127,6 +127,15 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for op in (">=", "is", "is not", "!=", "<=", ">", "==")
         ),
         ("if moved == 0:", "if moved <= 0:", "copy_file_range never returns a negative count (it raises)"),
+        *(
+            (
+                "moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)",
+                f"moved = os.copy_file_range(source.fileno(), out.fileno(), length {op} done, offset + done)",
+                "done is 0 at the first call, which copies a regular file's whole range; a second call only comes at "
+                "the source's end, where any length copies nothing",
+            )
+            for op in ("|", "^", "+", "<<", ">>")
+        ),
         (
             "if done != piece.size:",
             "if done < piece.size:",
