@@ -182,6 +182,19 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         ("while chunk := src.read(CHUNK * 8):", "*", "a read size: any size > 0 copies and hashes the same bytes"),
         (
+            "chunk = source.read(min(CHUNK * 8, length - done))",
+            "chunk = source.read(min(CHUNK * 8, length ^ done))",
+            "done is a multiple of the 8 MiB read (a regular file reads in full), so length ^ done is length - done",
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, {mode})",
+                "the claimed file is replaced by the temp file at once: the mode of the claim never shows",
+            )
+            for mode in (419, 421)
+        ),
+        (
             'with source.open("rb", buffering=0) as earlier:',
             'with source.open("rb", buffering= 1) as earlier:',
             "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered the same",
