@@ -194,10 +194,13 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             )
             for mode in (419, 421)
         ),
-        (
-            'with source.open("rb", buffering=0) as earlier:',
-            'with source.open("rb", buffering= 1) as earlier:',
-            "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered the same",
+        *(
+            (
+                'with source.open("rb", buffering=0) as earlier:',
+                f'with source.open("rb", buffering= {size}) as earlier:',
+                "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered the same",
+            )
+            for size in (1, -1)
         ),
         *(
             (

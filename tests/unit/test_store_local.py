@@ -315,6 +315,8 @@ def test_read_from_an_offset_and_a_length(tmp_path: Path) -> None:
         assert (stream.offset, stream.total, b"".join(stream.chunks)) == (100, len(OLD), OLD[100:120])
     with store.read_from("k", 10_000) as stream:
         assert b"".join(stream.chunks) == OLD[10_000:]
+    with store.read_from("k") as stream:  # from the start, to the end
+        assert (stream.offset, stream.total, b"".join(stream.chunks)) == (0, len(OLD), OLD)
     with pytest.raises(StoreError, match="does not exist"):
         store.read_from("nope").__enter__()
 
