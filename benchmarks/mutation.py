@@ -198,7 +198,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             (
                 'with source.open("rb", buffering=0) as earlier:',
                 f'with source.open("rb", buffering= {size}) as earlier:',
-                "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered the same",
+                "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered alike",
             )
             for size in (1, -1)
         ),
