@@ -225,6 +225,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "how long a live lock is waited for: only waiting out the 30 s could tell 29 from 31",
         ),
         (
+            "if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:",
+            "if time.time() - lock.stat().st_mtime >= STALE_LOCK_SECONDS:",
+            "exactly 60.0 s of age, to the clock's last digit: no test can land on it",
+        ),
+        (
             "if time.monotonic() > deadline:",
             "if time.monotonic() >= deadline:",
             "the same instant on a monotonic clock of nanoseconds: no test can land on it",

@@ -275,6 +275,7 @@ def test_a_whole_copy_says_nothing_without_a_notice_and_sent_pieces_only_are_a_p
 
 def test_a_directory_store_sends_whole_and_takes_any_layout(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
+    assert (store.url, store.url_for("boxes/b/k")) == (str(tmp_path), str(tmp_path / "boxes" / "b" / "k"))
     assert store.checksum_part_size(10 << 30) is None
     assert store.reuse_layout(7009, list(_pieces())) == _pieces()
 
