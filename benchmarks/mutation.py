@@ -132,11 +132,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         *(
             (
                 "while done < length:",
-                f"while done {op} length:",
+                f"while done {op} length:" if op != "NOT" else "while not done < length:",
                 "copy_file_range's loop: any condition falls through to the plain copy (the same bytes); in the "
                 "plain loop these too stop only at the end (an empty read)",
             )
-            for op in (">=", "is", "is not", "!=", "<=", ">", "==")
+            for op in (">=", "is", "is not", "!=", "<=", ">", "==", "NOT")
         ),
         ("if moved == 0:", "if moved <= 0:", "copy_file_range never returns a negative count (it raises)"),
         *(
@@ -194,6 +194,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 "the claimed file is replaced by the temp file at once: the mode of the claim never shows",
             )
             for mode in (419, 421)
+        ),
+        *(
+            (
+                'with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering=0) as local:',
+                f'with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering= {size}) as local:',
+                "the archive is read by copy_file_range at explicit offsets or by seek and read: buffered alike",
+            )
+            for size in (1, -1)
         ),
         *(
             (
