@@ -112,16 +112,31 @@ _FLAGS = (
 _BUDGET = "limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, "
 _ENV_NAMES = '[n for w, n in zip(words[1:], names[1:], strict=True) if not w.startswith(b"-") and b"=" not in w]'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "scrollcase/store/publish.py": tuple(
+    "scrollcase/store/publish.py": (
+        *(
+            (
+                line,
+                line.replace("max(total, 1)", "max(total,  2)"),
+                "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
+            )
+            for line in (
+                'tenth = state["sent"] * steps // max(total, 1)',
+                "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+            )
+        ),
         (
-            line,
-            line.replace("max(total, 1)", "max(total,  2)"),
-            "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
-        )
-        for line in (
-            'tenth = state["sent"] * steps // max(total, 1)',
-            "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
-        )
+            'if step.action != "upload":',
+            'if step.action < "upload":',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        *(
+            (
+                line,
+                "*",
+                "a variable's annotation: a postponed string for a dataclass field, never evaluated for a local",
+            )
+            for line in ("objects: Mapping[str, ObjectInfo | None]", "objects: dict[str, ObjectInfo | None] = {}")
+        ),
     ),
     "scrollcase/store/local.py": (
         (

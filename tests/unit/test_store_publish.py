@@ -772,3 +772,25 @@ def test_a_lost_race_to_other_bytes_of_any_size_is_a_conflict(tmp_path: Path, ri
     with pytest.raises(ConflictError, match="already published with different bytes"):
         publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
     assert not (tmp_path / "store" / release.manifest.keys.release).exists()
+
+
+def test_a_republish_uploads_nothing_and_says_so(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = LocalStore(tmp_path / "store")
+    publish(store, release.manifest, release.archive_path)
+    lines: list[str] = []
+    again = publish(store, release.manifest, release.archive_path, progress=lines.append)
+    assert (again.uploaded, again.sent, again.index_written) == ((), Transfer(0), False)
+    assert not [line for line in lines if line.startswith("uploading")]
+
+
+def test_a_new_release_of_a_framed_box_copies_what_the_earlier_one_holds(tmp_path: Path) -> None:
+    from tests.support.framedreleases import write_framed_release
+
+    old, new = (write_framed_release(tmp_path, v, payload=30_000, packages=3) for v in ("1.0.0", "1.0.1"))
+    store = LocalStore(tmp_path / "store")
+    assert publish(store, old.manifest, old.archive_path).sent.reused == 0
+    result = publish(store, new.manifest, new.archive_path)
+    assert 0 < result.plan.bytes_reused < new.manifest.archive.size
+    assert result.sent == Transfer(sent=result.plan.bytes_to_send, reused=result.plan.bytes_reused)
+    assert store.path_for(new.manifest.keys.archive).read_bytes() == new.archive_path.read_bytes()
