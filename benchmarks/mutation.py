@@ -135,7 +135,16 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 "*",
                 "a variable's annotation: a postponed string for a dataclass field, never evaluated for a local",
             )
-            for line in ("objects: Mapping[str, ObjectInfo | None]", "objects: dict[str, ObjectInfo | None] = {}")
+            for line in (
+                "objects: Mapping[str, ObjectInfo | None]",
+                "objects: dict[str, ObjectInfo | None] = {}",
+                "wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [",
+            )
+        ),
+        (
+            'if step.action != "upload":',
+            'if step.action is not "upload":',
+            "the actions are the same interned literals",
         ),
     ),
     "scrollcase/store/local.py": (

@@ -3,6 +3,7 @@ executor's handling of a lost create-if-absent race (on a real directory store).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import replace
@@ -794,3 +795,28 @@ def test_a_new_release_of_a_framed_box_copies_what_the_earlier_one_holds(tmp_pat
     assert 0 < result.plan.bytes_reused < new.manifest.archive.size
     assert result.sent == Transfer(sent=result.plan.bytes_to_send, reused=result.plan.bytes_reused)
     assert store.path_for(new.manifest.keys.archive).read_bytes() == new.archive_path.read_bytes()
+
+
+def test_a_refusal_names_its_first_problem_and_an_sbom_its_size() -> None:
+    archive, forged = relabel_cpu_as_cuda()
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty(), "x.release.json")
+    first, last = caught.value.problems[0], caught.value.problems[-1]
+    assert first.message != last.message
+    assert f"one sound release ({first.key}: {first.message})" in caught.value.message
+    from scrollcase.box.release import SbomInfo
+
+    manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=9, sha256="0" * 64)})
+    with pytest.raises(IntegrityError) as sbom:
+        check_sbom(manifest, b"{}\n", "release.json")
+    found = sha256_bytes(b"{}\n")
+    assert sbom.value.message.startswith(f"x.sbom.json is 3 bytes with sha256 {found}, but release.json records 9")
+
+
+def test_the_plan_and_its_parts_cannot_change() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty())
+    result = PublishResult(plan, "store", True, (), False)
+    for fact in (ARCHIVE, plan.uploads[0], empty(), plan, result):
+        name = next(iter(vars(fact)))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(fact, name, getattr(fact, name))
