@@ -146,6 +146,29 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'if step.action is not "upload":',
             "the actions are the same interned literals",
         ),
+        (
+            'if uploads[0].action == "upload" and remote.earlier:',
+            'if uploads[0].action >= "upload" and remote.earlier:',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        (
+            'return self.size - self.bytes_reused if self.action == "upload" else 0',
+            'return self.size - self.bytes_reused if self.action is "upload" else 0',
+            "the actions are the same interned literals",
+        ),
+        (
+            'if tenth <= state["reported"]:',
+            'if tenth == state["reported"]:',
+            "the count only grows, so tenth never falls below what was reported",
+        ),
+        *(
+            (
+                'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+                f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
+                "a SemVer's core (before - and +) is three numbers: the fallback never runs",
+            )
+            for n in (" -1", " 1")
+        ),
     ),
     "scrollcase/store/local.py": (
         (

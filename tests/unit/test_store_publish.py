@@ -820,3 +820,37 @@ def test_the_plan_and_its_parts_cannot_change() -> None:
         name = next(iter(vars(fact)))
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(fact, name, getattr(fact, name))
+
+
+def test_a_plan_names_its_release() -> None:
+    assert plan_publish(MANIFEST, ARCHIVE, empty()).release == "demo-box 1.0.0 linux-x86_64-cuda12.4"
+
+
+def test_a_pre_release_ranks_by_its_own_numbers() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for m in (framed_release(v) for v in ("1.0.2", "1.0.3-rc.1")):
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3-rc.1", "1.0.2"]
+
+
+@pytest.mark.parametrize("expected", OTHER_DIGESTS)
+def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path: Path, expected: str) -> None:
+    path = tmp_path / "a"
+    path.write_bytes(DATA)
+    step = Upload("archive", "k", len(DATA), expected, "upload", "", pieces=(Piece(0, len(DATA), "old"),))
+    with pytest.raises(IntegrityError, match="changed while it was being published"):
+        archive_upload(step, LocalArchive(path, len(DATA), expected), lambda _: None)
+
+
+@pytest.mark.parametrize("digest", OTHER_DIGESTS)
+def test_an_earlier_manifest_of_another_archive_is_passed_over(tmp_path: Path, digest: str) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    other = framed_release("0.9.0")
+    other = other.model_copy(update={"archive": other.archive.model_copy(update={"sha256": digest})})
+    store.path_for(entry.release).write_bytes(dump_release(other))
+    unvouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": None})}}}
+    )
+    found, notes = earlier_archives(store, unvouched, MANIFEST, set())
+    assert found == () and notes[0].endswith("describes another archive than the index entry")
