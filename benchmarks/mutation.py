@@ -167,7 +167,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
                 "a SemVer's core (before - and +) is three numbers: the fallback never runs",
             )
-            for n in (" -1", " 1")
+            for n in ("-1", " 1")
         ),
     ),
     "scrollcase/store/local.py": (
