@@ -116,7 +116,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         *(
             (
                 line,
-                line.replace("max(total, 1)", "max(total,  2)"),
+                line.replace("max(total, 1)", "max(total, 2)"),
                 "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
             )
             for line in (
@@ -157,6 +157,16 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the actions are the same interned literals",
         ),
         (
+            'return self.size - self.bytes_reused if self.action == "upload" else 0',
+            'return self.size - self.bytes_reused if self.action >= "upload" else 0',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        (
+            "if existing.size == step.size and existing.sha256 == step.sha256:",
+            "if existing.size >= step.size and existing.sha256 == step.sha256:",
+            "the same sha256 is the same bytes, so the same size",
+        ),
+        (
             'if tenth <= state["reported"]:',
             'if tenth == state["reported"]:',
             "the count only grows, so tenth never falls below what was reported",
@@ -167,7 +177,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
                 "a SemVer's core (before - and +) is three numbers: the fallback never runs",
             )
-            for n in ("-1", " 1")
+            for n in ("-1", "1")
         ),
     ),
     "scrollcase/store/local.py": (

@@ -321,6 +321,7 @@ def test_plan_copies_the_frames_an_earlier_archive_holds() -> None:
     source = EarlierArchive("boxes/demo-box/0.9.0/x.tar.zst", "demo-box 0.9.0", tuple(old.archive.frames or []))
     plan = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)))
     step = plan.uploads[0]
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
     assert step.pieces == (Piece(0, 100, source.key, 0), Piece(100, 130), Piece(130, 330, source.key, 140))
     assert (step.bytes_to_send, step.bytes_reused) == (30, 300)
     assert plan.bytes_to_send == 30 + sum(u.size for u in plan.uploads[1:])
@@ -854,3 +855,41 @@ def test_an_earlier_manifest_of_another_archive_is_passed_over(tmp_path: Path, d
     )
     found, notes = earlier_archives(store, unvouched, MANIFEST, set())
     assert found == () and notes[0].endswith("describes another archive than the index entry")
+
+
+class NoDigestRacingStore(RacingStore):
+    """A rival writes our archive's exact bytes first, and the store (like S3 for a plain PUT) knows no sha256."""
+
+    def head(self, key: str) -> ObjectInfo | None:
+        info = super().head(key)
+        return None if info is None else ObjectInfo(key, info.size, None, info.etag)
+
+
+def test_a_lost_archive_race_to_unknown_digest_is_a_conflict_the_archive_is_never_downloaded(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = NoDigestRacingStore(tmp_path / "store", rival=release.archive_path.read_bytes())
+    with pytest.raises(ConflictError, match="an unknown sha256"):
+        publish(store, release.manifest, release.archive_path)
+
+
+def test_other_targets_come_after_the_same_target_whichever_way_they_sort() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for version, cuda in (("1.0.0", "12.8"), ("0.9.0", "12.4"), ("1.0.0", None)):
+        m = make_manifest(version=version, cuda=cuda, size=1, sha256=SHA)
+        index = merge_entry(index, "demo-box", version, entry_for(m)) or index
+    current = make_manifest(version="1.1.0", size=1, sha256=SHA)
+    order = [(v, e.targetId) for v, e in reuse_candidates(index, current, set())]
+    assert order == [
+        ("0.9.0", "linux-x86_64-cuda12.4"),
+        ("1.0.0", "linux-x86_64-cpu"),
+        ("1.0.0", "linux-x86_64-cuda12.8"),
+    ]
+
+
+@pytest.mark.parametrize("other", ["alpha-box", "other-box"])  # sorting before and after demo-box
+def test_read_remote_state_stops_at_the_index_of_another_box_either_way(tmp_path: Path, other: str) -> None:
+    store, _ = _store_with(tmp_path, [framed_release("0.9.0")])
+    path = store.path_for(index_key("demo-box"))
+    path.write_bytes(path.read_bytes().replace(b'"demo-box"', f'"{other}"'.encode(), 1))
+    state = read_remote_state(store, framed_release("1.0.0"))
+    assert state.index is not None and state.index.boxId == other and state.earlier == ()
