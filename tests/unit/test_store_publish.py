@@ -893,3 +893,24 @@ def test_read_remote_state_stops_at_the_index_of_another_box_either_way(tmp_path
     path.write_bytes(path.read_bytes().replace(b'"demo-box"', f'"{other}"'.encode(), 1))
     state = read_remote_state(store, framed_release("1.0.0"))
     assert state.index is not None and state.index.boxId == other and state.earlier == ()
+
+
+def test_an_index_that_does_not_list_the_release_is_to_be_updated() -> None:
+    other = make_manifest(version="0.9.0", size=1, sha256=SHA)
+    index = merge_entry(None, "demo-box", "0.9.0", entry_for(other))
+    assert plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=index)).index_action == "update"
+    listing = merge_entry(index, "demo-box", MANIFEST.version, entry_for(MANIFEST))
+    assert plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=listing)).index_action == "skip"
+
+
+@pytest.mark.parametrize("side", ["below", "above"])
+def test_a_lost_race_to_same_sized_bytes_is_a_conflict_whichever_way_their_digest_sorts(
+    tmp_path: Path, side: str
+) -> None:
+    release = write_release(tmp_path / "dist")
+    ours = release.manifest.archive.sha256
+    size = release.manifest.archive.size
+    rivals = (bytes([n]) * size for n in range(256))
+    theirs = next(r for r in rivals if (sha256_bytes(r) < ours) == (side == "below"))
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
