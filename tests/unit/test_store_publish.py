@@ -914,3 +914,26 @@ def test_a_lost_race_to_same_sized_bytes_is_a_conflict_whichever_way_their_diges
     theirs = next(r for r in rivals if (sha256_bytes(r) < ours) == (side == "below"))
     with pytest.raises(ConflictError, match="already published with different bytes"):
         publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
+
+
+def test_a_real_publish_reports_what_it_sent_and_says_its_warnings(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    gone = write_release(tmp_path / "gone", version="0.9.0")
+    publish(store, gone.manifest, gone.archive_path)
+    store.path_for(gone.manifest.keys.archive).unlink()
+    release = write_release(tmp_path / "dist")
+    lines: list[str] = []
+    result = publish(store, release.manifest, release.archive_path, progress=lines.append)
+    assert result.dry_run is False and result.to_json()["bytesSent"] == result.sent.sent > 0
+    assert result.bytes_line().startswith(f"sent {result.sent.sent} bytes")
+    assert [line for line in lines if line.startswith("warning: ")] == [f"warning: {w}" for w in result.plan.warnings]
+    assert len(result.plan.warnings) == 1 and "0.9.0" in result.plan.warnings[0]
+
+
+def test_a_missing_and_a_failed_self_test_are_told_apart() -> None:
+    from scrollcase.box.release import SelfTestReport
+
+    for report, said in ((None, "has no self-test report"), (SelfTestReport(passed=False, checks=[]), "failed")):
+        with pytest.raises(IntegrityError) as caught:
+            plan_publish(MANIFEST.model_copy(update={"selfTest": report}), ARCHIVE, empty())
+        assert said in caught.value.problems[0].message
