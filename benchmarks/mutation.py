@@ -186,6 +186,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'core = version.split("+", 1)[0].split("-", 2)[0]',
             "the first piece of a split does not depend on maxsplit",
         ),
+        *(
+            (
+                "moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)",
+                f"moved = Transfer(moved.sent + transfer.sent, moved.reused {op} transfer.reused)",
+                "only the archive's transfer reuses bytes: the sum has one term that is not 0, and x ^ 0 = x | 0 = x",
+            )
+            for op in ("^", "|")
+        ),
         (
             'if tenth <= state["reported"]:',
             'if tenth == state["reported"]:',
