@@ -152,6 +152,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'an action is "upload" or "skip", which sorts first',
         ),
         (
+            'if uploads[0].action == "upload" and remote.earlier:',
+            'if uploads[0].action is "upload" and remote.earlier:',
+            "the actions are the same interned literals",
+        ),
+        (
             'return self.size - self.bytes_reused if self.action == "upload" else 0',
             'return self.size - self.bytes_reused if self.action is "upload" else 0',
             "the actions are the same interned literals",
