@@ -39,14 +39,44 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 COPIED = ("scrollcase", "tests", "actions", "recipes", "docs", "pyproject.toml", "README.md")
 
+# the directory-store tests of test_publish_reuse.py (the S3 ones start servers: each survivor would pay)
+_REUSE_DIRECTORY_TESTS = tuple(
+    f"tests/integration/test_publish_reuse.py::test_{name}"
+    for name in (
+        "directory_store_copies_the_unchanged_frames",
+        "corrupt_earlier_archive_is_not_copied",
+        "missing_earlier_archive_means_a_full_copy",
+        "earlier_manifest_the_index_does_not_vouch_for_is_not_used",
+    )
+)
+# 4 CLI processes publishing at once (30 s of a busy machine, paid by every survivor): the threads test beside
+# it runs the same publish and lock code concurrently
+_NO_PROCESS_PUBLISHERS = (
+    "--deselect=tests/integration/test_publish_local.py::test_processes_publishing_different_targets_share_the_index"
+)
 # module -> the tests that mirror it (and the few others that exercise it for real)
 CORE: dict[str, tuple[str, ...]] = {
-    "scrollcase/store/base.py": ("tests/unit/test_store_publish.py", "tests/unit/test_store_s3_helpers.py"),
+    "scrollcase/store/base.py": (
+        "tests/unit/test_store_base.py",
+        "tests/unit/test_store_publish.py",
+        "tests/unit/test_store_s3_helpers.py",
+    ),
     "scrollcase/store/index.py": ("tests/unit/test_store_index.py",),
-    "scrollcase/store/local.py": ("tests/unit/test_store_local.py", "tests/integration/test_publish_local.py"),
-    "scrollcase/store/publish.py": ("tests/unit/test_store_publish.py", "tests/integration/test_publish_local.py"),
+    "scrollcase/store/local.py": (
+        "tests/unit/test_store_local.py",
+        "tests/integration/test_publish_local.py",
+        _NO_PROCESS_PUBLISHERS,
+    ),
+    # the unit tests read earlier releases' frame tables from real directory stores; the reuse integration tests
+    # (two 16 MB framed releases packed per run, paid by every survivor) are reuse.py's
+    "scrollcase/store/publish.py": (
+        "tests/unit/test_store_publish.py",
+        "tests/integration/test_publish_local.py",
+        _NO_PROCESS_PUBLISHERS,
+    ),
     "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
+    "scrollcase/store/reuse.py": ("tests/unit/test_store_reuse.py", *_REUSE_DIRECTORY_TESTS),
     "scrollcase/box/paths.py": (
         "tests/unit/test_box_paths.py",
         "tests/unit/test_unpack.py",
@@ -89,6 +119,228 @@ _PLURAL = (
 _FROM_CONDA = 'return {{normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "scrollcase/store/publish.py": (
+        *(
+            (
+                line,
+                line.replace("max(total, 1)", "max(total, 2)"),
+                "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
+            )
+            for line in (
+                'tenth = state["sent"] * steps // max(total, 1)',
+                "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+            )
+        ),
+        (
+            'if step.action != "upload":',
+            'if step.action < "upload":',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        *(
+            (
+                line,
+                "*",
+                "a variable's annotation: a postponed string for a dataclass field, never evaluated for a local",
+            )
+            for line in (
+                "objects: Mapping[str, ObjectInfo | None]",
+                "objects: dict[str, ObjectInfo | None] = {}",
+                "wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [",
+            )
+        ),
+        (
+            'if step.action != "upload":',
+            'if step.action is not "upload":',
+            "the actions are the same interned literals",
+        ),
+        (
+            'if uploads[0].action == "upload" and remote.earlier:',
+            'if uploads[0].action >= "upload" and remote.earlier:',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        (
+            'if uploads[0].action == "upload" and remote.earlier:',
+            'if uploads[0].action is "upload" and remote.earlier:',
+            "the actions are the same interned literals",
+        ),
+        (
+            'return self.size - self.bytes_reused if self.action == "upload" else 0',
+            'return self.size - self.bytes_reused if self.action is "upload" else 0',
+            "the actions are the same interned literals",
+        ),
+        (
+            'return self.size - self.bytes_reused if self.action == "upload" else 0',
+            'return self.size - self.bytes_reused if self.action >= "upload" else 0',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        (
+            "if existing.size == step.size and existing.sha256 == step.sha256:",
+            "if existing.size >= step.size and existing.sha256 == step.sha256:",
+            "the same sha256 is the same bytes, so the same size",
+        ),
+        (
+            "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+            "progress(f\"  {state['sent'] * 100 // max(total, 0)}% ({state['sent']} of {total} bytes)\")",
+            "only a total of 0 reaches it (the step above divides by max(total, 1)), and an archive is never empty",
+        ),
+        (
+            'return sum(u.size for u in self.uploads if u.action == "upload")',
+            'return sum(u.size for u in self.uploads if u.action is "upload")',
+            "the actions are the same interned literals",
+        ),
+        (
+            'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+            'return tuple(~int(part) if part.isdigit() else 0 for part in core.split("."))',
+            "~n is -n - 1: the same order",
+        ),
+        (
+            'core = version.split("+", 1)[0].split("-", 1)[0]',
+            'core = version.split("+", 1)[0].split("-", 2)[0]',
+            "the first piece of a split does not depend on maxsplit",
+        ),
+        *(
+            (
+                "moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)",
+                f"moved = Transfer(moved.sent + transfer.sent, moved.reused {op} transfer.reused)",
+                "only the archive's transfer reuses bytes: the sum has one term that is not 0, and x ^ 0 = x | 0 = x",
+            )
+            for op in ("^", "|")
+        ),
+        (
+            'if tenth <= state["reported"]:',
+            'if tenth == state["reported"]:',
+            "the count only grows, so tenth never falls below what was reported",
+        ),
+        *(
+            (
+                'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+                f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
+                "a SemVer's core (before - and +) is three numbers: the fallback never runs",
+            )
+            for n in ("-1", "1")
+        ),
+    ),
+    "scrollcase/store/local.py": (
+        (
+            'if hasattr(os, "copy_file_range"):',
+            'if not hasattr(os, "copy_file_range"):',
+            "copy_file_range or the plain read and write: the same bytes land, only the speed differs",
+        ),
+        *(
+            (
+                "while done < length:",
+                f"while done {op} length:" if op != "NOT" else "while not done < length:",
+                "copy_file_range's loop: any condition falls through to the plain copy (the same bytes); in the "
+                "plain loop these too stop only at the end (an empty read)",
+            )
+            for op in (">=", "is", "is not", "!=", "<=", ">", "==", "NOT")
+        ),
+        ("if moved == 0:", "if moved <= 0:", "copy_file_range never returns a negative count (it raises)"),
+        *(
+            (
+                "moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)",
+                f"moved = os.copy_file_range(source.fileno(), out.fileno(), length {op} done, offset + done)",
+                "done is 0 at the first call, which copies a regular file's whole range; a second call only comes at "
+                "the source's end, where any length copies nothing",
+            )
+            for op in ("|", "^", "+", "<<", ">>")
+        ),
+        (
+            "if done != piece.size:",
+            "if done < piece.size:",
+            "copy_range never copies more than it is asked for, so done > piece.size cannot happen",
+        ),
+        *(
+            (
+                "source.seek(offset + done)",
+                f"source.seek(offset {op} done)",
+                "done is 0 when the plain copy starts: copy_file_range refuses a pair of files at its first call "
+                "(EXDEV, EINVAL) or copies to the end",
+            )
+            for op in ("-", "^", "|", "<<", ">>")
+        ),
+        *(
+            (
+                "chunk = source.read(min(CHUNK * 8, length - done))",
+                f"chunk = source.read(min({size}, length - done))",
+                "a read size: any size > 0 copies the same bytes",
+            )
+            for size in (
+                "CHUNK ** 8",
+                "CHUNK ^ 8",
+                "CHUNK + 8",
+                "CHUNK - 8",
+                "CHUNK | 8",
+                "CHUNK << 8",
+                "CHUNK >> 8",
+                "CHUNK // 8",
+                "CHUNK * 9",
+                "CHUNK * 7",
+            )
+        ),
+        ("while chunk := src.read(CHUNK * 8):", "*", "a read size: any size > 0 copies and hashes the same bytes"),
+        (
+            "chunk = source.read(min(CHUNK * 8, length - done))",
+            "chunk = source.read(min(CHUNK * 8, length ^ done))",
+            "done is a multiple of the 8 MiB read (a regular file reads in full), so length ^ done is length - done",
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, {mode})",
+                "the claimed file is replaced by the temp file at once: the mode of the claim never shows",
+            )
+            for mode in (419, 421)
+        ),
+        *(
+            (
+                'with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering=0) as local:',
+                f'with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering= {size}) as local:',
+                "the archive is read by copy_file_range at explicit offsets or by seek and read: buffered alike",
+            )
+            for size in (1, -1)
+        ),
+        *(
+            (
+                'with source.open("rb", buffering=0) as earlier:',
+                f'with source.open("rb", buffering= {size}) as earlier:',
+                "the earlier file is read by copy_file_range at explicit offsets or by seek and read: buffered alike",
+            )
+            for size in (1, -1)
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT | os.O_EXCL {op} os.O_WRONLY, 0o644)",
+                "the fd only claims the name and is closed at once: O_WRONLY (1) or O_RDONLY (0) claims it the same",
+            )
+            for op in ("^", "+", "//", "*", "**")  # 128 op 1 is 128 or 129: O_EXCL kept
+        ),
+        *(
+            (
+                "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",
+                f"fd = os.open(target, os.O_CREAT {op} os.O_EXCL | os.O_WRONLY, 0o644)",
+                "+, ^ and | agree on distinct flag bits",
+            )
+            for op in ("^", "+")
+        ),
+        ("time.sleep(0.02)", "*", "the poll interval of a lock wait: any short pause takes the lock the same"),
+        (
+            "LOCK_WAIT_SECONDS = 30.0",
+            "*",
+            "how long a live lock is waited for: only waiting out the 30 s could tell 29 from 31",
+        ),
+        (
+            "if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:",
+            "if time.time() - lock.stat().st_mtime >= STALE_LOCK_SECONDS:",
+            "exactly 60.0 s of age, to the clock's last digit: no test can land on it",
+        ),
+        (
+            "if time.monotonic() > deadline:",
+            "if time.monotonic() >= deadline:",
+            "the same instant on a monotonic clock of nanoseconds: no test can land on it",
+        ),
+    ),
     "scrollcase/box/paths.py": (
         *(
             ('return name[:cut] if cut >= 0 else ""', f'return name[:cut] if cut {op} else ""', "name[:0] is '' too")

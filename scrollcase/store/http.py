@@ -67,7 +67,7 @@ class HttpStore:
         if response is None:
             return None
         with response:
-            data = b"".join(_chunks(response, url))
+            data = b"".join(_chunks(response, url, self.timeout))
         return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
 
     @contextlib.contextmanager
@@ -80,7 +80,7 @@ class HttpStore:
                 f"{url} does not exist (HTTP 404)", fix="check --store and --box, and that it is published"
             )
         with response:
-            yield RangeRead(offset, _total(response, url, offset, wanted), _chunks(response, url))
+            yield RangeRead(offset, _total(response, url, offset, wanted), _chunks(response, url, self.timeout))
 
     def _open(self, url: str, headers: dict[str, str]) -> http.client.HTTPResponse | None:
         # identity: a server must not gzip the archive (the sha256 is of the bytes as stored).
@@ -99,15 +99,15 @@ class HttpStore:
                 else _REACH_FIX,
             ) from None
         except urllib.error.URLError as exc:
-            raise StoreError(f"cannot reach {url}: {_why(exc.reason)}", fix=_REACH_FIX) from None
+            raise StoreError(f"cannot reach {url}: {_why(exc.reason, self.timeout)}", fix=_REACH_FIX) from None
         except (OSError, http.client.HTTPException) as exc:
-            raise StoreError(f"cannot reach {url}: {_why(exc)}", fix=_REACH_FIX) from None
+            raise StoreError(f"cannot reach {url}: {_why(exc, self.timeout)}", fix=_REACH_FIX) from None
         return response
 
 
-def _why(reason: object) -> str:
+def _why(reason: object, timeout: float) -> str:
     if isinstance(reason, TimeoutError | socket.timeout):
-        return f"no answer within {TIMEOUT:.0f} s (timed out)"
+        return f"no answer within {timeout:g} s (timed out)"
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused (is the server running?)"
     return str(reason) or type(reason).__name__
@@ -133,7 +133,7 @@ def _total(response: http.client.HTTPResponse, url: str, offset: int, wanted: st
     return int(length) if length and length.isdigit() else None
 
 
-def _chunks(response: IO[bytes], url: str) -> Iterator[bytes]:
+def _chunks(response: IO[bytes], url: str, timeout: float) -> Iterator[bytes]:
     received = 0
     try:
         while chunk := response.read(CHUNK):
@@ -146,6 +146,6 @@ def _chunks(response: IO[bytes], url: str) -> Iterator[bytes]:
     except (OSError, http.client.HTTPException) as exc:
         # IncompleteRead, a reset or a timeout: the server stopped sending before the body's end.
         raise StoreError(
-            f"the connection to {url} broke off after {received} bytes of this request: {_why(exc)}",
+            f"the connection to {url} broke off after {received} bytes of this request: {_why(exc, timeout)}",
             fix="rerun: the download resumes where it stopped",
         ) from None

@@ -23,7 +23,6 @@ from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.store.base import Store
 
-INDEX_SCHEMA_VERSION = 1
 MAX_ATTEMPTS = 10
 
 

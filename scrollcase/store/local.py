@@ -330,6 +330,6 @@ def _key_lock(target: Path) -> Iterator[None]:
 
 
 def _break_stale(lock: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError):  # released, or broken by another writer, since we looked
         if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
-            lock.unlink(missing_ok=True)
+            lock.unlink()

@@ -26,6 +26,11 @@ class ServerState:
     sent: int = 0  # body bytes sent
     sent_by_path: dict[str, int] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)  # "GET <path> <Range or ->"
+    encodings: list[str] = field(default_factory=list)  # each request's Accept-Encoding ("-": none)
+    etag: str | None = None  # sent as the ETag of every file when set
+    status: int | None = None  # every GET is answered with this error status when set (401, 403, 500...)
+    range_shift: int = 0  # a broken server: the Content-Range of a 206 starts this many bytes off
+    length_header: str | None = None  # a Content-Length sent instead of the true one (a 200 only)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, path: str, wanted: int) -> int:
@@ -53,6 +58,10 @@ class RangeHandler(SimpleHTTPRequestHandler):
         state = self.state
         wanted = self.headers.get("Range")
         state.requests.append(f"GET {self.path} {wanted or '-'}")
+        state.encodings.append(self.headers.get("Accept-Encoding") or "-")
+        if state.status is not None:
+            self.send_error(state.status)
+            return
         path = Path(self.translate_path(self.path))
         if not path.is_file():
             self.send_error(404)
@@ -69,8 +78,11 @@ class RangeHandler(SimpleHTTPRequestHandler):
             return
         self.send_response(206 if found else 200)
         if found:
-            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-        self.send_header("Content-Length", str(end + 1 - start))
+            self.send_header("Content-Range", f"bytes {start + state.range_shift}-{end}/{size}")
+        if state.etag is not None:
+            self.send_header("ETag", state.etag)
+        length = str(end + 1 - start)
+        self.send_header("Content-Length", state.length_header if state.length_header and not found else length)
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         self._send_body(path, start, end + 1)

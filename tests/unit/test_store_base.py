@@ -1,11 +1,25 @@
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from scrollcase.errors import IntegrityError
-from scrollcase.store.base import read_sidecar, sidecar_path, sidecar_text
+from scrollcase.store.base import (
+    Blob,
+    FileUpload,
+    ObjectInfo,
+    Piece,
+    RangeRead,
+    Transfer,
+    limited,
+    range_header,
+    read_sidecar,
+    sidecar_path,
+    sidecar_text,
+)
 
 SHA = "ab" * 32
 
@@ -27,3 +41,73 @@ def test_a_sidecar_without_a_digest_is_an_integrity_error(tmp_path: Path, text: 
     sidecar_path(archive).write_text(text)
     with pytest.raises(IntegrityError, match="does not start with a sha256 digest"):
         read_sidecar(archive)
+
+
+def test_an_upper_case_digest_is_read_as_written_and_a_name_after_it_is_ignored(tmp_path: Path) -> None:
+    archive = tmp_path / "box.tar.zst"
+    sidecar_path(archive).write_text(f"{SHA.upper()}  *box.tar.zst\nmore words\n")
+    assert read_sidecar(archive) == SHA.upper()
+    assert sidecar_text(SHA, "box.tar.zst") == f"{SHA}  box.tar.zst\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("offset", "length", "header"),
+    [(0, None, None), (5, None, "bytes=5-"), (0, 10, "bytes=0-9"), (5, 1, "bytes=5-5"), (7, 3, "bytes=7-9")],
+)
+def test_range_header_asks_for_the_bytes_wanted_or_nothing_for_the_whole_object(
+    offset: int, length: int | None, header: str | None
+) -> None:
+    assert range_header(offset, length) == header
+
+
+@pytest.mark.parametrize(
+    ("length", "cut"),
+    [
+        (None, [b"abc", b"def", b"gh"]),
+        (0, []),
+        (1, [b"a"]),
+        (3, [b"abc"]),
+        (4, [b"abc", b"d"]),
+        (8, [b"abc", b"def", b"gh"]),
+        (9, [b"abc", b"def", b"gh"]),
+    ],
+)
+def test_limited_cuts_the_chunks_after_length_bytes(length: int | None, cut: list[bytes]) -> None:
+    assert list(limited(iter([b"abc", b"def", b"gh"]), length)) == cut
+
+
+def test_limited_stops_reading_once_it_has_the_bytes() -> None:
+    pulled: list[bytes] = []
+
+    def chunks() -> Iterator[bytes]:
+        for chunk in (b"abc", b"def", b"never"):
+            pulled.append(chunk)
+            yield chunk
+
+    assert list(limited(chunks(), 6)) == [b"abc", b"def"]
+    assert pulled == [b"abc", b"def", b"never"]  # the third is pulled only to see that nothing is left
+
+
+def test_a_piece_knows_its_size_and_where_its_bytes_come_from() -> None:
+    sent = Piece(10, 25)
+    assert (sent.size, sent.copied) == (15, False)
+    copied = Piece(10, 25, "boxes/b/old.tar.zst", 100)
+    assert (copied.size, copied.copied, copied.source_range) == (15, True, (100, 115))
+    assert Piece(0, 4, "k").source_range == (0, 4)
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        ObjectInfo("k", 1, None),
+        Blob(b"x", "e"),
+        Piece(0, 1),
+        FileUpload(Path("a"), 1, SHA),
+        Transfer(1),
+        RangeRead(0, None, iter([])),
+    ],
+)
+def test_the_facts_a_store_returns_cannot_change(fact: object) -> None:
+    name = next(iter(vars(fact)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(fact, name, getattr(fact, name))

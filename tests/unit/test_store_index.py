@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from scrollcase.errors import ConflictError, StoreError
+from scrollcase.store.base import Blob
 from scrollcase.store.index import (
+    MAX_ATTEMPTS,
     BoxIndex,
     dump_index,
     entry_for,
     index_json_schema,
+    index_key,
     merge_entry,
     parse_index,
+    update_index,
 )
+from scrollcase.store.local import LocalStore
 from tests.support.releases import make_manifest
 
 CUDA = make_manifest(size=10, sha256="a" * 64)
@@ -85,18 +93,6 @@ def test_schema_comes_from_the_model() -> None:
     assert BoxIndex.model_json_schema()["properties"].keys() == schema["properties"].keys()
 
 
-def test_a_real_index_validates_against_the_published_schema() -> None:
-    import jsonschema
-
-    index = merge_entry(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)), "demo-box", "1.0.0", entry_for(CPU))
-    assert index is not None
-    validator = jsonschema.Draft202012Validator(index_json_schema())
-    assert list(validator.iter_errors(json.loads(dump_index(index)))) == []
-    broken = json.loads(dump_index(index))
-    del broken["versions"]["1.0.0"]["linux-x86_64-cpu"]["sha256"]
-    assert list(validator.iter_errors(broken)) != []
-
-
 def test_entry_carries_the_longest_dest_and_older_entries_parse_without_it() -> None:
     from scrollcase.box.release import ReleaseRelocation
 
@@ -111,3 +107,138 @@ def test_entry_carries_the_longest_dest_and_older_entries_parse_without_it() -> 
     assert parse_index(json.dumps(raw).encode(), "index.json").versions["1.0.0"][CPU.targetId].relocation is None
     schema = json.dumps(index_json_schema())  # `scrollcase schema index` documents the field
     assert '"maxDestBytes"' in schema and '"placeholderBytes"' in schema
+
+
+class _RivalStore(LocalStore):
+    """A directory store where another publisher writes the index between each of our reads and our
+    write (``rivals`` times), as two CI jobs publishing at once do: a real write to the same directory."""
+
+    def __init__(self, root: Path, rivals: int) -> None:
+        super().__init__(root)
+        self.rivals = rivals
+        self.reads = 0
+
+    def get_bytes(self, key: str) -> Blob | None:
+        blob = super().get_bytes(key)
+        self.reads += 1
+        if self.reads <= self.rivals:
+            rival = entry_for(make_manifest(version=f"0.{self.reads}.0", size=self.reads, sha256="e" * 64))
+            assert update_index(LocalStore(self.root), "demo-box", f"0.{self.reads}.0", rival)
+        return blob
+
+
+def _listed(store: LocalStore) -> dict[str, list[str]]:
+    blob = store.get_bytes(index_key("demo-box"))
+    assert blob is not None
+    return {v: sorted(t) for v, t in parse_index(blob.data, "index.json").versions.items()}
+
+
+def test_entries_and_indexes_cannot_change_after_they_are_made() -> None:
+    index = merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA))
+    assert index is not None
+    with pytest.raises(ValidationError, match="frozen"):
+        index.boxId = "other-box"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        index.versions["1.0.0"]["linux-x86_64-cuda12.4"].size = 1  # type: ignore[misc]
+
+
+def test_an_empty_archive_has_size_zero_and_a_negative_size_is_refused() -> None:
+    raw = json.loads(dump_index(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)) or BoxIndex(boxId="x")))
+    raw["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]["size"] = 0
+    assert parse_index(json.dumps(raw).encode(), "index.json").versions["1.0.0"]["linux-x86_64-cuda12.4"].size == 0
+    for wrong in (-1, "10", 10.0):  # strict: a size is a JSON integer, never a string or a float
+        raw["versions"]["1.0.0"]["linux-x86_64-cuda12.4"]["size"] = wrong
+        with pytest.raises(StoreError, match="not a valid scrollcase box index"):
+            parse_index(json.dumps(raw).encode(), "index.json")
+
+
+def test_the_dump_leaves_out_what_an_entry_does_not_have() -> None:
+    index = merge_entry(None, "demo-box", "1.0.0", entry_for(CPU))
+    assert index is not None
+    entry = json.loads(dump_index(index))["versions"]["1.0.0"]["linux-x86_64-cpu"]
+    assert not {"minNvidiaDriverVersion", "relocation"} & entry.keys()
+    assert None not in entry.values()
+
+
+def test_update_index_creates_then_adds_then_has_nothing_to_write(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    assert update_index(store, "demo-box", "1.0.0", entry_for(CUDA)) is True
+    assert update_index(store=store, box_id="demo-box", version="1.0.0", entry=entry_for(CPU)) is True
+    before = (tmp_path / index_key("demo-box")).read_bytes()
+    assert update_index(store, "demo-box", "1.0.0", entry_for(CUDA)) is False
+    assert (tmp_path / index_key("demo-box")).read_bytes() == before
+    assert _listed(store) == {"1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda12.4"]}
+    other = entry_for(make_manifest(size=11, sha256="d" * 64))
+    with pytest.raises(ConflictError, match="already lists"):
+        update_index(store, "demo-box", "1.0.0", other)
+
+
+@pytest.mark.parametrize("other", ["alpha-box", "zulu-box"])  # sorting before and after demo-box
+def test_update_index_refuses_the_index_of_another_box(tmp_path: Path, other: str) -> None:
+    store = LocalStore(tmp_path)
+    assert update_index(store, other, "1.0.0", entry_for(CUDA))
+    (tmp_path / index_key("demo-box")).parent.mkdir(parents=True)
+    (tmp_path / index_key(other)).rename(tmp_path / index_key("demo-box"))
+    with pytest.raises(StoreError, match=f"is the index of box '{other}'"):
+        update_index(store, "demo-box", "1.0.0", entry_for(CPU))
+
+
+def test_a_rival_that_creates_the_index_first_is_kept_and_merged(tmp_path: Path) -> None:
+    store = _RivalStore(tmp_path, rivals=1)
+    delays: list[float] = []
+    assert update_index(store, "demo-box", "1.0.0", entry_for(CUDA), sleep=delays.append) is True
+    assert store.reads == 2 and len(delays) == 1
+    assert _listed(store) == {"0.1.0": ["linux-x86_64-cuda12.4"], "1.0.0": ["linux-x86_64-cuda12.4"]}
+
+
+def test_a_rival_that_changes_the_index_is_kept_and_merged(tmp_path: Path) -> None:
+    assert update_index(LocalStore(tmp_path), "demo-box", "1.0.0", entry_for(CPU))
+    store = _RivalStore(tmp_path, rivals=2)
+    delays: list[float] = []
+    assert update_index(store, "demo-box", "1.0.0", entry_for(CUDA), sleep=delays.append) is True
+    assert store.reads == 3 and len(delays) == 2
+    assert _listed(store) == {
+        "0.1.0": ["linux-x86_64-cuda12.4"],
+        "0.2.0": ["linux-x86_64-cuda12.4"],
+        "1.0.0": ["linux-x86_64-cpu", "linux-x86_64-cuda12.4"],
+    }
+
+
+def test_an_index_that_keeps_changing_is_given_up_after_ten_attempts_with_capped_jittered_backoff(
+    tmp_path: Path,
+) -> None:
+    store = _RivalStore(tmp_path, rivals=100)
+    delays: list[float] = []
+    random.seed(1234)  # the jitter's draws, made known: nothing else in update_index draws from `random`
+    with pytest.raises(StoreError, match="kept changing: gave up after 10 attempts") as caught:
+        update_index(store, "demo-box", "1.0.0", entry_for(CUDA), sleep=delays.append)
+    assert "rerun publish" in caught.value.render()
+    assert store.reads == MAX_ATTEMPTS == 10 and len(delays) == 10
+    # 0.05 s doubled each attempt, capped at 2 s, each times a random factor in [0.5, 1.5)
+    random.seed(1234)
+    assert delays == [min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()) for attempt in range(10)]
+    for attempt, delay in enumerate(delays):
+        base = min(2.0, 0.05 * 2**attempt)
+        assert 0.5 * base <= delay < 1.5 * base, (attempt, delay)
+    assert "1.0.0" not in _listed(store)
+    with pytest.raises(StoreError, match="gave up after 3 attempts"):
+        update_index(
+            _RivalStore(tmp_path / "b", rivals=100),
+            "demo-box",
+            "1.0.0",
+            entry_for(CUDA),
+            attempts=3,
+            sleep=delays.append,
+        )
+
+
+def test_a_real_index_validates_against_the_published_schema() -> None:
+    import jsonschema
+
+    index = merge_entry(merge_entry(None, "demo-box", "1.0.0", entry_for(CUDA)), "demo-box", "1.0.0", entry_for(CPU))
+    assert index is not None
+    validator = jsonschema.Draft202012Validator(index_json_schema())
+    assert list(validator.iter_errors(json.loads(dump_index(index)))) == []
+    broken = json.loads(dump_index(index))
+    del broken["versions"]["1.0.0"]["linux-x86_64-cpu"]["sha256"]
+    assert list(validator.iter_errors(broken)) != []

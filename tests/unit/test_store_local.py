@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.store import local
-from scrollcase.store.base import FileUpload
+from scrollcase.store.base import Blob, FileUpload, Piece, Transfer
 from scrollcase.store.local import LocalStore
 
 
@@ -48,6 +49,15 @@ def test_if_match_compare_and_swap(tmp_path: Path) -> None:
     assert not (tmp_path / "index.json.lock").exists()
 
 
+@pytest.mark.parametrize("stale", ["0" * 64, "f" * 64])  # sorting before and after the current ETag
+def test_any_etag_but_the_current_one_is_a_conflict(tmp_path: Path, stale: str) -> None:
+    store = LocalStore(tmp_path)
+    current = store.put_bytes("index.json", b"v1", if_none_match=True)
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.put_bytes("index.json", b"v2", if_match=stale)
+    assert store.get_bytes("index.json") == Blob(b"v1", current)
+
+
 def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,9 +72,13 @@ def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
         store.put_bytes("index.json", b"v2", if_match=first)
     crashed = time.time() - local.STALE_LOCK_SECONDS - 5
     os.utime(lock, (crashed, crashed))
-    store.put_bytes("index.json", b"v2", if_match=first)
+    second = store.put_bytes("index.json", b"v2", if_match=first)
     blob = store.get_bytes("index.json")
     assert blob is not None and blob.data == b"v2"
+    assert not lock.exists()
+    lock.write_text("4242\n")
+    os.utime(lock, (1, 1))  # left in 1970 (a clock that was wrong then): stale too, by any arithmetic
+    store.put_bytes("index.json", b"v3", if_match=second)
     assert not lock.exists()
 
 
@@ -85,8 +99,9 @@ def test_put_file_detects_an_archive_changed_after_hashing(tmp_path: Path) -> No
     source = tmp_path / "archive.tar.zst"
     source.write_bytes(b"changed")
     store = LocalStore(tmp_path / "store")
-    with pytest.raises(IntegrityError, match="changed while it was being published"):
-        store.put_file("a.tar.zst", FileUpload(source, 7, "0" * 64))
+    for expected in ("0" * 64, "f" * 64, _sha(b"changed")):  # sorting before and after its sha256; or its size
+        with pytest.raises(IntegrityError, match="changed while it was being published"):
+            store.put_file("a.tar.zst", FileUpload(source, 7 if expected != _sha(b"changed") else 8, expected))
     assert store.head("a.tar.zst") is None
 
 
@@ -155,3 +170,196 @@ def test_a_key_whose_name_nearly_fills_name_max_still_gets_a_temp_name(tmp_path:
     store.put_bytes(key, b"{}", if_none_match=True, content_type="application/json")
     assert (tmp_path / key).read_bytes() == b"{}"
     assert [p.name for p in (tmp_path / "boxes").iterdir()] == ["a" * 250]
+
+
+OLD = bytes(range(256)) * 40  # an earlier archive already in the store
+NEW = OLD[1000:5000] + b"new bytes" + OLD[6000:9000]  # shares two runs with it, at other offsets
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _pieces(source: str = "boxes/b/old.tar.zst") -> tuple[Piece, ...]:
+    return (Piece(0, 4000, source, 1000), Piece(4000, 4009), Piece(4009, 7009, source, 6000))
+
+
+def _new_upload(tmp_path: Path, notes: list[str], seen: list[int], pieces: tuple[Piece, ...]) -> FileUpload:
+    path = tmp_path / "new.tar.zst"
+    path.write_bytes(NEW)
+    return FileUpload(path, len(NEW), _sha(NEW), pieces=pieces, progress=seen.append, notice=notes.append)
+
+
+def test_put_file_copies_the_pieces_an_earlier_file_holds_and_sends_the_rest(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", OLD, if_none_match=True)
+    notes: list[str] = []
+    seen: list[int] = []
+    transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, notes, seen, _pieces()))
+    assert transfer == Transfer(sent=9, reused=7000)
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
+    assert seen == [4000, 9, 3000] and notes == []
+    assert sorted(p.name for p in (tmp_path / "store/boxes/b").iterdir()) == ["new.tar.zst", "old.tar.zst"]
+    with pytest.raises(ConflictError, match="already exists"):
+        store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, notes, seen, _pieces()))
+
+
+def test_only_the_copied_pieces_count_as_reused(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", OLD, if_none_match=True)
+    pieces = (Piece(0, 4009), Piece(4009, 7009, "boxes/b/old.tar.zst", 6000))  # less than half copied
+    transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, [], [], pieces))
+    assert transfer == Transfer(sent=4009, reused=3000)
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
+
+
+def test_an_archive_on_another_file_system_is_assembled_from_reads_and_copies(tmp_path: Path) -> None:
+    """An archive built on a tmpfs, a store on disk: copy_file_range refuses the sent pieces (EXDEV) and
+    they are read and written, between the copies the kernel makes from the earlier file."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a tmpfs at /dev/shm beside the test's folder")
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", OLD, if_none_match=True)
+    with tempfile.TemporaryDirectory(dir=shm) as elsewhere:
+        notes: list[str] = []
+        transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(Path(elsewhere), notes, [], _pieces()))
+    assert (transfer, notes) == (Transfer(sent=9, reused=7000), [])
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
+
+
+@pytest.mark.parametrize(
+    ("earlier", "why"),
+    [
+        (None, "old.tar.zst is gone: copying the whole archive instead"),
+        (OLD[:8000], "old.tar.zst ends before byte 9000: copying the whole archive instead"),
+        # same size, bytes rotted inside the second run (the message: below); the assembled file's sha256
+        # sorts before the checked one for the first, after it for the second
+        (OLD[:7000] + b"rot" + OLD[7003:], None),
+        (OLD[:7000] + b"ROT" + OLD[7003:], None),
+    ],
+)
+def test_an_earlier_file_that_does_not_give_the_bytes_means_a_whole_copy(
+    tmp_path: Path, earlier: bytes | None, why: str | None
+) -> None:
+    store = LocalStore(tmp_path / "store")
+    if earlier is not None:
+        store.put_bytes("boxes/b/old.tar.zst", earlier, if_none_match=True)
+    notes: list[str] = []
+    seen: list[int] = []
+    transfer = store.put_file("boxes/b/new.tar.zst", _new_upload(tmp_path, notes, seen, _pieces()))
+    assert transfer == Transfer(sent=len(NEW), reused=0)
+    assert (tmp_path / "store/boxes/b/new.tar.zst").read_bytes() == NEW
+    assert sum(seen[-1:]) == len(NEW) and len(notes) == 1
+    if why is not None:
+        assert notes[0].endswith(why)
+    else:
+        source = tmp_path / "store/boxes/b/old.tar.zst"
+        assert notes[0] == (
+            f"the bytes copied from {source} do not give the checked archive (sha256 "
+            f"{_sha(OLD[1000:5000] + b'new bytes' + earlier[6000:9000])}): copying the whole archive instead"
+        )
+    assert not list((tmp_path / "store/boxes/b").glob(".*.tmp"))
+
+
+def test_a_whole_copy_says_nothing_without_a_notice_and_sent_pieces_only_are_a_plain_copy(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    path = tmp_path / "new.tar.zst"
+    path.write_bytes(NEW)
+    gone = FileUpload(path, len(NEW), _sha(NEW), pieces=_pieces())  # old.tar.zst is not in the store
+    assert store.put_file("boxes/b/a.tar.zst", gone) == Transfer(sent=len(NEW))
+    sent_only = FileUpload(path, len(NEW), _sha(NEW), pieces=(Piece(0, 4000), Piece(4000, len(NEW))))
+    assert store.put_file("boxes/b/c.tar.zst", sent_only) == Transfer(sent=len(NEW))
+    assert store.get_bytes("boxes/b/c.tar.zst") == store.get_bytes("boxes/b/a.tar.zst")
+
+
+def test_a_directory_store_sends_whole_and_takes_any_layout(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    assert (store.url, store.url_for("boxes/b/k")) == (str(tmp_path), str(tmp_path / "boxes" / "b" / "k"))
+    assert store.checksum_part_size(10 << 30) is None
+    assert store.reuse_layout(7009, list(_pieces())) == _pieces()
+
+
+def test_copy_range_copies_from_an_offset_and_counts_a_short_source(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(OLD)
+    with source.open("rb", buffering=0) as src, (tmp_path / "out").open("xb", buffering=0) as out:
+        assert local.copy_range(src, out, 100, 50) == 50
+        assert local.copy_range(src, out, len(OLD) - 10, 50) == 10  # the source ends first
+        assert local.copy_range(src, out, 0, 0) == 0
+    assert (tmp_path / "out").read_bytes() == OLD[100:150] + OLD[-10:]
+
+
+def test_copy_range_into_a_pipe_falls_back_to_read_and_write(tmp_path: Path) -> None:
+    """copy_file_range refuses a pipe (EINVAL, EXDEV on other file systems): the plain copy goes on, in
+    reads of at most 8 MiB, each no longer than what is left to copy."""
+    data = OLD * (17 * 1024 * 1024 // len(OLD))
+    source = tmp_path / "source"
+    source.write_bytes(data)
+    read_end, write_end = os.pipe()
+    received: list[bytes] = []
+    with os.fdopen(read_end, "rb") as pipe:
+        reader = threading.Thread(target=lambda: received.append(pipe.read()))
+        reader.start()
+        with source.open("rb", buffering=0) as src, os.fdopen(write_end, "wb", buffering=0) as out:
+            assert local.copy_range(src, out, 7, 3000) == 3000
+            assert local.copy_range(src, out, 100, 8 * 1024 * 1024 + 100) == 8 * 1024 * 1024 + 100
+            assert local.copy_range(src, out, len(data) - 5, 100) == 5
+        reader.join()
+    assert received == [data[7:3007] + data[100 : 8 * 1024 * 1024 + 200] + data[-5:]]
+
+
+def test_read_from_an_offset_and_a_length(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put_bytes("k", OLD)
+    with store.read_from("k", 100, 20) as stream:
+        assert (stream.offset, stream.total, b"".join(stream.chunks)) == (100, len(OLD), OLD[100:120])
+    with store.read_from("k", 10_000) as stream:
+        assert b"".join(stream.chunks) == OLD[10_000:]
+    with store.read_from("k") as stream:  # from the start, to the end
+        assert (stream.offset, stream.total, b"".join(stream.chunks)) == (0, len(OLD), OLD)
+    with pytest.raises(StoreError, match="does not exist"):
+        store.read_from("nope").__enter__()
+
+
+def test_a_key_that_is_a_folder_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "boxes" / "k").mkdir(parents=True)
+    store = LocalStore(tmp_path)
+    with pytest.raises(StoreError, match="cannot read"):
+        store.get_bytes("boxes/k")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.read_from("boxes/k").__enter__()
+    assert store.head("boxes/k") is None and not store.exists("boxes/k")
+
+
+def test_a_plain_write_replaces_and_a_compare_and_swap_of_a_missing_key_is_a_conflict(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put_bytes("k", b"one")
+    assert store.put_bytes("k", b"two") == _sha(b"two")
+    assert (tmp_path / "k").read_bytes() == b"two"
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.put_bytes("gone", b"x", if_match=_sha(b"x"))
+    assert not (tmp_path / "gone").exists()
+    assert store.exists("k") and not store.exists("gone")
+
+
+def test_a_store_below_a_file_cannot_be_written_and_a_vanished_archive_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreError, match="cannot create"):
+        LocalStore(tmp_path / "file" / "store").put_bytes("a/b", b"x")
+    store = LocalStore(tmp_path / "store")
+    with pytest.raises(StoreError, match=r"writing .* failed"):
+        store.put_file("a.tar.zst", FileUpload(tmp_path / "missing.tar.zst", 1, "0" * 64))
+    assert not list((tmp_path / "store").iterdir())
+    LocalStore(tmp_path / "not-yet").check()  # a store that does not exist yet is made by the first write
+
+
+def test_claiming_the_name_without_hard_links_is_create_if_absent_too(tmp_path: Path) -> None:
+    temp, target = tmp_path / ".t.tmp", tmp_path / "target"
+    temp.write_bytes(b"new")
+    local._claim_then_replace(temp, target)
+    assert target.read_bytes() == b"new" and not temp.exists()
+    temp.write_bytes(b"newer")
+    with pytest.raises(ConflictError, match="already exists"):
+        local._claim_then_replace(temp, target)
+    assert target.read_bytes() == b"new"
