@@ -124,7 +124,10 @@ def clear_staging(sib: Siblings) -> None:
     """Remove what an interrupted upgrade left in the staging folder (this run holds the lock)."""
     if sib.staging.exists() or sib.staging.is_symlink():
         try:
-            shutil.rmtree(sib.staging)
+            if sib.staging.is_symlink():  # rmtree refuses a link (and follows a dangling one into ENOENT)
+                sib.staging.unlink()
+            else:
+                shutil.rmtree(sib.staging)
         except OSError as exc:
             raise ScrollcaseError(
                 f"cannot remove {describe_path(sib.staging)} left by an interrupted upgrade: {exc.strerror}",
