@@ -69,6 +69,8 @@ CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/parity/compare.py": ("tests/unit/test_parity_compare.py", "tests/unit/test_parity_compare_property.py"),
     "scrollcase/client/select.py": ("tests/unit/test_install_select.py",),
     "scrollcase/client/download.py": ("tests/unit/test_install_download.py",),
+    "scrollcase/client/framecache.py": ("tests/unit/test_install_framecache.py",),
+    "scrollcase/client/upgrade.py": ("tests/unit/test_install_upgrade.py", "tests/integration/test_upgrade_cli.py"),
     "scrollcase/client/install.py": ("tests/integration/test_install_cli.py",),
 }
 
