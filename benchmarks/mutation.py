@@ -71,7 +71,7 @@ CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/client/download.py": ("tests/unit/test_install_download.py",),
     "scrollcase/client/framecache.py": ("tests/unit/test_install_framecache.py",),
     "scrollcase/client/upgrade.py": ("tests/unit/test_install_upgrade.py", "tests/integration/test_upgrade_cli.py"),
-    "scrollcase/client/install.py": ("tests/integration/test_install_cli.py",),
+    "scrollcase/client/install.py": ("tests/unit/test_install_reads.py", "tests/integration/test_install_cli.py"),
 }
 
 
