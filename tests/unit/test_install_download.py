@@ -10,6 +10,7 @@ import pytest
 
 from scrollcase.client.download import cache_paths, download_archive
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
+from scrollcase.progress import ByteMeter
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
 from tests.support.httpstore import ServerState, serve
@@ -25,6 +26,17 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
 
 
+class Meters:
+    """A meter factory that keeps the meters it made, to read their totals and counts."""
+
+    def __init__(self) -> None:
+        self.made: list[ByteMeter] = []
+
+    def __call__(self, label: str, total: int | None) -> ByteMeter:
+        self.made.append(ByteMeter(label, total, lambda _: None, interval=float("inf")))
+        return self.made[-1]
+
+
 @pytest.fixture
 def store_root(tmp_path: Path) -> Path:
     root = tmp_path / "store"
@@ -35,8 +47,13 @@ def store_root(tmp_path: Path) -> Path:
 
 def test_fresh_download_then_the_cache(store_root: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache)
+    said: list[str] = []
+    meters = Meters()
+    got = download_archive(
+        LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache, progress=said.append, meter=meters
+    )
     assert (got.downloaded, got.resumed_from, got.cached) == (len(DATA), 0, False)
+    assert said == [] and [(m.total, m.done) for m in meters.made] == [(len(DATA), len(DATA))]  # one clean read
     assert got.path == cache / "downloads" / f"{SHA}.tar.zst" and got.path.read_bytes() == DATA
     assert sorted(p.name for p in got.path.parent.iterdir()) == [f"{SHA}.tar.zst"]  # no partial, no lock
     again = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache)
@@ -48,10 +65,12 @@ def test_a_local_copy_continues_from_the_partial_file(store_root: Path, tmp_path
     paths.partial.parent.mkdir(parents=True)
     paths.partial.write_bytes(DATA[:1_000_000])
     said: list[str] = []
+    meters = Meters()
     got = download_archive(
-        LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
+        LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append, meter=meters
     )
     assert (got.downloaded, got.resumed_from) == (len(DATA) - 1_000_000, 1_000_000)
+    assert [m.total for m in meters.made] == [len(DATA) - 1_000_000]  # the bar counts the missing bytes only
     assert got.path.read_bytes() == DATA and "resuming the download at 1000000" in said[0]
 
 
@@ -130,6 +149,7 @@ def test_a_server_without_range_support_starts_over(store_root: Path, tmp_path: 
             HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
         )
     assert got.path.read_bytes() == DATA and any("starting over" in line for line in said)
+    assert (got.downloaded, got.resumed_from) == (len(DATA), 100)  # the whole archive again
 
 
 def test_a_live_lock_is_refused_and_a_stale_one_taken_over(store_root: Path, tmp_path: Path) -> None:
@@ -144,5 +164,60 @@ def test_a_live_lock_is_refused_and_a_stale_one_taken_over(store_root: Path, tmp
 
 
 def test_a_missing_archive_names_it(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="does not exist"):
-        download_archive(LocalStore(tmp_path / "empty"), KEY, size=10, sha256=SHA, cache_dir=tmp_path)
+    said: list[str] = []
+    with pytest.raises(StoreError, match="does not exist") as raised:
+        download_archive(
+            LocalStore(tmp_path / "empty"), KEY, size=10, sha256=SHA, cache_dir=tmp_path, progress=said.append
+        )
+    assert "kept" not in raised.value.message and said == []  # nothing to resume, no retry
+
+
+def test_each_try_that_gets_bytes_earns_another(store_root: Path, tmp_path: Path) -> None:
+    state = ServerState(budget=1_500_000)
+    breaks = [500_000, None]  # the second transfer breaks off too, the third completes
+
+    def reopen(_: str) -> None:
+        more = breaks.pop(0)
+        state.budget = None if more is None else state.sent + more
+
+    with serve(store_root, state) as server:
+        got = download_archive(HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen)
+    assert state.requests == [f"GET /{KEY} -", f"GET /{KEY} bytes=1500000-", f"GET /{KEY} bytes=2000000-"]
+    assert got.path.read_bytes() == DATA and got.downloaded == len(DATA) == state.sent and breaks == []
+
+
+@pytest.mark.parametrize(("attempts", "requests"), [(0, 1), (1, 1), (3, 3)])
+def test_retries_stop_after_the_attempts(store_root: Path, tmp_path: Path, attempts: int, requests: int) -> None:
+    state = ServerState(budget=1_000_000)
+
+    def reopen(_: str) -> None:
+        state.budget = state.sent + 500_000  # every transfer breaks off again
+
+    with serve(store_root, state) as server, pytest.raises(StoreError, match="broke off") as raised:
+        download_archive(
+            HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen,
+            attempts=attempts,
+        )  # fmt: skip
+    assert len(state.requests) == requests
+    kept = 1_000_000 + 500_000 * (requests - 1)
+    assert cache_paths(SHA, tmp_path).partial.stat().st_size == kept and f"{kept} of" in raised.value.message
+
+
+def test_an_object_longer_than_the_manifest_without_a_length_is_cut_at_the_size(
+    store_root: Path, tmp_path: Path
+) -> None:
+    (store_root / KEY).write_bytes(DATA + b"more")
+    with serve(store_root, ServerState(send_length=False)) as server, pytest.raises(IntegrityError) as raised:
+        download_archive(HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert f"holds more than {len(DATA)} bytes" in raised.value.message
+    assert list((tmp_path / "downloads").iterdir()) == []
+
+
+def test_a_body_that_ends_early_without_a_length_is_resumed(store_root: Path, tmp_path: Path) -> None:
+    (store_root / KEY).write_bytes(DATA[:2_000_000])  # the store's copy is cut short; the server cannot tell
+    said: list[str] = []
+    with serve(store_root, ServerState(send_length=False)) as server, pytest.raises(StoreError):
+        download_archive(
+            HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
+        )
+    assert said and f"ended after 2000000 of {len(DATA)} bytes" in said[0]
