@@ -64,6 +64,16 @@ def test_a_folder_without_box_json_is_no_installed_box(tmp_path: Path, shape: st
         installed_box(dest)
 
 
+def test_a_box_json_that_describes_no_box_is_named_as_the_user_sees_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "box.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(IntegrityError, match="^box/box.json does not describe a box"):
+        installed_box(tmp_path / "box")
+
+
 def test_recover_swap_puts_back_only_a_complete_previous(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
     dest = tmp_path / "box"
     sib = Siblings(dest)
