@@ -170,6 +170,7 @@ def test_a_missing_archive_names_it(tmp_path: Path) -> None:
             LocalStore(tmp_path / "empty"), KEY, size=10, sha256=SHA, cache_dir=tmp_path, progress=said.append
         )
     assert "kept" not in raised.value.message and said == []  # nothing to resume, no retry
+    assert list((tmp_path / "downloads").iterdir()) == []
 
 
 def test_each_try_that_gets_bytes_earns_another(store_root: Path, tmp_path: Path) -> None:
@@ -221,3 +222,14 @@ def test_a_body_that_ends_early_without_a_length_is_resumed(store_root: Path, tm
             HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=said.append
         )
     assert said and f"ended after 2000000 of {len(DATA)} bytes" in said[0]
+
+
+def test_an_empty_archive_is_checked_too(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    (root / KEY).parent.mkdir(parents=True)
+    (root / KEY).write_bytes(b"")
+    with pytest.raises(IntegrityError, match="its sha256 is e3b0c442"):
+        download_archive(LocalStore(root), KEY, size=0, sha256=SHA, cache_dir=tmp_path)
+    empty = hashlib.sha256(b"").hexdigest()
+    got = download_archive(LocalStore(root), KEY, size=0, sha256=empty, cache_dir=tmp_path)
+    assert got.path.read_bytes() == b"" and (got.downloaded, got.cached) == (0, False)
