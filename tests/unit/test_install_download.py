@@ -233,3 +233,12 @@ def test_an_empty_archive_is_checked_too(tmp_path: Path) -> None:
     empty = hashlib.sha256(b"").hexdigest()
     got = download_archive(LocalStore(root), KEY, size=0, sha256=empty, cache_dir=tmp_path)
     assert got.path.read_bytes() == b"" and (got.downloaded, got.cached) == (0, False)
+
+
+@pytest.mark.parametrize("junk", [b"", b"x"], ids=["shorter", "longer"])
+def test_a_cached_archive_of_another_size_is_fetched_again(store_root: Path, tmp_path: Path, junk: bytes) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.complete.parent.mkdir(parents=True)
+    paths.complete.write_bytes(DATA + junk if junk else DATA[:-1])
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert (got.cached, got.downloaded) == (False, len(DATA)) and got.path.read_bytes() == DATA
