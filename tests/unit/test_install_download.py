@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
-from scrollcase.client.download import cache_paths, download_archive
+from scrollcase.client.download import cache_paths, download_archive, locked
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
 from scrollcase.progress import ByteMeter
 from scrollcase.store.http import HttpStore
@@ -57,7 +58,11 @@ def test_fresh_download_then_the_cache(store_root: Path, tmp_path: Path) -> None
     assert got.path == cache / "downloads" / f"{SHA}.tar.zst" and got.path.read_bytes() == DATA
     assert sorted(p.name for p in got.path.parent.iterdir()) == [f"{SHA}.tar.zst"]  # no partial, no lock
     again = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=cache)
-    assert (again.downloaded, again.cached) == (0, True)
+    assert (again.downloaded, again.resumed_from, again.cached, again.path) == (0, 0, True, got.path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        again.cached = False  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache_paths(SHA, cache).complete = cache  # type: ignore[misc]
 
 
 def test_a_local_copy_continues_from_the_partial_file(store_root: Path, tmp_path: Path) -> None:
@@ -109,7 +114,8 @@ def test_a_dead_server_keeps_the_partial_for_a_rerun(store_root: Path, tmp_path:
             download_archive(store, KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
         paths = cache_paths(SHA, tmp_path)
         assert paths.partial.stat().st_size == 1_000_000 and not paths.lock.exists()
-        assert "1000000 of" in raised.value.message and "resumes" in (raised.value.fix or "")
+        assert "1000000 of" in raised.value.message
+        assert raised.value.fix == "rerun: the download resumes where it stopped (a rerun resumes the download)"
         state.budget, state.sent = None, 0
         got = download_archive(store, KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
     assert state.sent == len(DATA) - 1_000_000 and got.resumed_from == 1_000_000
@@ -187,8 +193,10 @@ def test_each_try_that_gets_bytes_earns_another(store_root: Path, tmp_path: Path
     assert got.path.read_bytes() == DATA and got.downloaded == len(DATA) == state.sent and breaks == []
 
 
-@pytest.mark.parametrize(("attempts", "requests"), [(0, 1), (1, 1), (3, 3)])
-def test_retries_stop_after_the_attempts(store_root: Path, tmp_path: Path, attempts: int, requests: int) -> None:
+@pytest.mark.parametrize(("attempts", "requests"), [(0, 1), (1, 1), (3, 3), (None, 3)])
+def test_retries_stop_after_the_attempts(
+    store_root: Path, tmp_path: Path, attempts: int | None, requests: int
+) -> None:
     state = ServerState(budget=1_000_000)
 
     def reopen(_: str) -> None:
@@ -197,7 +205,7 @@ def test_retries_stop_after_the_attempts(store_root: Path, tmp_path: Path, attem
     with serve(store_root, state) as server, pytest.raises(StoreError, match="broke off") as raised:
         download_archive(
             HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen,
-            attempts=attempts,
+            **({} if attempts is None else {"attempts": attempts}),
         )  # fmt: skip
     assert len(state.requests) == requests
     kept = 1_000_000 + 500_000 * (requests - 1)
@@ -228,8 +236,9 @@ def test_an_empty_archive_is_checked_too(tmp_path: Path) -> None:
     root = tmp_path / "store"
     (root / KEY).parent.mkdir(parents=True)
     (root / KEY).write_bytes(b"")
-    with pytest.raises(IntegrityError, match="its sha256 is e3b0c442"):
-        download_archive(LocalStore(root), KEY, size=0, sha256=SHA, cache_dir=tmp_path)
+    for wrong in ("0" * 64, "f" * 64):  # the digest is refused whichever way it differs
+        with pytest.raises(IntegrityError, match="its sha256 is e3b0c442"):
+            download_archive(LocalStore(root), KEY, size=0, sha256=wrong, cache_dir=tmp_path)
     empty = hashlib.sha256(b"").hexdigest()
     got = download_archive(LocalStore(root), KEY, size=0, sha256=empty, cache_dir=tmp_path)
     assert got.path.read_bytes() == b"" and (got.downloaded, got.cached) == (0, False)
@@ -242,3 +251,25 @@ def test_a_cached_archive_of_another_size_is_fetched_again(store_root: Path, tmp
     paths.complete.write_bytes(DATA + junk if junk else DATA[:-1])
     got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
     assert (got.cached, got.downloaded) == (False, len(DATA)) and got.path.read_bytes() == DATA
+
+
+def test_a_partial_holding_every_byte_is_only_checked(store_root: Path, tmp_path: Path) -> None:
+    paths = cache_paths(SHA, tmp_path)
+    paths.partial.parent.mkdir(parents=True)
+    paths.partial.write_bytes(DATA)  # killed between the last byte and the rename
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert (got.downloaded, got.resumed_from, got.cached) == (0, len(DATA), False) and got.path.read_bytes() == DATA
+
+
+def test_a_cache_folder_that_cannot_be_made_says_how_to_move_it(store_root: Path, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ScrollcaseError, match="cannot create the download cache .*a-file/downloads") as raised:
+        download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path / "a-file")
+    assert "SCROLLCASE_CACHE_DIR" in (raised.value.fix or "")
+
+
+def test_a_lock_deleted_by_hand_while_held_is_no_error(tmp_path: Path) -> None:
+    lock = tmp_path / "x.lock"
+    with locked(lock):
+        lock.unlink()  # what the refusal's fix tells a user to do
+    assert not lock.exists()
