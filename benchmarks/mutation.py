@@ -212,6 +212,33 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "zstandard 0.25's reader returns the next frame on the next read() either way: only the chunks change",
         ),
     ),
+    "scrollcase/client/download.py": (
+        (
+            "partial.unlink(missing_ok=True)",
+            "partial.unlink(missing_ok=False)",
+            "each runs while the partial file exists: it holds have > 0 bytes, is open for appending, or was touched",
+        ),
+        *(
+            (f"{head} have {op} size:", f"{head} have != size:", "have never passes size: _append refuses a longer chunk")
+            for head, op in (("while", "<"), ("if", "<"))
+        ),
+        (
+            "if have > before and tries < attempts:",
+            "if have != before and tries < attempts:",
+            "within a try the partial only grows (the refusals that delete it raise IntegrityError, not StoreError)",
+        ),
+        (
+            "for _ in range(2):",
+            "for _ in range( 3):",
+            "a third try differs only when other processes re-create a stale lock twice in between: a race",
+        ),
+        ("*,", "/,", "only loosens the signature: every call passes store and key by position, the rest by keyword"),
+        (
+            "lock.unlink(missing_ok=True)",
+            "lock.unlink(missing_ok=False)",
+            "the stale lock try_lock just failed on is there (only a race removes it); the finally's is killed",
+        ),
+    ),
     "scrollcase/parity/compare.py": (
         ("CHUNK_ELEMENTS = 1 << 18", "*", "a memory/speed knob: test_chunking_does_not_change_any_metric"),
         (

@@ -114,6 +114,7 @@ def test_a_dead_server_keeps_the_partial_for_a_rerun(store_root: Path, tmp_path:
             download_archive(store, KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
         paths = cache_paths(SHA, tmp_path)
         assert paths.partial.stat().st_size == 1_000_000 and not paths.lock.exists()
+        assert len(state.requests) == 2  # the try that got nothing earns no third
         assert "1000000 of" in raised.value.message
         assert raised.value.fix == "rerun: the download resumes where it stopped (a rerun resumes the download)"
         state.budget, state.sent = None, 0
@@ -134,6 +135,10 @@ def test_a_tampered_archive_is_refused_and_the_partial_deleted(store_root: Path,
 def test_an_object_of_another_size_is_refused_before_a_byte_is_kept(store_root: Path, tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match=f"the release manifest says {len(DATA) + 1}"):
         download_archive(LocalStore(store_root), KEY, size=len(DATA) + 1, sha256=SHA, cache_dir=tmp_path)
+    assert list((tmp_path / "downloads").iterdir()) == []
+    (store_root / KEY).write_bytes(DATA + b"more")
+    with pytest.raises(IntegrityError, match=f"the store holds {len(DATA) + 4} bytes, the release manifest says"):
+        download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
     assert list((tmp_path / "downloads").iterdir()) == []
 
 
