@@ -3,6 +3,7 @@ directory store: what DEST holds, the lock, fetching only the new frames, the sw
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from scrollcase.box.boxjson import dump_box_json
 from scrollcase.client.download import cache_paths
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.upgrade import (
+    Fetched,
     Siblings,
     clear_staging,
     fetch_release,
@@ -140,6 +142,27 @@ def test_swap_in_moves_the_old_tree_aside(tmp_path: Path, releases: dict[str, Sy
     assert swap_in(sib, keep_previous=False) is None
     assert (sib.dest / "marker").read_text() == "newer"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["box"]
+
+
+def test_a_dest_that_is_a_symlink_is_swapped_and_its_folder_kept(
+    tmp_path: Path, releases: dict[str, SyntheticRelease]
+) -> None:
+    real = a_box(tmp_path / "real", releases["1.0.0"], "old")
+    sib = Siblings(tmp_path / "box")
+    sib.dest.symlink_to(real)
+    for marker in ("new", "newer"):  # the second upgrade meets the first one's previous: the link
+        a_box(sib.staging, releases["1.0.1"], marker)
+        assert swap_in(sib, keep_previous=marker == "new") == (sib.previous if marker == "new" else None)
+        assert (sib.dest / "marker").read_text() == marker and not sib.dest.is_symlink()
+    assert (real / "marker").read_text() == "old"  # the folder the link named is not the upgrade's to delete
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["box", "real"]
+
+
+def test_results_are_values() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Siblings(Path("box")).dest = Path("other")  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Fetched(Path("a"), 1, 1, 1).frames_fetched = 0  # type: ignore[misc]
 
 
 def test_a_failed_swap_leaves_the_old_install(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
