@@ -239,6 +239,13 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the stale lock try_lock just failed on is there (only a race removes it); the finally's is killed",
         ),
     ),
+    "scrollcase/client/upgrade.py": (
+        (
+            "_discard(sib.previous, ignore_errors=True)",
+            "_discard(sib.previous, ignore_errors=False)",
+            "the old tree this run just renamed aside: only a non-root user's read-only folder in it fails rmtree",
+        ),
+    ),
     "scrollcase/parity/compare.py": (
         ("CHUNK_ELEMENTS = 1 << 18", "*", "a memory/speed knob: test_chunking_does_not_change_any_metric"),
         (

@@ -21,6 +21,7 @@ from scrollcase.client.select import Candidate
 from scrollcase.errors import BuildError, IntegrityError, StoreError
 from scrollcase.host.facts import GpuFacts, HostProbes
 from scrollcase.io.proc import RunResult
+from scrollcase.recipe.model import Target
 from scrollcase.store.index import BoxIndex, IndexEntry, dump_index, entry_for, index_key
 from scrollcase.store.local import LocalStore
 from tests.support.releases import make_manifest
@@ -75,6 +76,10 @@ def test_gpus_are_asked_only_for_a_cuda_release_and_no_skip(tmp_path: Path) -> N
     mixed = publish_index(tmp_path / "b", manifest("1.0.0"), manifest("1.1.0", cuda="12.4"))
     assert (needs_gpus(cpu_only, False), needs_gpus(mixed, False), needs_gpus(mixed, True)) == (False, True, False)
     assert needs_gpus(BoxIndex(boxId=BOX), False) is False
+    mac = entry_for(manifest()).model_copy(
+        update={"targetId": "osx-arm64-metal", "target": Target(platform="osx", arch="arm64", accelerator="metal")}
+    )
+    assert needs_gpus(BoxIndex(boxId=BOX, versions={"1.0.0": {"osx-arm64-metal": mac}}), False) is False
 
 
 def test_host_view_asks_nvidia_smi_only_when_told() -> None:
