@@ -246,6 +246,13 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the old tree this run just renamed aside: only a non-root user's read-only folder in it fails rmtree",
         ),
     ),
+    "scrollcase/client/install.py": (
+        (
+            'return not skip_gpu_check and any(entry.target.accelerator == "cuda" for entry in entries)',
+            'return not skip_gpu_check and any(entry.target.accelerator is "cuda" for entry in entries)',
+            "pydantic's Literal validation returns the literal's own str object, so `is` is `==` here",
+        ),
+    ),
     "scrollcase/parity/compare.py": (
         ("CHUNK_ELEMENTS = 1 << 18", "*", "a memory/speed knob: test_chunking_does_not_change_any_metric"),
         (
