@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from scrollcase.client.download import cache_paths, download_archive, locked
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
 from scrollcase.progress import ByteMeter
+from scrollcase.store.base import CHUNK, RangeRead
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
 from tests.support.httpstore import ServerState, serve
@@ -278,3 +281,20 @@ def test_a_lock_deleted_by_hand_while_held_is_no_error(tmp_path: Path) -> None:
     with locked(lock):
         lock.unlink()  # what the refusal's fix tells a user to do
     assert not lock.exists()
+
+
+class SizelessStore(LocalStore):
+    """A directory store that does not say an object's size (as a server without Content-Length), read in
+    whole CHUNKs: the chunk boundaries of a test are exact."""
+
+    @contextlib.contextmanager
+    def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
+        with super().read_from(key, offset, length) as read:
+            yield RangeRead(read.offset, None, read.chunks)
+
+
+def test_the_chunk_that_passes_the_size_is_refused(store_root: Path, tmp_path: Path) -> None:
+    (store_root / KEY).write_bytes(DATA[: 2 * CHUNK])  # two whole chunks where the manifest says one and a byte
+    with pytest.raises(IntegrityError, match=f"holds more than {CHUNK + 1} bytes"):
+        download_archive(SizelessStore(store_root), KEY, size=CHUNK + 1, sha256=SHA, cache_dir=tmp_path)
+    assert list((tmp_path / "downloads").iterdir()) == []
