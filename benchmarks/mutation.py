@@ -219,7 +219,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "each runs while the partial file exists: it holds have > 0 bytes, is open for appending, or was touched",
         ),
         *(
-            (f"{head} have {op} size:", f"{head} have != size:", "have never passes size: _append refuses a longer chunk")
+            (
+                f"{head} have {op} size:",
+                f"{head} have != size:",
+                "have never passes size: _append refuses a longer chunk",
+            )
             for head, op in (("while", "<"), ("if", "<"))
         ),
         (

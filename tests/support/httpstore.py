@@ -1,6 +1,7 @@
 """A static file server on 127.0.0.1 that honours ``Range: bytes=N-`` and ``bytes=N-M`` (or, on request,
-ignores them or leaves out Content-Length), counts the body bytes it sends, and can break a transfer off after a budget of bytes (as a
-server that dies mid-download would).  Started and stopped by the tests, in a thread of the test process."""
+ignores them or leaves out Content-Length), counts the body bytes it sends, and can break a transfer off after a
+budget of bytes (as a server that dies mid-download would).  Started and stopped by the tests, in a thread of the
+test process."""
 
 from __future__ import annotations
 

@@ -196,15 +196,15 @@ def test_each_try_that_gets_bytes_earns_another(store_root: Path, tmp_path: Path
         state.budget = None if more is None else state.sent + more
 
     with serve(store_root, state) as server:
-        got = download_archive(HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen)
+        got = download_archive(
+            HttpStore(server.url), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, progress=reopen
+        )
     assert state.requests == [f"GET /{KEY} -", f"GET /{KEY} bytes=1500000-", f"GET /{KEY} bytes=2000000-"]
     assert got.path.read_bytes() == DATA and got.downloaded == len(DATA) == state.sent and breaks == []
 
 
 @pytest.mark.parametrize(("attempts", "requests"), [(0, 1), (1, 1), (3, 3), (None, 3)])
-def test_retries_stop_after_the_attempts(
-    store_root: Path, tmp_path: Path, attempts: int | None, requests: int
-) -> None:
+def test_retries_stop_after_the_attempts(store_root: Path, tmp_path: Path, attempts: int | None, requests: int) -> None:
     state = ServerState(budget=1_000_000)
 
     def reopen(_: str) -> None:
@@ -271,7 +271,7 @@ def test_a_partial_holding_every_byte_is_only_checked(store_root: Path, tmp_path
 
 def test_a_cache_folder_that_cannot_be_made_says_how_to_move_it(store_root: Path, tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")
-    with pytest.raises(ScrollcaseError, match="cannot create the download cache .*a-file/downloads") as raised:
+    with pytest.raises(ScrollcaseError, match=r"cannot create the download cache .*a-file/downloads") as raised:
         download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path / "a-file")
     assert "SCROLLCASE_CACHE_DIR" in (raised.value.fix or "")
 

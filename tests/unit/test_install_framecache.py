@@ -94,7 +94,7 @@ def test_bytes_that_are_not_the_frame_are_refused_and_not_kept(
         data[len(data) // 2] ^= 1  # same size, other sha256
     declared = {"shorter": frame.size + 1, "longer": frame.size - 1}.get(change, frame.size)
     claim = frame.model_copy(update={"size": declared})  # the right sha256 with another size
-    with pytest.raises(IntegrityError, match="refusing frame 'box.json'") as raised, cache.adding(claim, "SRC") as out:
+    with pytest.raises(IntegrityError, match=r"refusing frame 'box.json'") as raised, cache.adding(claim, "SRC") as out:
         out.write(bytes(data))
     assert "of SRC" in raised.value.message and f"says {declared} bytes" in raised.value.message
     assert not cache.path_for(frame.sha256).exists() and not list(cache.path_for(frame.sha256).parent.iterdir())
@@ -140,7 +140,7 @@ def test_fetch_refuses_a_store_whose_bytes_differ(tmp_path: Path, release: Synth
     tampered[frame.offset] ^= 1
     (tmp_path / "store" / key).write_bytes(bytes(tampered))
     cache = FrameCache(tmp_path / "frames")
-    with pytest.raises(IntegrityError, match="archive.tar.zst"):
+    with pytest.raises(IntegrityError, match=r"archive.tar.zst"):
         fetch_frames(LocalStore(tmp_path / "store"), key, table(release), cache)
     assert cache.missing(table(release)) == table(release)[2:]  # the frames before it are kept
 

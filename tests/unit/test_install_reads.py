@@ -109,7 +109,7 @@ def test_a_dangling_index_entry_is_a_store_error(tmp_path: Path) -> None:
     made = manifest()
     publish_index(tmp_path, made)
     (tmp_path / made.keys.release).unlink()
-    with pytest.raises(StoreError, match="does not exist, although the index lists 1.0.0 linux-x86_64-cpu"):
+    with pytest.raises(StoreError, match=r"does not exist, although the index lists 1.0.0 linux-x86_64-cpu"):
         fetch_manifest(LocalStore(tmp_path), BOX, candidate(made))
 
 
@@ -123,7 +123,9 @@ def test_a_dangling_index_entry_is_a_store_error(tmp_path: Path) -> None:
         ("relocation", {"relocation": RELOCATION}),
     ],
 )
-def test_a_manifest_field_the_index_contradicts_is_refused(tmp_path: Path, field: str, update: dict[str, object]) -> None:
+def test_a_manifest_field_the_index_contradicts_is_refused(
+    tmp_path: Path, field: str, update: dict[str, object]
+) -> None:
     made = manifest()
     publish_index(tmp_path, made)
     with pytest.raises(IntegrityError, match="it is not the release the index lists") as raised:
@@ -153,7 +155,7 @@ def test_a_manifest_whose_bytes_the_index_does_not_vouch_for_is_refused(tmp_path
     publish_index(tmp_path, made)
     reformatted = json.dumps(json.loads(dump_release(made)), indent=4).encode()  # the same fields, other bytes
     put(tmp_path, made.keys.release, reformatted)
-    with pytest.raises(IntegrityError, match="but the index lists the release manifest of 1.0.0"):
+    with pytest.raises(IntegrityError, match=r"but the index lists the release manifest of 1.0.0"):
         fetch_manifest(LocalStore(tmp_path), BOX, candidate(made))
     assert fetch_manifest(LocalStore(tmp_path), BOX, candidate(made, releaseSha256=None)) == made  # an older index
 
@@ -173,7 +175,7 @@ def test_dest_longer_than_the_release_allows_is_refused_before_anything(tmp_path
     check_dest_fits(long, None, "; nothing done")  # no limit known
     check_dest_fits(long, ReleaseRelocation(placeholderBytes=255), "; nothing done")  # no binary embeds it
     check_dest_fits(long.with_name(long.name[:-1]), RELOCATION, "; nothing done")  # exactly the limit
-    with pytest.raises(BuildError, match="is 201 bytes, longer than the 200-byte build placeholder.*; nothing done"):
+    with pytest.raises(BuildError, match=r"is 201 bytes, longer than the 200-byte build placeholder.*; nothing done"):
         check_dest_fits(long, RELOCATION, "; nothing done")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -114,6 +115,13 @@ CASES = [
         LINUX,
         ("1.0.0", CPU),
         Wanted(version="1.0.0"),
+    ),
+    Case(
+        "--version pins a newer cpu one over an older cuda one",
+        index(("1.0.0", CUDA), ("2.0.0", CPU)),
+        RTX3090,
+        ("2.0.0", CPU),
+        Wanted(version="2.0.0"),
     ),
     Case("another platform never fits", index(("1.0.0", WIN)), LINUX, None),
     Case("--target forces another platform", index(("1.0.0", WIN)), LINUX, ("1.0.0", WIN), Wanted(target=WIN)),
@@ -241,3 +249,58 @@ def test_a_version_that_is_not_semver_never_fits() -> None:
     assert [c.reasons for c in selection.candidates if c.version == "latest"] == [
         ("'latest' is not a semantic version",)
     ]
+
+
+def test_the_releases_that_do_not_fit_come_newest_first() -> None:
+    selection = select_release(
+        index(("1.0.0", WIN), ("1.10.0", WIN), ("1.2.0", WIN), ("1.2.0", METAL)), LINUX, Wanted()
+    )
+    order = [(c.version, c.target_id) for c in selection.candidates]
+    assert order == [("1.10.0", WIN), ("1.2.0", WIN), ("1.2.0", METAL), ("1.0.0", WIN)]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "reported"),
+    [
+        (Wanted(version="1.0.0"), ["1.0.0/windows-x86_64-cpu", "1.0.0/linux-x86_64-cuda12.4"]),
+        (
+            Wanted(target=CUDA),
+            ["2.0.0/linux-x86_64-cuda12.4", "1.0.0/linux-x86_64-cuda12.4", "0.9.0/linux-x86_64-cuda12.4"],
+        ),
+        (Wanted(version="1.0.0", target=CUDA), ["1.0.0/linux-x86_64-cuda12.4"]),
+    ],
+)
+def test_when_nothing_fits_only_the_releases_asked_for_are_reported(wanted: Wanted, reported: list[str]) -> None:
+    """The versions and targets on both sides of the one asked for are no news (nothing fits: no GPU, Windows)."""
+    idx = index(*((v, t) for v in ("0.9.0", "1.0.0", "2.0.0") for t in (CPU, CUDA, WIN) if t != CPU or v == "2.0.0"))
+    with pytest.raises(HostError) as raised:
+        require_choice(select_release(idx, NO_SMI, wanted), idx, wanted, "store")
+    assert [p.key for p in raised.value.problems] == reported
+
+
+def test_a_usage_error_lists_what_the_index_has() -> None:
+    idx = index(("1.10.0", CPU), ("1.2.0", CPU), ("1.2.0", WIN))
+    with pytest.raises(UsageError, match=r"store has no version 9\.9\.9 of demo \(it has: 1\.2\.0, 1\.10\.0\)"):
+        require_choice(select_release(idx, LINUX, Wanted(version="9.9.9")), idx, Wanted(version="9.9.9"), "store")
+    wanted = Wanted(version="1.10.0", target=WIN)
+    with pytest.raises(UsageError, match=f"no target {WIN} of demo 1.10.0 \\(it has: {CPU}\\)"):
+        require_choice(select_release(idx, LINUX, wanted), idx, wanted, "store")
+    with pytest.raises(UsageError, match=r"\(it has: none\)"):
+        require_choice(select_release(index(), LINUX, Wanted(version="1.0.0")), index(), Wanted(version="1.0.0"), "s")
+
+
+def test_a_candidate_says_whether_it_is_a_pre_release() -> None:
+    selection = select_release(index(("1.0.0", CPU), ("1.1.0-rc.1", CPU)), LINUX, Wanted())
+    assert [c.to_json()["prerelease"] for c in selection.candidates] == [False, True]
+
+
+def test_selection_values_cannot_change() -> None:
+    selection = select_release(index(("1.0.0", CPU)), LINUX, Wanted())
+    for value, name in (
+        (selection, "chosen"),
+        (selection.candidates[0], "version"),
+        (LINUX, "arch"),
+        (Wanted(), "pre"),
+    ):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)

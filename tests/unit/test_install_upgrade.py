@@ -62,7 +62,7 @@ def test_a_folder_without_box_json_is_no_installed_box(tmp_path: Path, shape: st
         dest.mkdir()
     if shape == "box.json is a folder":
         (dest / "box.json").mkdir()
-    with pytest.raises(UsageError, match="holds no box.json"):
+    with pytest.raises(UsageError, match=r"holds no box.json"):
         installed_box(dest)
 
 
@@ -72,7 +72,7 @@ def test_a_box_json_that_describes_no_box_is_named_as_the_user_sees_it(
     (tmp_path / "box").mkdir()
     (tmp_path / "box" / "box.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(IntegrityError, match="^box/box.json does not describe a box"):
+    with pytest.raises(IntegrityError, match=r"^box/box.json does not describe a box"):
         installed_box(tmp_path / "box")
 
 
@@ -168,7 +168,7 @@ def test_results_are_values() -> None:
 def test_a_failed_swap_leaves_the_old_install(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
     sib = Siblings(tmp_path / "box")
     a_box(sib.dest, releases["1.0.0"], "old")
-    with pytest.raises(BuildError, match="cannot swap .*No such file") as raised:
+    with pytest.raises(BuildError, match=r"cannot swap .*No such file") as raised:
         swap_in(sib, keep_previous=False)  # no staging tree to swap in
     assert "the old install is in place" in (raised.value.fix or "")
     assert (sib.dest / "marker").read_text() == "old" and not sib.previous.exists()
