@@ -257,6 +257,50 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "pydantic's Literal validation returns the literal's own str object, so `is` is `==` here",
         ),
     ),
+    "scrollcase/client/select.py": (
+        *(
+            ('ACCELERATOR_RANK = {"cuda": 2, "metal": 1, "cpu": 0}', f"ACCELERATOR_RANK = {new}", why)
+            for new, why in (
+                ('{"cuda": 2, "metal": 1, "cpu": -1}', "only the ranks' order is read, and every accelerator is a key"),
+                ('{"cuda": 2, "metal": 2, "cpu": 0}', "metal fits only osx-arm64, cuda never does: they never compete"),
+            )
+        ),
+        *(
+            ('GPU_RANK = {"pass": 2, "skip": 1, "warn": 1}', f"GPU_RANK = {new}", why)
+            for new, why in (
+                ('{"pass": 2, "skip": 2, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
+                ('{"pass": 2, "skip": 0, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
+                ('{"pass": 3, "skip": 1, "warn": 1}', "only the ranks' order is read: pass stays above warn"),
+            )
+        ),
+        ("return numbers, 1, ()", "return numbers, 2, ()", "only its order against a pre-release's 0 is read"),
+        ("return numbers, 0, ids", "return numbers, -1, ids", "only its order against a release's 1 is read"),
+        (
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, -1, part) for part in pre.split("."))',
+            "the middle is the same for every alphanumeric identifier",
+        ),
+        (
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            'ids = tuple(( -1, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            "numeric identifiers still sort below alphanumeric ones",
+        ),
+        (
+            "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
+            "gpu = GPU_RANK.get(candidate.gpu.status, 1) if candidate.gpu else 0",
+            "only fail is not a key, and a failed check's candidate does not fit: it is never ranked",
+        ),
+        (
+            "return ACCELERATOR_RANK.get(target.accelerator, 0), semver_key(candidate.version), gpu, cuda",
+            "return ACCELERATOR_RANK.get(target.accelerator, -1), semver_key(candidate.version), gpu, cuda",
+            "every accelerator (a Literal) is a key: the default is never read",
+        ),
+        (
+            "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 0, ())",
+            "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 1, ())",
+            "() sorts below any version's numbers: the middle is only compared between two non-semver keys",
+        ),
+    ),
     "scrollcase/parity/compare.py": (
         ("CHUNK_ELEMENTS = 1 << 18", "*", "a memory/speed knob: test_chunking_does_not_change_any_metric"),
         (

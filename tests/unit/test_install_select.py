@@ -285,6 +285,10 @@ def test_a_usage_error_lists_what_the_index_has() -> None:
     wanted = Wanted(version="1.10.0", target=WIN)
     with pytest.raises(UsageError, match=f"no target {WIN} of demo 1.10.0 \\(it has: {CPU}\\)"):
         require_choice(select_release(idx, LINUX, wanted), idx, wanted, "store")
+    many = index(*(("1.0.0", t) for t in (WIN, METAL, CUDA128, "osx-arm64-cpu", CUDA, CPU)))
+    with pytest.raises(UsageError) as raised:
+        require_choice(select_release(many, LINUX, Wanted(target="x")), many, Wanted(target="x"), "store")
+    assert raised.value.message.endswith(f"(it has: {CPU}, {CUDA}, {CUDA128}, osx-arm64-cpu, {METAL}, {WIN})")
     with pytest.raises(UsageError, match=r"\(it has: none\)"):
         require_choice(select_release(index(), LINUX, Wanted(version="1.0.0")), index(), Wanted(version="1.0.0"), "s")
 
