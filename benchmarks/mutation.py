@@ -263,6 +263,8 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for new, why in (
                 ('{"cuda": 2, "metal": 1, "cpu": -1}', "only the ranks' order is read, and every accelerator is a key"),
                 ('{"cuda": 2, "metal": 2, "cpu": 0}', "metal fits only osx-arm64, cuda never does: they never compete"),
+                ('{"cuda": 1, "metal": 1, "cpu": 0}', "metal fits only osx-arm64, cuda never does: they never compete"),
+                ('{"cuda": 3, "metal": 1, "cpu": 0}', "only the ranks' order is read"),
             )
         ),
         *(
@@ -271,6 +273,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
                 ('{"pass": 2, "skip": 2, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
                 ('{"pass": 2, "skip": 0, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
                 ('{"pass": 3, "skip": 1, "warn": 1}', "only the ranks' order is read: pass stays above warn"),
+                ('{"pass": 2, "skip": 1, "warn": 0}', "only the ranks' order is read: warn stays below pass"),
             )
         ),
         ("return numbers, 1, ()", "return numbers, 2, ()", "only its order against a pre-release's 0 is read"),
@@ -285,20 +288,48 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'ids = tuple(( -1, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
             "numeric identifiers still sort below alphanumeric ones",
         ),
-        (
-            "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
-            "gpu = GPU_RANK.get(candidate.gpu.status, 1) if candidate.gpu else 0",
-            "only fail is not a key, and a failed check's candidate does not fit: it is never ranked",
+        *(
+            (
+                'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+                f'ids = tuple((0, int(part), "") if part.isdigit() else {new} for part in pre.split("."))',
+                why,
+            )
+            for new, why in (
+                ("( 2, 0, part)", "alphanumeric identifiers still sort above numeric ones"),
+                ("(1, 1, part)", "the middle is the same for every alphanumeric identifier"),
+            )
         ),
-        (
-            "return ACCELERATOR_RANK.get(target.accelerator, 0), semver_key(candidate.version), gpu, cuda",
-            "return ACCELERATOR_RANK.get(target.accelerator, -1), semver_key(candidate.version), gpu, cuda",
-            "every accelerator (a Literal) is a key: the default is never read",
+        *(
+            (
+                "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
+                f"gpu = GPU_RANK.get(candidate.gpu.status, {new}",
+                "only fail is not a key, and a failed check's candidate does not fit: it is never ranked",
+            )
+            for new in ("1) if candidate.gpu else 0", "-1) if candidate.gpu else 0")
         ),
-        (
-            "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 0, ())",
-            "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 1, ())",
-            "() sorts below any version's numbers: the middle is only compared between two non-semver keys",
+        *(
+            (
+                "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
+                f"gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else {new}",
+                "a CPU or Metal candidate ties on (accelerator, version) only with itself: one target per platform",
+            )
+            for new in ("1", "-1")
+        ),
+        *(
+            (
+                "return ACCELERATOR_RANK.get(target.accelerator, 0), semver_key(candidate.version), gpu, cuda",
+                f"return ACCELERATOR_RANK.get(target.accelerator, {new}), semver_key(candidate.version), gpu, cuda",
+                "every accelerator (a Literal) is a key: the default is never read",
+            )
+            for new in ("1", "-1")
+        ),
+        *(
+            (
+                "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 0, ())",
+                f"return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), {new}, ())",
+                "() sorts below any version's numbers: the middle is only compared between two non-semver keys",
+            )
+            for new in ("1", "-1")
         ),
     ),
     "scrollcase/parity/compare.py": (

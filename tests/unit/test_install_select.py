@@ -123,6 +123,20 @@ CASES = [
         ("2.0.0", CPU),
         Wanted(version="2.0.0"),
     ),
+    Case("a linux box never fits a mac", index(("1.0.0", CPU)), MAC, None),
+    Case(
+        "--target passes over a newer release that fits",
+        index(("2.0.0", CPU), ("1.0.0", WIN)),
+        LINUX,
+        ("1.0.0", WIN),
+        Wanted(target=WIN[:3] + WIN[3:]),  # typed on the command line: another str object than the index's
+    ),
+    Case(
+        "SASS over PTX comes before the newest CUDA",
+        index(entry("1.0.0", CUDA, archs=["sm_90", "sm_100"]), entry("1.0.0", CUDA128, driver="570.26")),
+        B200,
+        ("1.0.0", CUDA),
+    ),
     Case("another platform never fits", index(("1.0.0", WIN)), LINUX, None),
     Case("--target forces another platform", index(("1.0.0", WIN)), LINUX, ("1.0.0", WIN), Wanted(target=WIN)),
     Case(
@@ -273,9 +287,23 @@ def test_the_releases_that_do_not_fit_come_newest_first() -> None:
 def test_when_nothing_fits_only_the_releases_asked_for_are_reported(wanted: Wanted, reported: list[str]) -> None:
     """The versions and targets on both sides of the one asked for are no news (nothing fits: no GPU, Windows)."""
     idx = index(*((v, t) for v in ("0.9.0", "1.0.0", "2.0.0") for t in (CPU, CUDA, WIN) if t != CPU or v == "2.0.0"))
+    typed = Wanted(  # as typed on the command line: other str objects than the index's
+        version=None if wanted.version is None else wanted.version[:1] + wanted.version[1:],
+        target=None if wanted.target is None else wanted.target[:1] + wanted.target[1:],
+    )
     with pytest.raises(HostError) as raised:
-        require_choice(select_release(idx, NO_SMI, wanted), idx, wanted, "store")
+        require_choice(select_release(idx, NO_SMI, typed), idx, typed, "store")
     assert [p.key for p in raised.value.problems] == reported
+
+
+def test_a_version_that_is_not_semver_is_reported_when_nothing_fits() -> None:
+    idx = index(("1.0.0", CPU))
+    odd = BoxIndex(boxId="demo", versions={"latest": idx.versions["1.0.0"]})
+    with pytest.raises(HostError) as raised:
+        require_choice(select_release(odd, LINUX, Wanted()), odd, Wanted(), "store")
+    assert [(p.key, p.message) for p in raised.value.problems] == [
+        ("latest/linux-x86_64-cpu", "'latest' is not a semantic version")
+    ]
 
 
 def test_a_usage_error_lists_what_the_index_has() -> None:
