@@ -154,14 +154,14 @@ def test_assemble_rebuilds_the_archive(tmp_path: Path, release: SyntheticRelease
     assert out.read_bytes() == release.archive_path.read_bytes()
 
 
-@pytest.mark.parametrize("wrong", ["size", "sha256", "both"])
+@pytest.mark.parametrize("wrong", ["larger", "smaller", "sha256", "both"])
 def test_assemble_refuses_a_whole_other_than_the_manifest(
     tmp_path: Path, release: SyntheticRelease, wrong: str
 ) -> None:
     cache = FrameCache(tmp_path / "frames")
     fill(cache, release)
     info = release.manifest.archive
-    size = info.size + (1 if wrong in ("size", "both") else 0)
+    size = info.size + {"larger": 1, "smaller": -1, "both": 1}.get(wrong, 0)
     sha = hashlib.sha256(b"other").hexdigest() if wrong in ("sha256", "both") else info.sha256
     out = tmp_path / "again.tar.zst"
     with pytest.raises(IntegrityError, match=f"reassembled from the frames of SRC is {info.size} bytes"):
