@@ -3,6 +3,7 @@ from a directory store and reassembled, each frame checked against the manifest'
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -117,7 +118,12 @@ def test_fill_refuses_a_table_that_does_not_tile_the_archive(tmp_path: Path, rel
     frames = table(release)
     with pytest.raises(IntegrityError, match="is not a table of its archive: the frames end at"):
         fill_from_archive(cache, release.archive_path, frames, release.manifest.archive.size + 1, "SRC")
+    frames[1] = frames[1].model_copy(update={"offset": frames[1].offset + 1})  # a gap, and the end moves too
+    with pytest.raises(IntegrityError, match=f"is not a table of its archive: frame {frames[1].name!r} starts at"):
+        fill_from_archive(cache, release.archive_path, frames, release.manifest.archive.size, "SRC")
     assert not cache.root.exists()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.root = tmp_path  # type: ignore[misc]
 
 
 def test_fetch_reads_only_the_frames_asked_for(tmp_path: Path, release: SyntheticRelease) -> None:
@@ -154,7 +160,7 @@ def test_assemble_rebuilds_the_archive(tmp_path: Path, release: SyntheticRelease
     assert out.read_bytes() == release.archive_path.read_bytes()
 
 
-@pytest.mark.parametrize("wrong", ["larger", "smaller", "sha256", "both"])
+@pytest.mark.parametrize("wrong", ["larger", "smaller", "sha256 below", "sha256 above", "both"])
 def test_assemble_refuses_a_whole_other_than_the_manifest(
     tmp_path: Path, release: SyntheticRelease, wrong: str
 ) -> None:
@@ -162,7 +168,9 @@ def test_assemble_refuses_a_whole_other_than_the_manifest(
     fill(cache, release)
     info = release.manifest.archive
     size = info.size + {"larger": 1, "smaller": -1, "both": 1}.get(wrong, 0)
-    sha = hashlib.sha256(b"other").hexdigest() if wrong in ("sha256", "both") else info.sha256
+    sha = {"sha256 below": "0" * 64, "sha256 above": "f" * 64, "both": hashlib.sha256(b"x").hexdigest()}.get(
+        wrong, info.sha256
+    )
     out = tmp_path / "again.tar.zst"
     with pytest.raises(IntegrityError, match=f"reassembled from the frames of SRC is {info.size} bytes"):
         assemble(cache, table(release), out, size, sha, "SRC")
