@@ -249,6 +249,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "_discard(sib.previous, ignore_errors=False)",
             "the old tree this run just renamed aside: only a non-root user's read-only folder in it fails rmtree",
         ),
+        (
+            "def _discard(tree: Path, *, ignore_errors: bool = False) -> None:",
+            "def _discard(tree: Path, /, ignore_errors: bool = False) -> None:",
+            "only loosens the signature: every call passes tree by position and ignore_errors by keyword",
+        ),
     ),
     "scrollcase/client/install.py": (
         (
