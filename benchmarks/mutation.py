@@ -99,7 +99,9 @@ CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/parity/compare.py": ("tests/unit/test_parity_compare.py", "tests/unit/test_parity_compare_property.py"),
     "scrollcase/client/select.py": ("tests/unit/test_install_select.py",),
     "scrollcase/client/download.py": ("tests/unit/test_install_download.py",),
-    "scrollcase/client/install.py": ("tests/integration/test_install_cli.py",),
+    "scrollcase/client/framecache.py": ("tests/unit/test_install_framecache.py",),
+    "scrollcase/client/upgrade.py": ("tests/unit/test_install_upgrade.py", "tests/integration/test_upgrade_cli.py"),
+    "scrollcase/client/install.py": ("tests/unit/test_install_reads.py", "tests/integration/test_install_cli.py"),
 }
 
 
@@ -533,6 +535,138 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=True, closefd=False',
             'cast("IO[bytes]", source), read_size=READ_CHUNK, read_across_frames=False, closefd=False',
             "zstandard 0.25's reader returns the next frame on the next read() either way: only the chunks change",
+        ),
+    ),
+    "scrollcase/client/download.py": (
+        (
+            "partial.unlink(missing_ok=True)",
+            "partial.unlink(missing_ok=False)",
+            "each runs while the partial file exists: it holds have > 0 bytes, is open for appending, or was touched",
+        ),
+        *(
+            (
+                f"{head} have {op} size:",
+                f"{head} have != size:",
+                "have never passes size: _append refuses a longer chunk",
+            )
+            for head, op in (("while", "<"), ("if", "<"))
+        ),
+        (
+            "if have > before and tries < attempts:",
+            "if have != before and tries < attempts:",
+            "within a try the partial only grows (the refusals that delete it raise IntegrityError, not StoreError)",
+        ),
+        (
+            "for _ in range(2):",
+            "for _ in range( 3):",
+            "a third try differs only when other processes re-create a stale lock twice in between: a race",
+        ),
+        ("*,", "/,", "only loosens the signature: every call passes store and key by position, the rest by keyword"),
+        (
+            "lock.unlink(missing_ok=True)",
+            "lock.unlink(missing_ok=False)",
+            "the stale lock try_lock just failed on is there (only a race removes it); the finally's is killed",
+        ),
+    ),
+    "scrollcase/client/upgrade.py": (
+        (
+            "_discard(sib.previous, ignore_errors=True)",
+            "_discard(sib.previous, ignore_errors=False)",
+            "the old tree this run just renamed aside: only a non-root user's read-only folder in it fails rmtree",
+        ),
+        (
+            "def _discard(tree: Path, *, ignore_errors: bool = False) -> None:",
+            "def _discard(tree: Path, /, ignore_errors: bool = False) -> None:",
+            "only loosens the signature: every call passes tree by position and ignore_errors by keyword",
+        ),
+    ),
+    "scrollcase/client/install.py": (
+        (
+            'return not skip_gpu_check and any(entry.target.accelerator == "cuda" for entry in entries)',
+            'return not skip_gpu_check and any(entry.target.accelerator is "cuda" for entry in entries)',
+            "pydantic's Literal validation returns the literal's own str object, so `is` is `==` here",
+        ),
+    ),
+    "scrollcase/client/select.py": (
+        *(
+            ('ACCELERATOR_RANK = {"cuda": 2, "metal": 1, "cpu": 0}', f"ACCELERATOR_RANK = {new}", why)
+            for new, why in (
+                ('{"cuda": 2, "metal": 1, "cpu": -1}', "only the ranks' order is read, and every accelerator is a key"),
+                ('{"cuda": 2, "metal": 2, "cpu": 0}', "metal fits only osx-arm64, cuda never does: they never compete"),
+                ('{"cuda": 1, "metal": 1, "cpu": 0}', "metal fits only osx-arm64, cuda never does: they never compete"),
+                ('{"cuda": 3, "metal": 1, "cpu": 0}', "only the ranks' order is read"),
+            )
+        ),
+        *(
+            ('GPU_RANK = {"pass": 2, "skip": 1, "warn": 1}', f"GPU_RANK = {new}", why)
+            for new, why in (
+                ('{"pass": 2, "skip": 2, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
+                ('{"pass": 2, "skip": 0, "warn": 1}', "skip is every CUDA candidate's status or none's: never ranked"),
+                ('{"pass": 3, "skip": 1, "warn": 1}', "only the ranks' order is read: pass stays above warn"),
+                ('{"pass": 2, "skip": 1, "warn": 0}', "only the ranks' order is read: warn stays below pass"),
+            )
+        ),
+        ("return numbers, 1, ()", "return numbers, 2, ()", "only its order against a pre-release's 0 is read"),
+        ("return numbers, 0, ids", "return numbers, -1, ids", "only its order against a release's 1 is read"),
+        (
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, -1, part) for part in pre.split("."))',
+            "the middle is the same for every alphanumeric identifier",
+        ),
+        (
+            'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            'ids = tuple(( -1, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+            "numeric identifiers still sort below alphanumeric ones",
+        ),
+        *(
+            (
+                'ids = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split("."))',
+                f'ids = tuple((0, int(part), "") if part.isdigit() else {new} for part in pre.split("."))',
+                why,
+            )
+            for new, why in (
+                ("( 2, 0, part)", "alphanumeric identifiers still sort above numeric ones"),
+                ("(1, 1, part)", "the middle is the same for every alphanumeric identifier"),
+            )
+        ),
+        *(
+            (
+                "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
+                f"gpu = GPU_RANK.get(candidate.gpu.status, {new}",
+                "only fail is not a key, and a failed check's candidate does not fit: it is never ranked",
+            )
+            for new in ("1) if candidate.gpu else 0", "-1) if candidate.gpu else 0")
+        ),
+        *(
+            (
+                "gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0",
+                f"gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else {new}",
+                "a CPU or Metal candidate ties on (accelerator, version) only with itself: one target per platform",
+            )
+            for new in ("1", "-1")
+        ),
+        *(
+            (
+                "return ACCELERATOR_RANK.get(target.accelerator, 0), semver_key(candidate.version), gpu, cuda",
+                f"return ACCELERATOR_RANK.get(target.accelerator, {new}), semver_key(candidate.version), gpu, cuda",
+                "every accelerator (a Literal) is a key: the default is never read",
+            )
+            for new in ("1", "-1")
+        ),
+        *(
+            (
+                "return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), 0, ())",
+                f"return semver_key(version) if SEMVER_RE.fullmatch(version) else ((), {new}, ())",
+                "() sorts below any version's numbers: the middle is only compared between two non-semver keys",
+            )
+            for new in ("1", "-1")
+        ),
+    ),
+    "scrollcase/client/framecache.py": (
+        (
+            "while data := piece.read(1 << 20):",
+            "*",
+            "a read size: any positive size copies the same bytes (a size of 0 ends the copy and is killed)",
         ),
     ),
     "scrollcase/parity/compare.py": (

@@ -106,6 +106,7 @@ def _fetch(
                 continue
             raise _kept(exc, partial, have, size) from None
         fetched += have - before
+    partial.touch()  # a 0-byte archive got no chunk that created it
     _check_digest(partial, digest.hexdigest(), sha256, store.url_for(key))
     return fetched
 

@@ -106,7 +106,7 @@ def fetch_release(
 def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:
     """Make the unpacked staging tree DEST, the old DEST ``.previous`` (deleted unless kept)."""
     if sib.previous.exists():
-        shutil.rmtree(sib.previous)
+        _discard(sib.previous)
     try:
         files.swap_dir(sib.staging, sib.dest, sib.previous)
     except OSError as exc:
@@ -116,15 +116,24 @@ def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:
         ) from None
     if keep_previous:
         return sib.previous
-    shutil.rmtree(sib.previous, ignore_errors=True)
+    _discard(sib.previous, ignore_errors=True)
     return None
+
+
+def _discard(tree: Path, *, ignore_errors: bool = False) -> None:
+    """Remove a folder tree, or only the link where one stands (a DEST that was a symlink): rmtree refuses
+    a link, or follows a dangling one into ENOENT, and the folder a link names is not the upgrade's to delete."""
+    if tree.is_symlink():
+        tree.unlink()
+    else:
+        shutil.rmtree(tree, ignore_errors=ignore_errors)
 
 
 def clear_staging(sib: Siblings) -> None:
     """Remove what an interrupted upgrade left in the staging folder (this run holds the lock)."""
     if sib.staging.exists() or sib.staging.is_symlink():
         try:
-            shutil.rmtree(sib.staging)
+            _discard(sib.staging)
         except OSError as exc:
             raise ScrollcaseError(
                 f"cannot remove {describe_path(sib.staging)} left by an interrupted upgrade: {exc.strerror}",

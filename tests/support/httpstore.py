@@ -1,6 +1,7 @@
 """A static file server on 127.0.0.1 that honours ``Range: bytes=N-`` and ``bytes=N-M`` (or, on request,
-ignores them), counts the body bytes it sends, and can break a transfer off after a budget of bytes (as a
-server that dies mid-download would).  Started and stopped by the tests, in a thread of the test process."""
+ignores them or leaves out Content-Length), counts the body bytes it sends, and can break a transfer off after a
+budget of bytes (as a server that dies mid-download would).  Started and stopped by the tests, in a thread of the
+test process."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class ServerState:
     honour_range: bool = True
     budget: int | None = None  # body bytes it sends in all; then every transfer breaks off (a dead server)
     budget_suffix: str = ""  # the budget applies to paths ending so (e.g. ".tar.zst"); others are never cut
+    send_length: bool = True  # False: no Content-Length, the body ends when the connection closes (HTTP/1.0)
     sent: int = 0  # body bytes sent
     sent_by_path: dict[str, int] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)  # "GET <path> <Range or ->"
@@ -81,8 +83,9 @@ class RangeHandler(SimpleHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start + state.range_shift}-{end}/{size}")
         if state.etag is not None:
             self.send_header("ETag", state.etag)
-        length = str(end + 1 - start)
-        self.send_header("Content-Length", state.length_header if state.length_header and not found else length)
+        if state.send_length:
+            length = str(end + 1 - start)
+            self.send_header("Content-Length", state.length_header if state.length_header and not found else length)
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         self._send_body(path, start, end + 1)

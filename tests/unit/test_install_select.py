@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -114,6 +115,27 @@ CASES = [
         LINUX,
         ("1.0.0", CPU),
         Wanted(version="1.0.0"),
+    ),
+    Case(
+        "--version pins a newer cpu one over an older cuda one",
+        index(("1.0.0", CUDA), ("2.0.0", CPU)),
+        RTX3090,
+        ("2.0.0", CPU),
+        Wanted(version="2.0.0"),
+    ),
+    Case("a linux box never fits a mac", index(("1.0.0", CPU)), MAC, None),
+    Case(
+        "--target passes over a newer release that fits",
+        index(("2.0.0", CPU), ("1.0.0", WIN)),
+        LINUX,
+        ("1.0.0", WIN),
+        Wanted(target=WIN[:3] + WIN[3:]),  # typed on the command line: another str object than the index's
+    ),
+    Case(
+        "SASS over PTX comes before the newest CUDA",
+        index(entry("1.0.0", CUDA, archs=["sm_90", "sm_100"]), entry("1.0.0", CUDA128, driver="570.26")),
+        B200,
+        ("1.0.0", CUDA),
     ),
     Case("another platform never fits", index(("1.0.0", WIN)), LINUX, None),
     Case("--target forces another platform", index(("1.0.0", WIN)), LINUX, ("1.0.0", WIN), Wanted(target=WIN)),
@@ -241,3 +263,76 @@ def test_a_version_that_is_not_semver_never_fits() -> None:
     assert [c.reasons for c in selection.candidates if c.version == "latest"] == [
         ("'latest' is not a semantic version",)
     ]
+
+
+def test_the_releases_that_do_not_fit_come_newest_first() -> None:
+    selection = select_release(
+        index(("1.0.0", WIN), ("1.10.0", WIN), ("1.2.0", WIN), ("1.2.0", METAL)), LINUX, Wanted()
+    )
+    order = [(c.version, c.target_id) for c in selection.candidates]
+    assert order == [("1.10.0", WIN), ("1.2.0", WIN), ("1.2.0", METAL), ("1.0.0", WIN)]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "reported"),
+    [
+        (Wanted(version="1.0.0"), ["1.0.0/windows-x86_64-cpu", "1.0.0/linux-x86_64-cuda12.4"]),
+        (
+            Wanted(target=CUDA),
+            ["2.0.0/linux-x86_64-cuda12.4", "1.0.0/linux-x86_64-cuda12.4", "0.9.0/linux-x86_64-cuda12.4"],
+        ),
+        (Wanted(version="1.0.0", target=CUDA), ["1.0.0/linux-x86_64-cuda12.4"]),
+    ],
+)
+def test_when_nothing_fits_only_the_releases_asked_for_are_reported(wanted: Wanted, reported: list[str]) -> None:
+    """The versions and targets on both sides of the one asked for are no news (nothing fits: no GPU, Windows)."""
+    idx = index(*((v, t) for v in ("0.9.0", "1.0.0", "2.0.0") for t in (CPU, CUDA, WIN) if t != CPU or v == "2.0.0"))
+    typed = Wanted(  # as typed on the command line: other str objects than the index's
+        version=None if wanted.version is None else wanted.version[:1] + wanted.version[1:],
+        target=None if wanted.target is None else wanted.target[:1] + wanted.target[1:],
+    )
+    with pytest.raises(HostError) as raised:
+        require_choice(select_release(idx, NO_SMI, typed), idx, typed, "store")
+    assert [p.key for p in raised.value.problems] == reported
+
+
+def test_a_version_that_is_not_semver_is_reported_when_nothing_fits() -> None:
+    idx = index(("1.0.0", CPU))
+    odd = BoxIndex(boxId="demo", versions={"latest": idx.versions["1.0.0"]})
+    with pytest.raises(HostError) as raised:
+        require_choice(select_release(odd, LINUX, Wanted()), odd, Wanted(), "store")
+    assert [(p.key, p.message) for p in raised.value.problems] == [
+        ("latest/linux-x86_64-cpu", "'latest' is not a semantic version")
+    ]
+
+
+def test_a_usage_error_lists_what_the_index_has() -> None:
+    idx = index(("1.10.0", CPU), ("1.2.0", CPU), ("1.2.0", WIN))
+    with pytest.raises(UsageError, match=r"store has no version 9\.9\.9 of demo \(it has: 1\.2\.0, 1\.10\.0\)"):
+        require_choice(select_release(idx, LINUX, Wanted(version="9.9.9")), idx, Wanted(version="9.9.9"), "store")
+    wanted = Wanted(version="1.10.0", target=WIN)
+    with pytest.raises(UsageError, match=f"no target {WIN} of demo 1.10.0 \\(it has: {CPU}\\)"):
+        require_choice(select_release(idx, LINUX, wanted), idx, wanted, "store")
+    many = index(*(("1.0.0", t) for t in (WIN, METAL, CUDA128, "osx-arm64-cpu", CUDA, CPU)))
+    with pytest.raises(UsageError) as raised:
+        require_choice(select_release(many, LINUX, Wanted(target="x")), many, Wanted(target="x"), "store")
+    assert raised.value.message.endswith(f"(it has: {CPU}, {CUDA}, {CUDA128}, osx-arm64-cpu, {METAL}, {WIN})")
+    with pytest.raises(UsageError, match=r"\(it has: none\)"):
+        require_choice(select_release(index(), LINUX, Wanted(version="1.0.0")), index(), Wanted(version="1.0.0"), "s")
+
+
+def test_a_candidate_says_whether_it_is_a_pre_release() -> None:
+    selection = select_release(index(("1.0.0", CPU), ("1.1.0-rc.1", CPU)), LINUX, Wanted())
+    assert [c.to_json()["prerelease"] for c in selection.candidates] == [False, True]
+
+
+def test_selection_values_cannot_change() -> None:
+    selection = select_release(index(("1.0.0", CPU)), LINUX, Wanted())
+    for value, name in (
+        (selection, "chosen"),
+        (selection.candidates[0], "version"),
+        (LINUX, "arch"),
+        (Wanted(), "pre"),
+    ):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)

@@ -1,0 +1,177 @@
+"""The frame cache: real framed archives (tests/support/framedreleases.py) filled in, fetched by ranged reads
+from a directory store and reassembled, each frame checked against the manifest's frame table."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from scrollcase.box.release import ArchiveFrame
+from scrollcase.client.framecache import FrameCache, assemble, fetch_frames, fill_from_archive
+from scrollcase.errors import IntegrityError
+from scrollcase.progress import ByteMeter
+from scrollcase.store.local import LocalStore
+from tests.support.framedreleases import write_framed_release
+from tests.support.releases import SyntheticRelease
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> SyntheticRelease:
+    return write_framed_release(tmp_path_factory.mktemp("framecache"), "1.0.0", payload=30_000, packages=3)
+
+
+def table(release: SyntheticRelease) -> list[ArchiveFrame]:
+    return list(release.manifest.archive.frames or [])
+
+
+def fill(cache: FrameCache, release: SyntheticRelease, archive: Path | None = None) -> int:
+    info = release.manifest.archive
+    return fill_from_archive(cache, archive or release.archive_path, table(release), info.size, "the test archive")
+
+
+class Meters:
+    """A meter factory that keeps the meters it made, to read their totals and counts."""
+
+    def __init__(self) -> None:
+        self.made: list[ByteMeter] = []
+
+    def __call__(self, label: str, total: int | None) -> ByteMeter:
+        self.made.append(ByteMeter(label, total, lambda _: None, interval=float("inf")))
+        return self.made[-1]
+
+
+def test_an_entry_lives_under_its_digest_prefix(tmp_path: Path) -> None:
+    cache = FrameCache.default(tmp_path)
+    assert cache.root == tmp_path / "frames"
+    assert cache.path_for("ab" + "c" * 62) == tmp_path / "frames" / "ab" / ("ab" + "c" * 62)
+
+
+def test_fill_puts_every_frame_in_once(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frames = table(release)
+    assert fill(cache, release) == len(frames) > 2
+    data = release.archive_path.read_bytes()
+    for frame in frames:
+        entry = cache.path_for(frame.sha256)
+        assert entry.read_bytes() == data[frame.offset : frame.offset + frame.size]
+    assert sorted(p.name for p in cache.root.rglob("*") if p.is_file()) == sorted(f.sha256 for f in frames)
+    assert fill(cache, release) == 0  # all there already
+    assert cache.missing(frames) == []
+
+
+def test_has_wants_the_table_size(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frame = table(release)[1]
+    assert not cache.has(frame)
+    for size in (frame.size - 1, frame.size + 1):
+        cache.path_for(frame.sha256).parent.mkdir(parents=True, exist_ok=True)
+        cache.path_for(frame.sha256).write_bytes(b"x" * size)
+        assert not cache.has(frame)
+    cache.path_for(frame.sha256).write_bytes(b"x" * frame.size)
+    assert cache.has(frame)
+
+
+def test_missing_lists_each_absent_digest_once_in_order(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    first, second, third, *_ = table(release)
+    twin = second.model_copy(update={"name": "twin", "offset": 0})
+    assert cache.missing([first, second, twin, third]) == [first, second, third]
+    with cache.adding(second, "here") as out:
+        out.write(release.archive_path.read_bytes()[second.offset : second.offset + second.size])
+    assert cache.missing([third, second, twin, first]) == [third, first]
+
+
+@pytest.mark.parametrize("change", ["flip", "shorter", "longer"])
+def test_bytes_that_are_not_the_frame_are_refused_and_not_kept(
+    tmp_path: Path, release: SyntheticRelease, change: str
+) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frame = table(release)[1]
+    data = bytearray(release.archive_path.read_bytes()[frame.offset : frame.offset + frame.size])
+    if change == "flip":
+        data[len(data) // 2] ^= 1  # same size, other sha256
+    declared = {"shorter": frame.size + 1, "longer": frame.size - 1}.get(change, frame.size)
+    claim = frame.model_copy(update={"size": declared})  # the right sha256 with another size
+    with pytest.raises(IntegrityError, match=r"refusing frame 'box.json'") as raised, cache.adding(claim, "SRC") as out:
+        out.write(bytes(data))
+    assert "of SRC" in raised.value.message and f"says {declared} bytes" in raised.value.message
+    assert not cache.path_for(frame.sha256).exists() and not list(cache.path_for(frame.sha256).parent.iterdir())
+
+
+def test_fill_checks_the_frames_it_already_holds(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    frame = table(release)[-1]
+    tampered = bytearray(release.archive_path.read_bytes())
+    tampered[frame.offset + frame.size // 2] ^= 1
+    bad = tmp_path / "bad.tar.zst"
+    bad.write_bytes(bytes(tampered))
+    with pytest.raises(IntegrityError, match=f"refusing frame {frame.name!r} of the test archive"):
+        fill(cache, release, bad)
+
+
+def test_fill_refuses_a_table_that_does_not_tile_the_archive(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frames = table(release)
+    with pytest.raises(IntegrityError, match="is not a table of its archive: the frames end at"):
+        fill_from_archive(cache, release.archive_path, frames, release.manifest.archive.size + 1, "SRC")
+    frames[1] = frames[1].model_copy(update={"offset": frames[1].offset + 1})  # a gap, and the end moves too
+    with pytest.raises(IntegrityError, match=f"is not a table of its archive: frame {frames[1].name!r} starts at"):
+        fill_from_archive(cache, release.archive_path, frames, release.manifest.archive.size, "SRC")
+    assert not cache.root.exists()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cache.root = tmp_path  # type: ignore[misc]
+
+
+def test_fetch_reads_only_the_frames_asked_for(tmp_path: Path, release: SyntheticRelease) -> None:
+    key = "boxes/x/archive.tar.zst"
+    (tmp_path / "store" / key).parent.mkdir(parents=True)
+    (tmp_path / "store" / key).write_bytes(release.archive_path.read_bytes())
+    cache = FrameCache(tmp_path / "frames")
+    wanted = table(release)[1:]
+    meters = Meters()
+    fetched = fetch_frames(LocalStore(tmp_path / "store"), key, wanted, cache, meters)
+    assert fetched == sum(f.size for f in wanted) == meters.made[0].total == meters.made[0].done
+    assert cache.missing(table(release)) == table(release)[:1]
+
+
+def test_fetch_refuses_a_store_whose_bytes_differ(tmp_path: Path, release: SyntheticRelease) -> None:
+    key = "archive.tar.zst"
+    (tmp_path / "store").mkdir()
+    tampered = bytearray(release.archive_path.read_bytes())
+    frame = table(release)[2]
+    tampered[frame.offset] ^= 1
+    (tmp_path / "store" / key).write_bytes(bytes(tampered))
+    cache = FrameCache(tmp_path / "frames")
+    with pytest.raises(IntegrityError, match=r"archive.tar.zst"):
+        fetch_frames(LocalStore(tmp_path / "store"), key, table(release), cache)
+    assert cache.missing(table(release)) == table(release)[2:]  # the frames before it are kept
+
+
+def test_assemble_rebuilds_the_archive(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    info = release.manifest.archive
+    out = tmp_path / "out" / "again.tar.zst"
+    assert assemble(cache, table(release), out, info.size, info.sha256, "SRC") == out
+    assert out.read_bytes() == release.archive_path.read_bytes()
+
+
+@pytest.mark.parametrize("wrong", ["larger", "smaller", "sha256 below", "sha256 above", "both"])
+def test_assemble_refuses_a_whole_other_than_the_manifest(
+    tmp_path: Path, release: SyntheticRelease, wrong: str
+) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    info = release.manifest.archive
+    size = info.size + {"larger": 1, "smaller": -1, "both": 1}.get(wrong, 0)
+    sha = {"sha256 below": "0" * 64, "sha256 above": "f" * 64, "both": hashlib.sha256(b"x").hexdigest()}.get(
+        wrong, info.sha256
+    )
+    out = tmp_path / "again.tar.zst"
+    with pytest.raises(IntegrityError, match=f"reassembled from the frames of SRC is {info.size} bytes"):
+        assemble(cache, table(release), out, size, sha, "SRC")
+    assert list(tmp_path.iterdir()) == [cache.root]  # nothing left beside it
