@@ -31,7 +31,7 @@ from typing import IO, cast
 
 import zstandard
 
-from scrollcase.box.frames import FrameGate, FrameRecord, FrameSink
+from scrollcase.box.frames import FrameRecord, FrameSink
 from scrollcase.box.packcache import PackCache
 from scrollcase.box.tarbuffer import TarBuffer
 from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header, header_size
@@ -184,20 +184,6 @@ def unit_tar_size(unit: Unit) -> int:
     return total
 
 
-class _Route:
-    """Where a big frame's zstd writer writes: the gate while the packer feeds it, the sink once its end is
-    handed to another thread (the gate is shut then, for everything after this frame)."""
-
-    def __init__(self, target: FrameGate | FrameSink) -> None:
-        self.target = target
-
-    def write(self, data: bytes | memoryview) -> int:
-        return self.target.write(data)
-
-    def flush(self) -> None:
-        """The sink keeps the order."""
-
-
 class _Collect:
     """TarBuffer's sink for a small unit: the unit's tar bytes, gathered for one compress() call."""
 
@@ -234,13 +220,7 @@ class _Writer:
     pool: ThreadPoolExecutor
     cache: PackCache | None = None
     files: int = 0
-    compressors: list[zstandard.ZstdCompressor] = field(default_factory=list)
-    gate: FrameGate = field(init=False)
-    _ending: threading.Thread | None = None
-    _ending_error: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        self.gate = FrameGate(self.sink)
+    streaming: zstandard.ZstdCompressor | None = None
 
     def unit(self, unit: Unit) -> None:
         size = unit_tar_size(unit)
@@ -251,7 +231,7 @@ class _Writer:
             self._reuse(unit.name, size, cached, key)
         elif size <= SMALL_UNIT:
             data = self._tar_bytes(unit, size)
-            self.gate.frame(self.pool.submit(_compress_small, data, self.level), unit.name, size, self._keep(key))
+            self.sink.frame(self.pool.submit(_compress_small, data, self.level), unit.name, size, self._keep(key))
         else:
             self._stream(unit, size, key)
 
@@ -261,82 +241,30 @@ class _Writer:
         assert self.cache is not None
         self.cache.hits += 1
         known = self.cache.digests.get(key)
-        self.gate.copy_frame(path, name, size, known=known, on_record=None if known else self._remember(key))
+        self.sink.copy_frame(path, name, size, known=known, on_record=None if known else self._remember(key))
 
     def _stream(self, unit: Unit, size: int, key: str | None) -> None:
-        """A big unit through zstd's own worker threads, the frame copied into the cache on its way.
-
-        Its end — zstd draining its workers, the frame's row, the cache entry — is left to a thread of its
-        own while the packer goes on with the next units behind the gate; the next big unit gets the other
-        compressor.  The frames of the small units before it are still being compressed: the sink writes
-        them first."""
-        stack = contextlib.ExitStack()
-        tee = stack.enter_context(self.cache.writing(key)) if self.cache and key else None
-        self.gate.begin_frame(tee=tee)
-        route = _Route(self.gate)
-        writer = self._compressor().stream_writer(
-            cast("IO[bytes]", route), size=size, closefd=False, write_size=1 << 20
-        )
-        try:
-            self.stream.sink = writer
-            self._members(unit)
-            self.stream.drain()
-            self.finish()  # the big frame before this one is complete, the gate open
-        except BaseException as exc:
-            stack.__exit__(type(exc), exc, exc.__traceback__)  # a half-written cache entry is dropped
-            raise
-        route.target = self.sink  # what is left of this frame goes straight to the sink
-        self.gate.shut()
-        self._ending = threading.Thread(
-            target=self._end_frame,
-            args=(writer, unit.name, size, key, stack, tee is not None),
-            name="scrollcase-pack-end",
-        )
-        self._ending.start()
-
-    def _end_frame(
-        self,
-        writer: zstandard.ZstdCompressionWriter,
-        name: str,
-        size: int,
-        key: str | None,
-        stack: contextlib.ExitStack,
-        tee: bool,
-    ) -> None:
-        """On its own thread: the rest of a big frame, its row, its cache entry; then the gate reopens."""
-        try:
-            with stack:
-                writer.flush(zstandard.FLUSH_FRAME)  # the frame's end; typed, unlike close()
-                self.sink.end_frame(name, size, self._remember(key))
-                if tee:
-                    self.sink.wait()  # every byte of the frame in the tee before the cache entry is closed
-        except BaseException as exc:  # the packer's thread raises it in finish()
-            self._ending_error = exc
-        finally:
-            try:
-                self.gate.reopen()
-            except BaseException as exc:
-                self._ending_error = self._ending_error or exc
-
-    def finish(self) -> None:
-        """Wait for the big frame still ending (if any), and raise its error."""
-        if self._ending is not None:
-            self._ending.join()
-            self._ending = None
-        if self._ending_error is not None:
-            error, self._ending_error = self._ending_error, None
-            raise error
+        """A big unit through zstd's own worker threads, the frame copied into the cache on its way.  The
+        frames of the small units before it are still being compressed: the sink writes them first."""
+        with self.cache.writing(key) if self.cache and key else contextlib.nullcontext() as tee:
+            self.sink.begin_frame(tee=tee)
+            with self._compressor().stream_writer(
+                cast("IO[bytes]", self.sink), size=size, closefd=False, write_size=1 << 20
+            ) as writer:
+                self.stream.sink = writer
+                self._members(unit)
+                self.stream.drain()
+            self.sink.end_frame(unit.name, size, self._remember(key))
+            if tee is not None:
+                self.sink.wait()  # every byte of the frame in the tee before the cache entry is closed
 
     def _compressor(self) -> zstandard.ZstdCompressor:
-        """Two multi-threaded compressors, taking turns: one can drain while the other starts the next big
-        unit (each keeps its workers and buffers between frames)."""
-        if not self.compressors:
-            self.compressors = [
-                zstandard.ZstdCompressor(compression_params=compression_parameters(self.level, self.threads))
-                for _ in range(2)
-            ]
-        self.compressors.reverse()
-        return self.compressors[0]
+        """One multi-threaded compressor for every big unit (its workers and buffers are kept between frames)."""
+        if self.streaming is None:
+            self.streaming = zstandard.ZstdCompressor(
+                compression_params=compression_parameters(self.level, self.threads)
+            )
+        return self.streaming
 
     def _remember(self, key: str | None) -> Callable[[FrameRecord], None] | None:
         """What records a frame's digest in the pack cache once the sink has hashed it."""
@@ -360,8 +288,7 @@ class _Writer:
     def end(self) -> None:
         """The end-of-archive blocks, a frame of their own (every unit's frame stays position-free)."""
         end = self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level)
-        self.gate.frame(end, "end", len(END_OF_ARCHIVE), self._keep(None))
-        self.finish()
+        self.sink.frame(end, "end", len(END_OF_ARCHIVE), self._keep(None))
 
     def _tar_bytes(self, unit: Unit, size: int) -> bytes:
         collect = _Collect()
@@ -415,9 +342,7 @@ def pack_tree(
                     writer.unit(unit)
                 writer.end()
             except BaseException:
-                with contextlib.suppress(BaseException):
-                    writer.finish()  # the packer's own error wins over the frame-ending thread's and the sink's
-                sink.close(quiet=True)
+                sink.close(quiet=True)  # the packer's own error wins over the sink's
                 raise
             sink.close()  # every byte hashed and written, or the sink's error (a full disk) raised
         if cache is not None:
