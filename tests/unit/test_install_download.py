@@ -13,11 +13,11 @@ import pytest
 
 from scrollcase.client.download import cache_paths, download_archive, locked
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
-from scrollcase.progress import ByteMeter
 from scrollcase.store.base import CHUNK, RangeRead
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
 from tests.support.httpstore import ServerState, serve
+from tests.support.meters import Meters
 
 DATA = os.urandom(3 * 1024 * 1024 + 17)
 SHA = hashlib.sha256(DATA).hexdigest()
@@ -28,17 +28,6 @@ KEY = "boxes/demo/1.0.0/linux-x86_64-cpu/demo.tar.zst"
 def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in [k for k in os.environ if k.lower().endswith("_proxy")]:
         monkeypatch.delenv(key)  # the test servers are on 127.0.0.1
-
-
-class Meters:
-    """A meter factory that keeps the meters it made, to read their totals and counts."""
-
-    def __init__(self) -> None:
-        self.made: list[ByteMeter] = []
-
-    def __call__(self, label: str, total: int | None) -> ByteMeter:
-        self.made.append(ByteMeter(label, total, lambda _: None, interval=float("inf")))
-        return self.made[-1]
 
 
 @pytest.fixture

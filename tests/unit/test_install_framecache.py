@@ -12,9 +12,9 @@ import pytest
 from scrollcase.box.release import ArchiveFrame
 from scrollcase.client.framecache import FrameCache, assemble, fetch_frames, fill_from_archive
 from scrollcase.errors import IntegrityError
-from scrollcase.progress import ByteMeter
 from scrollcase.store.local import LocalStore
 from tests.support.framedreleases import write_framed_release
+from tests.support.meters import Meters
 from tests.support.releases import SyntheticRelease
 
 
@@ -30,17 +30,6 @@ def table(release: SyntheticRelease) -> list[ArchiveFrame]:
 def fill(cache: FrameCache, release: SyntheticRelease, archive: Path | None = None) -> int:
     info = release.manifest.archive
     return fill_from_archive(cache, archive or release.archive_path, table(release), info.size, "the test archive")
-
-
-class Meters:
-    """A meter factory that keeps the meters it made, to read their totals and counts."""
-
-    def __init__(self) -> None:
-        self.made: list[ByteMeter] = []
-
-    def __call__(self, label: str, total: int | None) -> ByteMeter:
-        self.made.append(ByteMeter(label, total, lambda _: None, interval=float("inf")))
-        return self.made[-1]
 
 
 def test_an_entry_lives_under_its_digest_prefix(tmp_path: Path) -> None:
