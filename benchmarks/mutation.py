@@ -76,7 +76,11 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
-    "scrollcase/store/reuse.py": ("tests/unit/test_store_reuse.py", *_REUSE_DIRECTORY_TESTS),
+    "scrollcase/store/reuse.py": (
+        "tests/unit/test_store_reuse.py",
+        "tests/unit/test_store_reuse_property.py",
+        *_REUSE_DIRECTORY_TESTS,
+    ),
     "scrollcase/box/paths.py": (
         "tests/unit/test_box_paths.py",
         "tests/unit/test_unpack.py",
