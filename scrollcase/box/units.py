@@ -63,18 +63,17 @@ def record_claims(record_name: str, text: bytes) -> list[str]:
     base = posixpath.dirname(posixpath.dirname(record_name))
     rows = csv.reader(text.decode("utf-8", "replace").splitlines())
     claimed = [record_name]
-    lead = f"{base}/" if base else ""
     for row in rows:
         if row and row[0]:
-            claimed.append(_resolved(lead, base, row[0]))
+            claimed.append(_resolved(base, row[0]))
     return claimed
 
 
-def _resolved(lead: str, base: str, name: str) -> str:
+def _resolved(base: str, name: str) -> str:
     """``normpath(join(base, name))``; most RECORD rows need neither (a wheel's 20,000 rows add up)."""
-    if "//" in name or name.startswith(("/", "./", "../")) or "/." in name or name.endswith(("/", "/..", "/.")):
+    if name in (".", "..") or "//" in name or "/." in name or name.startswith(("/", "./", "../")) or name.endswith("/"):
         return posixpath.normpath(posixpath.join(base, name))
-    return lead + name if name not in (".", "..") else posixpath.normpath(posixpath.join(base, name))
+    return f"{base}/{name}" if base else name
 
 
 def _pyc_source(name: str) -> str | None:

@@ -25,7 +25,7 @@ from scrollcase.pixi.classify import (
     pypi_torch_releases,
     pytorch_index,
 )
-from scrollcase.pixi.lockfile import LockedPackage, LockFile, normalize_name
+from scrollcase.pixi.lockfile import LockedPackage, LockFile
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.pixi.rattler_errors import rattler_exceptions
 from scrollcase.recipe.targets import TargetSpec
@@ -297,9 +297,9 @@ def pypi_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) -> lis
 def _provided_by_conda(packages: Sequence[LockedPackage]) -> dict[str, LockedPackage]:
     """PyPI name -> the conda package that provides it.  pixi (and ``scrollcase lock``) solve conda first and
     lock no wheel for a PyPI dependency a conda package already satisfies (conda ``pytorch`` is PyPI ``torch``)."""
-    from scrollcase.pypi.resolve import CONDA_TO_PYPI  # pypi/ imports pixi/ at module level
+    from scrollcase.pypi.resolve import pypi_name  # pypi/ imports pixi/ at module level
 
-    return {normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind == "conda"}
+    return {pypi_name(p.name): p for p in packages if p.kind == "conda"}
 
 
 def _pypi_dependency_problems(inp: LockCheckInput, dep: PypiDependency, locked: LockedPackage | None) -> list[Problem]:

@@ -42,6 +42,11 @@ CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-cpu": "torch", "pytorch-gpu": "tor
 _NOT_PYPI = frozenset({"python", "python_abi", "pip", "setuptools", "wheel"})
 
 
+def pypi_name(conda_name: str) -> str:
+    """The PyPI project a conda package is (conda ``pytorch`` is PyPI ``torch``), normalised."""
+    return normalize(CONDA_TO_PYPI.get(conda_name, conda_name))
+
+
 @dataclass(frozen=True)
 class PypiPlan:
     """Everything uv is told, so a failure can be explained in the recipe's terms."""
@@ -115,7 +120,7 @@ def held_packages(records: Sequence[Any]) -> dict[str, str]:
         depends = {str(d).split()[0] for d in (record.depends or [])}
         if name in _NOT_PYPI or not depends & {"python", "python_abi"}:
             continue
-        held[normalize(CONDA_TO_PYPI.get(name, name))] = str(record.version)
+        held[pypi_name(name)] = str(record.version)
     return held
 
 
