@@ -256,68 +256,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     "scrollcase/store/local.py": (
         (
-            'if hasattr(os, "copy_file_range"):',
-            'if not hasattr(os, "copy_file_range"):',
-            "copy_file_range or the plain read and write: the same bytes land, only the speed differs",
-        ),
-        *(
-            (
-                "while done < length:",
-                f"while done {op} length:" if op != "NOT" else "while not done < length:",
-                "copy_file_range's loop: any condition falls through to the plain copy (the same bytes); in the "
-                "plain loop these too stop only at the end (an empty read)",
-            )
-            for op in (">=", "is", "is not", "!=", "<=", ">", "==", "NOT")
-        ),
-        ("if moved == 0:", "if moved <= 0:", "copy_file_range never returns a negative count (it raises)"),
-        *(
-            (
-                "moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)",
-                f"moved = os.copy_file_range(source.fileno(), out.fileno(), length {op} done, offset + done)",
-                "done is 0 at the first call, which copies a regular file's whole range; a second call only comes at "
-                "the source's end, where any length copies nothing",
-            )
-            for op in ("|", "^", "+", "<<", ">>")
-        ),
-        (
             "if done != piece.size:",
             "if done < piece.size:",
             "copy_range never copies more than it is asked for, so done > piece.size cannot happen",
         ),
-        *(
-            (
-                "source.seek(offset + done)",
-                f"source.seek(offset {op} done)",
-                "done is 0 when the plain copy starts: copy_file_range refuses a pair of files at its first call "
-                "(EXDEV, EINVAL) or copies to the end",
-            )
-            for op in ("-", "^", "|", "<<", ">>")
-        ),
-        *(
-            (
-                "chunk = source.read(min(CHUNK * 8, length - done))",
-                f"chunk = source.read(min({size}, length - done))",
-                "a read size: any size > 0 copies the same bytes",
-            )
-            for size in (
-                "CHUNK ** 8",
-                "CHUNK ^ 8",
-                "CHUNK + 8",
-                "CHUNK - 8",
-                "CHUNK | 8",
-                "CHUNK << 8",
-                "CHUNK >> 8",
-                "CHUNK // 8",
-                "CHUNK * 9",
-                "CHUNK * 7",
-            )
-        ),
         ("while chunk := src.read(CHUNK * 8):", "*", "a read size: any size > 0 copies and hashes the same bytes"),
-        (
-            "chunk = source.read(min(CHUNK * 8, length - done))",
-            "chunk = source.read(min(CHUNK * 8, length ^ done))",
-            "done is a multiple of the 8 MiB read (a regular file reads in full), so length ^ done is length - done",
-        ),
         *(
             (
                 "fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)",

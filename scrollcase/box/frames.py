@@ -10,24 +10,37 @@ each frame it fetches against it before the reassembled archive's own sha256 is 
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeAlias
+from typing import Any, BinaryIO, Protocol, TypeAlias, cast
 
 from scrollcase.box.release import ArchiveFrame
 from scrollcase.box.zstdframes import ZSTD_MAGIC
-from scrollcase.errors import IntegrityError
+from scrollcase.errors import BuildError, IntegrityError
+from scrollcase.io.files import copy_range
 
 _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
 _Item: TypeAlias = tuple[Any, ...]  # ("data", bytes) | ("begin", known, tee) | ("end", ...) | ("frame", ...) | ...
-_Write: TypeAlias = tuple[bytes | memoryview, BinaryIO | None, bytearray | None]  # data, tee, buffer to hand back
-_COPY_CHUNK = 4 << 20  # a cached frame is copied through _COPY_BUFFERS reused buffers of this size
-_COPY_BUFFERS = 4
+_MAP_WINDOW = 64 << 20  # a cached frame is hashed where it lies, this much of it mapped at a time
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A whole file the writer copies into the archive (a cached frame), then closes."""
+
+    source: BinaryIO  # opened unbuffered
+    length: int
+    shown: str
+
+
+_Write: TypeAlias = tuple[bytes | memoryview | _Span, BinaryIO | None]  # data, tee
 
 
 class FrameLike(Protocol):
@@ -67,8 +80,9 @@ class FrameSink:
     Hashing (the archive, and each frame whose digest is not known yet) runs on a thread of its own and
     writing on another, fed through bounded queues: ``hashlib`` and file writes release the GIL, so they
     overlap with each other and with reading files and feeding zstd, instead of stalling zstd's workers
-    between calls.  A frame reused from the pack cache is copied by the sink itself through a few reused
-    buffers (:meth:`copy_frame`), so a rebuild reads, hashes and writes each of its bytes once.  Every call
+    between calls.  A frame reused from the pack cache (:meth:`copy_frame`) is hashed where it lies, mapped
+    into memory, and copied by the kernel (``copy_file_range``; a reflink where the file system shares
+    blocks), so a rebuild's bytes never pass through Python's buffers; elsewhere a plain read and write.  Every call
     keeps the stream's order; an error on either thread (a full disk) is raised by the next call, and by
     :meth:`close`.
     """
@@ -80,9 +94,6 @@ class FrameSink:
         self.frames: list[FrameRecord] = []
         self._queue: queue.Queue[_Item] = queue.Queue(depth)
         self._writes: queue.Queue[_Write | None] = queue.Queue(depth)
-        self._buffers: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(_COPY_BUFFERS):
-            self._buffers.put(bytearray(_COPY_CHUNK))
         self._error: BaseException | None = None
         self._frame = hashlib.sha256()
         self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
@@ -168,32 +179,46 @@ class FrameSink:
             self._writes.put(None)
 
     def _write_all(self) -> None:
-        """The writer thread: every write in order; after an error it only hands the buffers back."""
+        """The writer thread: every write in order; after an error it only closes the copied files."""
         while True:
             item = self._writes.get()
             try:
                 if item is None:
                     return
-                data, tee, buffer = item
+                data, tee = item
                 try:
-                    if self._error is None:
+                    if isinstance(data, _Span):
+                        self._write_span(data)
+                    elif self._error is None:
                         if tee is not None:
                             tee.write(data)
                         self.out.write(data)
                 except BaseException as exc:
                     self._error = exc
-                finally:
-                    if buffer is not None:
-                        self._buffers.put(buffer)
             finally:
                 self._writes.task_done()
 
-    def _data(self, data: bytes | memoryview, buffer: bytearray | None = None) -> None:
+    def _write_span(self, span: _Span) -> None:
+        with span.source:
+            if self._error is not None:
+                return
+            self.out.flush()  # the kernel copies at the file's own position: the buffered bytes go first
+            copied = copy_range(span.source, self.out, 0, span.length)
+        if copied != span.length:
+            raise BuildError(
+                f"the pack cache's frame {span.shown} ended after {copied} of its {span.length} bytes",
+                fix="something truncated the pack cache while a box was packed: delete that file and pack again",
+            )
+
+    def _hash(self, data: bytes | memoryview | mmap.mmap) -> None:
         self.sha.update(data)
         if self._known is None:
             self._frame.update(data)
         self.size += len(data)
-        self._writes.put((data, self._tee, buffer))
+
+    def _data(self, data: bytes | memoryview) -> None:
+        self._hash(data)
+        self._writes.put((data, self._tee))
 
     def _handle(self, item: _Item) -> None:
         kind = item[0]
@@ -213,14 +238,18 @@ class FrameSink:
             self._end(item[1], item[2], item[3])
 
     def _copy(self, source: Path) -> None:
-        with source.open("rb", buffering=0) as raw:
-            while self._error is None:  # the writer's error: stop reading
-                buffer = self._buffers.get()
-                got = raw.readinto(buffer)
-                if not got:
-                    self._buffers.put(buffer)
-                    return
-                self._data(memoryview(buffer)[:got], buffer)
+        raw = source.open("rb", buffering=0)
+        try:
+            length = os.fstat(raw.fileno()).st_size
+            for start in range(0, length, _MAP_WINDOW):  # bounded windows: the mapped pages count as memory
+                with mmap.mmap(
+                    raw.fileno(), min(_MAP_WINDOW, length - start), offset=start, access=mmap.ACCESS_READ
+                ) as view:
+                    self._hash(view)
+        except BaseException:
+            raw.close()
+            raise
+        self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None))
 
     def _end(self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None) -> None:
         record = FrameRecord(

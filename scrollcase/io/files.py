@@ -29,6 +29,34 @@ TEMP_SUFFIX = ".part"
 _NAME_KEEP = 100  # bytes of the target's name kept in a temp name: it must stay under NAME_MAX (255)
 
 
+# --- copying a range of one file into another ------------------------------------------------------
+
+_COPY_READ = 8 << 20  # the plain copy's read size
+
+
+def copy_range(source: BinaryIO, out: BinaryIO, offset: int, length: int) -> int:
+    """Append ``length`` bytes of ``source`` from ``offset`` to ``out`` (unbuffered files); the count copied.
+
+    ``os.copy_file_range`` where the OS has it (Linux: the kernel copies, and btrfs or XFS share the
+    blocks — a reflink), else, or where the file systems refuse it, a plain read and write."""
+    done = 0
+    if hasattr(os, "copy_file_range"):
+        with suppress(OSError):  # another file system, no support: the plain copy goes on from done
+            while done < length:
+                moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)
+                if moved == 0:
+                    return done
+                done += moved
+    source.seek(offset + done)
+    while done < length:
+        chunk = source.read(min(_COPY_READ, length - done))
+        if not chunk:
+            break
+        out.write(chunk)
+        done += len(chunk)
+    return done
+
+
 # --- temp names beside a target ---------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, Unpack
+from typing import Unpack
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
@@ -245,12 +245,12 @@ def _assemble(temp: Path, upload: FileUpload, path_for: Callable[[str], Path]) -
     with temp.open("xb", buffering=0) as out, upload.path.open("rb", buffering=0) as local:
         for piece in upload.pieces:
             if piece.source_key is None:
-                copy_range(local, out, piece.start, piece.size)
+                files.copy_range(local, out, piece.start, piece.size)
             else:
                 source = path_for(piece.source_key)
                 try:
                     with source.open("rb", buffering=0) as earlier:
-                        done = copy_range(earlier, out, piece.source_start, piece.size)
+                        done = files.copy_range(earlier, out, piece.source_start, piece.size)
                 except FileNotFoundError:
                     raise _SourceGoneError(f"{source} is gone") from None
                 if done != piece.size:
@@ -258,29 +258,6 @@ def _assemble(temp: Path, upload: FileUpload, path_for: Callable[[str], Path]) -
             if upload.progress:
                 upload.progress(piece.size)
         os.fsync(out.fileno())
-
-
-def copy_range(source: BinaryIO, out: BinaryIO, offset: int, length: int) -> int:
-    """Append ``length`` bytes of ``source`` from ``offset`` to ``out`` (unbuffered files); the count copied.
-
-    ``os.copy_file_range`` where the OS has it (Linux: the kernel copies, and btrfs or XFS share the
-    blocks — a reflink), else, or where the file systems refuse it, a plain read and write."""
-    done = 0
-    if hasattr(os, "copy_file_range"):
-        with contextlib.suppress(OSError):  # another file system, no support: the plain copy goes on from done
-            while done < length:
-                moved = os.copy_file_range(source.fileno(), out.fileno(), length - done, offset + done)
-                if moved == 0:
-                    return done
-                done += moved
-    source.seek(offset + done)
-    while done < length:
-        chunk = source.read(min(CHUNK * 8, length - done))
-        if not chunk:
-            break
-        out.write(chunk)
-        done += len(chunk)
-    return done
 
 
 def _notify(upload: FileUpload, line: str) -> None:

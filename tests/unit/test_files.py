@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from scrollcase.io.files import (
     ReadErrors,
     atomic_output,
     cache_entry,
+    copy_range,
     finish_resumed,
     make_temp_dir,
     move_into_place,
@@ -280,3 +282,35 @@ def test_text_is_read_with_universal_newlines(tmp_path: Path) -> None:
     path = tmp_path / "pixi.lock"
     path.write_bytes(b"a\r\nb\n")
     assert read_text(path, _ERRORS) == "a\nb\n"
+
+
+SOURCE = bytes(range(256)) * 40
+
+
+def test_copy_range_copies_from_an_offset_and_counts_a_short_source(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(SOURCE)
+    with source.open("rb", buffering=0) as src, (tmp_path / "out").open("xb", buffering=0) as out:
+        assert copy_range(src, out, 100, 50) == 50
+        assert copy_range(src, out, len(SOURCE) - 10, 50) == 10  # the source ends first
+        assert copy_range(src, out, 0, 0) == 0
+    assert (tmp_path / "out").read_bytes() == SOURCE[100:150] + SOURCE[-10:]
+
+
+def test_copy_range_into_a_pipe_falls_back_to_read_and_write(tmp_path: Path) -> None:
+    """copy_file_range refuses a pipe (EINVAL, EXDEV on other file systems): the plain copy goes on, in
+    reads of at most 8 MiB, each no longer than what is left to copy."""
+    data = SOURCE * (17 * 1024 * 1024 // len(SOURCE))
+    source = tmp_path / "source"
+    source.write_bytes(data)
+    read_end, write_end = os.pipe()
+    received: list[bytes] = []
+    with os.fdopen(read_end, "rb") as pipe:
+        reader = threading.Thread(target=lambda: received.append(pipe.read()))
+        reader.start()
+        with source.open("rb", buffering=0) as src, os.fdopen(write_end, "wb", buffering=0) as out:
+            assert copy_range(src, out, 7, 3000) == 3000
+            assert copy_range(src, out, 100, 8 * 1024 * 1024 + 100) == 8 * 1024 * 1024 + 100
+            assert copy_range(src, out, len(data) - 5, 100) == 5
+        reader.join()
+    assert received == [data[7:3007] + data[100 : 8 * 1024 * 1024 + 200] + data[-5:]]

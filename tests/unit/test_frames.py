@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import zstandard
 
-from scrollcase.box import archive
+from scrollcase.box import archive, frames
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.frames import FrameRecord, FrameSink, check_frame_table, frame_table, table_problems
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.box.zstdframes import FrameWalker
-from scrollcase.errors import IntegrityError
+from scrollcase.errors import BuildError, IntegrityError
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
 from tests.support.framedbox import make_framed_box
@@ -176,9 +176,10 @@ def test_pack_tree_on_a_full_disk_raises_enospc_and_leaves_no_archive(
 
 
 def test_a_copied_frame_is_hashed_unless_its_digest_is_known(tmp_path: Path) -> None:
-    """copy_frame (a rebuild's reused frames): the bytes land in place, through buffers smaller than the file."""
+    """copy_frame (a rebuild's reused frames): the bytes land in place, hashed through mapped windows smaller
+    than the file; into a file object without a descriptor, by the plain read and write."""
     first, second = tmp_path / "first", tmp_path / "second"
-    first.write_bytes(os.urandom(9 << 20))  # more than two of the sink's copy buffers
+    first.write_bytes(os.urandom(9 << 20))
     second.write_bytes(b"frame two")
     out = io.BytesIO()
     sink = FrameSink(out, depth=2)
@@ -200,9 +201,49 @@ def test_a_copied_frame_is_hashed_unless_its_digest_is_known(tmp_path: Path) -> 
     assert recorded == [rows[1][4]]
 
 
+def test_copied_frames_and_written_bytes_interleave_in_order_in_a_real_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Into a file on disk the kernel copies each cached frame (copy_file_range) at the file's own position,
+    between bytes the sink still holds buffered: they must land in stream order, hashed as they land."""
+    monkeypatch.setattr(frames, "_MAP_WINDOW", 1 << 16)  # several windows per frame
+    cached = []
+    for i, size in enumerate((300_001, 65_536, 1)):
+        path = tmp_path / f"cached-{i}"
+        path.write_bytes(os.urandom(size))
+        cached.append(path)
+    archive_path = tmp_path / "archive"
+    with archive_path.open("xb") as out:
+        sink = FrameSink(out, depth=2)
+        for i, path in enumerate(cached):
+            sink.write(b"tar bytes %d" % i)  # left in the file object's buffer until the copy flushes it
+            sink.end_frame(f"written-{i}", 11)
+            sink.copy_frame(path, f"cached-{i}", 1)
+        sink.write(b"end")
+        sink.end_frame("end", 3)
+        sink.close()
+    expected = b"".join(b"tar bytes %d" % i + path.read_bytes() for i, path in enumerate(cached)) + b"end"
+    data = archive_path.read_bytes()
+    assert data == expected
+    assert sink.sha.hexdigest() == hashlib.sha256(data).hexdigest()
+    for record in sink.frames:
+        assert record.sha256 == hashlib.sha256(data[record.offset : record.offset + record.size]).hexdigest()
+
+
+def test_a_cached_frame_cut_short_while_it_is_copied_is_an_error_naming_it(tmp_path: Path) -> None:
+    source = tmp_path / "cached"
+    source.write_bytes(b"x" * 100)
+    with (tmp_path / "archive").open("xb") as out, source.open("rb", buffering=0) as raw:
+        sink = FrameSink(out)
+        with pytest.raises(BuildError) as raised:
+            sink._write_span(frames._Span(raw, 150, str(source)))
+        sink.close()
+    assert f"the pack cache's frame {source} ended after 100 of its 150 bytes" in str(raised.value)
+
+
 def test_a_full_disk_while_copying_a_frame_is_raised_and_never_hangs(tmp_path: Path) -> None:
     frame = tmp_path / "frame"
-    frame.write_bytes(os.urandom(20 << 20))  # five buffers: the copy must not wait for one the writer kept
+    frame.write_bytes(os.urandom(20 << 20))
     sink = FrameSink(_FullDisk(room=1 << 20), depth=1)
     with pytest.raises(OSError) as raised:
         for _ in range(3):

@@ -280,35 +280,6 @@ def test_a_directory_store_sends_whole_and_takes_any_layout(tmp_path: Path) -> N
     assert store.reuse_layout(7009, list(_pieces())) == _pieces()
 
 
-def test_copy_range_copies_from_an_offset_and_counts_a_short_source(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.write_bytes(OLD)
-    with source.open("rb", buffering=0) as src, (tmp_path / "out").open("xb", buffering=0) as out:
-        assert local.copy_range(src, out, 100, 50) == 50
-        assert local.copy_range(src, out, len(OLD) - 10, 50) == 10  # the source ends first
-        assert local.copy_range(src, out, 0, 0) == 0
-    assert (tmp_path / "out").read_bytes() == OLD[100:150] + OLD[-10:]
-
-
-def test_copy_range_into_a_pipe_falls_back_to_read_and_write(tmp_path: Path) -> None:
-    """copy_file_range refuses a pipe (EINVAL, EXDEV on other file systems): the plain copy goes on, in
-    reads of at most 8 MiB, each no longer than what is left to copy."""
-    data = OLD * (17 * 1024 * 1024 // len(OLD))
-    source = tmp_path / "source"
-    source.write_bytes(data)
-    read_end, write_end = os.pipe()
-    received: list[bytes] = []
-    with os.fdopen(read_end, "rb") as pipe:
-        reader = threading.Thread(target=lambda: received.append(pipe.read()))
-        reader.start()
-        with source.open("rb", buffering=0) as src, os.fdopen(write_end, "wb", buffering=0) as out:
-            assert local.copy_range(src, out, 7, 3000) == 3000
-            assert local.copy_range(src, out, 100, 8 * 1024 * 1024 + 100) == 8 * 1024 * 1024 + 100
-            assert local.copy_range(src, out, len(data) - 5, 100) == 5
-        reader.join()
-    assert received == [data[7:3007] + data[100 : 8 * 1024 * 1024 + 200] + data[-5:]]
-
-
 def test_read_from_an_offset_and_a_length(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     store.put_bytes("k", OLD)
