@@ -184,20 +184,10 @@ def unit_tar_size(unit: Unit) -> int:
     return total
 
 
-class _Collect:
-    """TarBuffer's sink for a small unit: the unit's tar bytes, gathered for one compress() call."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def write(self, data: memoryview) -> None:
-        self.parts.append(bytes(data))
-
-
 _LOCAL = threading.local()
 
 
-def _compress_small(data: bytes, level: int) -> bytes:
+def _compress_small(data: bytes | bytearray, level: int) -> bytes:
     """One unit as one frame, on a pool thread.  Multi-threaded mode with one worker: the same bytes as
     with any worker count (see compression_parameters), and the frame header records the content size."""
     compressor = getattr(_LOCAL, "compressor", None)
@@ -290,13 +280,12 @@ class _Writer:
         end = self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level)
         self.sink.frame(end, "end", len(END_OF_ARCHIVE), self._keep(None))
 
-    def _tar_bytes(self, unit: Unit, size: int) -> bytes:
-        collect = _Collect()
-        self.stream.sink = cast("zstandard.ZstdCompressionWriter", collect)
-        self._members(unit)
-        self.stream.drain()
-        data = b"".join(collect.parts)
-        if len(data) != size:  # only a file that changed since the walk measured it
+    def _tar_bytes(self, unit: Unit, size: int) -> bytearray:
+        data = bytearray(size)
+        with self.stream.filling(data):
+            self._members(unit)
+            filled = self.stream.pos
+        if filled != size:  # only a file that changed since the walk measured it
             raise BuildError(
                 f"cannot pack {self.tree.root}: unit {unit.name} changed while the tree was being packed",
                 fix="do not modify the box tree while packing it",

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import BinaryIO, cast
 
 import zstandard
 
@@ -38,6 +39,16 @@ class HashingWriter:
         self.out.flush()
 
 
+class _Overflow:
+    """The sink while a unit fills its own buffer: more bytes than planned means the tree changed."""
+
+    def write(self, data: memoryview) -> int:
+        raise BuildError(
+            "the box tree changed while it was being packed (a unit grew past its planned size)",
+            fix="do not modify the box tree while packing it",
+        )
+
+
 class TarBuffer:
     """Fills one reused buffer with tar bytes and hands it to zstd when full."""
 
@@ -46,30 +57,48 @@ class TarBuffer:
         self.on_bytes = on_bytes
         self.buf = bytearray(CHUNK)
         self.view = memoryview(self.buf)
+        self.limit = CHUNK
         self.pos = 0
         self.total = 0
 
+    @contextmanager
+    def filling(self, target: bytearray) -> Iterator[None]:
+        """The tar bytes of one unit straight into ``target``, its exact size (a unit compressed whole): no
+        copy out of the reused buffer, which is kept for the next streamed unit."""
+        saved = self.buf, self.view, self.limit, self.pos, self.sink
+        self.buf, self.view, self.limit, self.pos = target, memoryview(target), len(target), 0
+        self.sink = cast("zstandard.ZstdCompressionWriter", _Overflow())
+        try:
+            yield
+            filled = self.pos
+        finally:
+            self.view.release()
+            self.buf, self.view, self.limit, self.pos, self.sink = saved
+        self.total += filled
+        if self.on_bytes is not None and filled:
+            self.on_bytes(filled)
+
     def put(self, data: bytes) -> None:
         end = self.pos + len(data)
-        if end < CHUNK:  # the common case: a header or padding that fits
+        if end < self.limit:  # the common case: a header or padding that fits
             self.buf[self.pos : end] = data
             self.pos = end
             return
         while data:
-            n = min(len(data), CHUNK - self.pos)
+            if self.pos == self.limit:  # drained only for more bytes: a unit's own buffer may end full
+                self.drain()
+            n = min(len(data), self.limit - self.pos)
             self.buf[self.pos : self.pos + n] = data[:n]
             self.pos += n
             data = data[n:]
-            if self.pos == CHUNK:
-                self.drain()
 
     def put_file(self, fd: int, size: int, path: Callable[[], str]) -> None:
         """Exactly ``size`` bytes of the open file ``fd``, then the padding to a whole block."""
         left = size
         while left:
-            if self.pos == CHUNK:
+            if self.pos == self.limit:
                 self.drain()
-            want = min(left, CHUNK - self.pos)
+            want = min(left, self.limit - self.pos)
             got = _read_into(fd, self.view[self.pos : self.pos + want])
             if got == 0:
                 raise BuildError(
