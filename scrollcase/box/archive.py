@@ -23,8 +23,9 @@ import json
 import os
 import stat
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -107,7 +108,38 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
     )
 
 
-SMALL_UNIT = 4 << 20  # units up to this many tar bytes are compressed whole, several at once in threads
+# Units up to SMALL_UNIT tar bytes are compressed whole, one per pool thread, while the packer reads the next:
+# both cores stay busy.  Streamed through zstd's workers instead, a 12-16 MB package (most of a Python env) is
+# two jobs whose frame end the packer waits for, one core idle, every frame.  IN_FLIGHT bounds the tar bytes
+# read ahead for the pool (memory: a few units, not the whole env).
+SMALL_UNIT = 32 << 20
+IN_FLIGHT = 96 << 20
+_BUFFER_STEP = 1 << 20  # a unit of at least this much reuses a buffer (capacity in steps of it) of an earlier one
+
+
+class _Buffers:
+    """The buffers the units compressed whole are read into, reused: a fresh one per unit would be zeroed and
+    page-faulted in again (~0.5 s of CPU over a 1 GB env)."""
+
+    def __init__(self) -> None:
+        self._free: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bytearray:
+        if size < _BUFFER_STEP:
+            return bytearray(size)
+        with self._lock:
+            fits = [b for b in self._free if len(b) >= size]
+            if fits:
+                best = min(fits, key=len)
+                self._free.remove(best)
+                return best
+        return bytearray(-(-size // _BUFFER_STEP) * _BUFFER_STEP)
+
+    def give_back(self, buffer: bytearray) -> None:
+        if len(buffer) >= _BUFFER_STEP:
+            with self._lock:
+                self._free.append(buffer)
 
 
 @dataclass
@@ -187,7 +219,7 @@ def unit_tar_size(unit: Unit) -> int:
 _LOCAL = threading.local()
 
 
-def _compress_small(data: bytes | bytearray, level: int) -> bytes:
+def _compress_small(data: bytes | memoryview, level: int) -> bytes:
     """One unit as one frame, on a pool thread.  Multi-threaded mode with one worker: the same bytes as
     with any worker count (see compression_parameters), and the frame header records the content size."""
     compressor = getattr(_LOCAL, "compressor", None)
@@ -211,6 +243,9 @@ class _Writer:
     cache: PackCache | None = None
     files: int = 0
     streaming: zstandard.ZstdCompressor | None = None
+    pending: deque[tuple[Future[bytes], int]] = field(default_factory=deque)  # submitted, with their buffers' sizes
+    pending_bytes: int = 0
+    buffers: _Buffers = field(default_factory=_Buffers)
 
     def unit(self, unit: Unit) -> None:
         size = unit_tar_size(unit)
@@ -220,10 +255,22 @@ class _Writer:
         if cached is not None and key is not None:
             self._reuse(unit.name, size, cached, key)
         elif size <= SMALL_UNIT:
-            data = self._tar_bytes(unit, size)
-            self.sink.frame(self.pool.submit(_compress_small, data, self.level), unit.name, size, self._keep(key))
+            self._make_room(size)
+            buffer = self.buffers.take(size)
+            compressed = self.pool.submit(_compress_small, self._tar_bytes(unit, buffer, size), self.level)
+            compressed.add_done_callback(lambda _: self.buffers.give_back(buffer))
+            self.pending.append((compressed, len(buffer)))
+            self.pending_bytes += len(buffer)
+            self.sink.frame(compressed, unit.name, size, self._keep(key))
         else:
             self._stream(unit, size, key)
+
+    def _make_room(self, size: int) -> None:
+        """Wait for the oldest units in the pool until ``size`` more tar bytes fit in IN_FLIGHT."""
+        while self.pending and (self.pending[0][0].done() or self.pending_bytes + size > IN_FLIGHT):
+            done, done_size = self.pending.popleft()
+            wait([done])
+            self.pending_bytes -= done_size
 
     def _reuse(self, name: str, size: int, path: Path, key: str) -> None:
         """A frame from the cache: the bytes a fresh pack of this unit would write, copied by the sink (not
@@ -280,8 +327,8 @@ class _Writer:
         end = self.pool.submit(_compress_small, END_OF_ARCHIVE, self.level)
         self.sink.frame(end, "end", len(END_OF_ARCHIVE), self._keep(None))
 
-    def _tar_bytes(self, unit: Unit, size: int) -> bytearray:
-        data = bytearray(size)
+    def _tar_bytes(self, unit: Unit, buffer: bytearray, size: int) -> memoryview:
+        data = memoryview(buffer)[:size]
         with self.stream.filling(data):
             self._members(unit)
             filled = self.stream.pos

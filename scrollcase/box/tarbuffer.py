@@ -55,24 +55,23 @@ class TarBuffer:
     def __init__(self, sink: zstandard.ZstdCompressionWriter, on_bytes: Callable[[int], None] | None = None) -> None:
         self.sink = sink
         self.on_bytes = on_bytes
-        self.buf = bytearray(CHUNK)
+        self.buf: bytearray | memoryview = bytearray(CHUNK)
         self.view = memoryview(self.buf)
         self.limit = CHUNK
         self.pos = 0
         self.total = 0
 
     @contextmanager
-    def filling(self, target: bytearray) -> Iterator[None]:
+    def filling(self, target: memoryview) -> Iterator[None]:
         """The tar bytes of one unit straight into ``target``, its exact size (a unit compressed whole): no
         copy out of the reused buffer, which is kept for the next streamed unit."""
         saved = self.buf, self.view, self.limit, self.pos, self.sink
-        self.buf, self.view, self.limit, self.pos = target, memoryview(target), len(target), 0
+        self.buf, self.view, self.limit, self.pos = target, target, len(target), 0
         self.sink = cast("zstandard.ZstdCompressionWriter", _Overflow())
         try:
             yield
             filled = self.pos
         finally:
-            self.view.release()
             self.buf, self.view, self.limit, self.pos, self.sink = saved
         self.total += filled
         if self.on_bytes is not None and filled:

@@ -34,7 +34,7 @@ def test_a_unit_fills_its_own_buffer_exactly_and_the_reused_buffer_comes_back(
     target = bytearray(512 + 700 + 324)
     fd = os.open(path, os.O_RDONLY)
     try:
-        with stream.filling(target):
+        with stream.filling(memoryview(target)):
             stream.put(b"h" * 512)
             stream.put_file(fd, 700, lambda: "member")
     finally:
@@ -48,7 +48,7 @@ def test_a_unit_fills_its_own_buffer_exactly_and_the_reused_buffer_comes_back(
 
 def test_more_bytes_than_a_units_planned_size_is_an_error_not_a_silent_write() -> None:
     stream = TarBuffer(_Chunks())  # type: ignore[arg-type]
-    with pytest.raises(BuildError) as raised, stream.filling(bytearray(4)):
+    with pytest.raises(BuildError) as raised, stream.filling(memoryview(bytearray(4))):
         stream.put(b"12345")
     assert "grew past its planned size" in str(raised.value)
     assert len(stream.buf) == tarbuffer.CHUNK
