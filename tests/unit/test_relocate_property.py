@@ -101,8 +101,8 @@ def test_relocation_leaves_no_placeholder_and_keeps_every_rule(dest: str, record
             if mode == "binary":
                 assert len(out) == len(data) and out == _c_string_model(data, new)
             elif data.startswith(b"#!"):
-                first, _, rest = data.partition(b"\n")
-                tail = b"\n" + rest.replace(P, new)
+                first, newline, rest = data.partition(b"\n")
+                tail = newline + rest.replace(P, new)  # a script of one line, no newline: no tail
                 assert out.endswith(tail)
                 _check_shebang(first, out[: len(out) - len(tail)], new)
             else:
