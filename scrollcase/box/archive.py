@@ -112,8 +112,8 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
 # both cores stay busy.  Streamed through zstd's workers instead, a 12-16 MB package (most of a Python env) is
 # two jobs whose frame end the packer waits for, one core idle, every frame.  IN_FLIGHT bounds the tar bytes
 # read ahead for the pool (memory: a few units, not the whole env).
-SMALL_UNIT = 32 << 20
-IN_FLIGHT = 96 << 20
+SMALL_UNIT = 16 << 20
+IN_FLIGHT = 32 << 20
 _BUFFER_STEP = 1 << 20  # a unit of at least this much reuses a buffer (capacity in steps of it) of an earlier one
 
 
