@@ -10,6 +10,7 @@ mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are
 
 from __future__ import annotations
 
+import operator
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -153,8 +154,7 @@ class PathTree(DirTree[str]):
         return None, f"{where}{os.sep}{base}"
 
 
-def _by_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+_by_name = operator.attrgetter("name")  # a C-level sort key: 700 directories, 33,000 entries
 
 
 def make_tree(root: Path) -> FdTree | PathTree:
