@@ -14,6 +14,7 @@ atomic step, so a reader never sees half an object:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import time
@@ -135,10 +136,14 @@ class LocalStore:
 
     def put_file(self, key: str, upload: FileUpload) -> Transfer:
         target = self._prepare(key)
+        meter = _CountedOnce(upload.progress) if upload.progress else None
+        upload = dataclasses.replace(upload, progress=meter)
         if any(p.copied for p in upload.pieces):
             transfer = self._put_assembled(key, target, upload)
             if transfer is not None:
                 return transfer
+        if meter is not None:
+            meter.restart()  # a whole copy after a failed assembly: its bytes up to there were reported
         with self._temp_beside(target) as temp:
             copied_sha, copied_size = _copy_synced(upload.path, temp, upload.progress)
             _check_copy(upload, copied_sha, copied_size)
@@ -201,6 +206,25 @@ def temp_pattern(target: Path) -> re.Pattern[str]:
 def remove_stale_temps(target: Path) -> list[Path]:
     """Delete temp files beside ``target`` left by writers whose process no longer runs."""
     return files.remove_stale_temps(target, TEMP_SUFFIX)
+
+
+class _CountedOnce:
+    """A progress callback that reports every byte of the file once: a whole copy that follows a failed
+    assembly counts from 0 again, and only its bytes past those already reported reach the meter."""
+
+    def __init__(self, progress: ProgressCallback) -> None:
+        self.progress = progress
+        self.reported = 0
+        self.seen = 0
+
+    def restart(self) -> None:
+        self.seen = 0
+
+    def __call__(self, count: int) -> None:
+        self.seen += count
+        if self.seen > self.reported:
+            self.progress(self.seen - self.reported)
+            self.reported = self.seen
 
 
 def _write_synced(path: Path, data: bytes) -> None:
