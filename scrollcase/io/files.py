@@ -243,25 +243,36 @@ def recover_swap(target: Path, previous: Path, complete: str) -> bool:
 # --- lock files ----------------------------------------------------------------------------------------
 
 
-def try_lock(lock: Path) -> bool:
-    """Create ``lock`` exclusively, holding this process's pid (so a dead owner can be recognised);
-    False when it already exists."""
+def try_lock(lock: Path, token: str = "") -> bool:
+    """Create ``lock`` exclusively, holding this process's pid (so a dead owner can be recognised) and
+    ``token`` (so a holder can tell its lock from the one of a writer that broke it); False when it exists."""
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
     with os.fdopen(fd, "w") as out:
-        out.write(f"{os.getpid()}\n")
+        out.write(f"{os.getpid()}\n{token}\n" if token else f"{os.getpid()}\n")
     return True
+
+
+def release_lock(lock: Path, token: str) -> None:
+    """Remove ``lock`` if it is still the one taken with ``token``: a lock broken as stale and taken by
+    another writer since is theirs, and stays."""
+    try:
+        held = lock.read_text().splitlines()[1:2] == [token]
+    except OSError:
+        return  # gone already
+    if held:
+        lock.unlink(missing_ok=True)
 
 
 def lock_owner(lock: Path) -> int | None:
     """The pid written into ``lock``, if it can be read."""
     try:
-        text = lock.read_text().strip()
+        lines = lock.read_text().split()
     except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    return int(lines[0]) if lines and lines[0].isdigit() else None
 
 
 # --- resumable downloads -------------------------------------------------------------------------------

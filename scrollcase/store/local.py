@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -315,8 +316,9 @@ def _claim_then_replace(temp: Path, target: Path) -> None:
 @contextlib.contextmanager
 def _key_lock(target: Path) -> Iterator[None]:
     lock = target.with_name(target.name + ".lock")
+    token = secrets.token_hex(8)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while not files.try_lock(lock):
+    while not files.try_lock(lock, token):
         _break_stale(lock)
         if time.monotonic() > deadline:
             raise StoreError(
@@ -327,7 +329,7 @@ def _key_lock(target: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        lock.unlink(missing_ok=True)
+        files.release_lock(lock, token)
 
 
 def _break_stale(lock: Path) -> None:

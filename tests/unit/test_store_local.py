@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.io import files
 from scrollcase.store import local
 from scrollcase.store.base import Blob, FileUpload, Piece, Transfer
 from scrollcase.store.local import LocalStore
@@ -80,6 +81,22 @@ def test_a_lock_older_than_60_s_is_broken_a_fresh_one_is_waited_for(
     os.utime(lock, (1, 1))  # left in 1970 (a clock that was wrong then): stale too, by any arithmetic
     store.put_bytes("index.json", b"v3", if_match=second)
     assert not lock.exists()
+
+
+def test_a_holder_whose_lock_was_broken_and_taken_leaves_the_new_holders_lock(tmp_path: Path) -> None:
+    """A writer held its lock past 60 s, another broke it as stale and took it: the first one's release
+    must not delete the second one's lock (a third writer would then run beside the second)."""
+    target, lock = tmp_path / "index.json", tmp_path / "index.json.lock"
+    with local._key_lock(target):
+        assert lock.exists()
+        lock.unlink()  # broken as stale by another writer...
+        assert files.try_lock(lock, "theirs")  # ...who holds it now
+    assert lock.read_text() == f"{os.getpid()}\ntheirs\n"
+    assert files.lock_owner(lock) == os.getpid()
+    lock.unlink()
+    with local._key_lock(target):
+        pass
+    assert not lock.exists()  # its own lock, released
 
 
 def test_put_file_copies_and_refuses_existing(tmp_path: Path) -> None:
