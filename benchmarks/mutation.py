@@ -61,6 +61,7 @@ CORE: dict[str, tuple[str, ...]] = {
         "tests/unit/test_store_publish.py",
         "tests/unit/test_store_s3_helpers.py",
     ),
+    "scrollcase/store/factory.py": ("tests/unit/test_store_factory.py", "tests/unit/test_store_http.py"),
     "scrollcase/store/index.py": ("tests/unit/test_store_index.py",),
     "scrollcase/store/local.py": (
         "tests/unit/test_store_local.py",
@@ -252,6 +253,78 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "if response.status == 206:",
             "if response.status >= 206:",
             "urllib follows 3xx and raises HTTPError for >= 400: only 207/208/226 (WebDAV, delta encoding) differ",
+        ),
+    ),
+    "scrollcase/store/base.py": (
+        ("CHUNK = 1024 * 1024", "*", "a read size: any size > 0 reads the same bytes"),
+        (
+            'return int(start), int(end), None if total == "*" else int(total)',
+            'return int(start), int(end), None if total is "*" else int(total)',
+            "CPython keeps one str object per one-character string",
+        ),
+        (
+            'return int(start), int(end), None if total == "*" else int(total)',
+            'return int(start), int(end), None if total <= "*" else int(total)',
+            'the regex lets a total be digits or "*", and digits sort after "*"',
+        ),
+    ),
+    "scrollcase/store/factory.py": (
+        (
+            "*,",
+            "/,",
+            "only loosens open_read_store's signature: every call passes the location and endpoint by position, the"
+            " rest by keyword",
+        ),
+    ),
+    "scrollcase/store/reuse.py": (
+        *(
+            (
+                f"{left} < {right}",
+                f"{left} != {right}",
+                "it starts at most at the table's length and grows by one: != stops where < does",
+            )
+            for left, right in (
+                ("i + length", "len(frames)"),
+                ("and first + length", "len(source.frames)"),
+            )
+        ),
+        (
+            "while i < len(frames):",
+            "while i != len(frames):",
+            "i grows by one or by a run that ends inside the table: it lands on len(frames), never past it",
+        ),
+        (
+            "length = 1",
+            "length = 0",
+            "the first comparison is of the frame found by its digest and size: it matches, and the run is the same",
+        ),
+        (
+            "@dataclass(frozen=True)",
+            "@dataclass(frozen=False)",
+            "_Run's: a private record made and read in _longest_run, never assigned to, never hashed (PartRules' and"
+            " EarlierArchive's are killed by test_the_rules_and_an_earlier_archive_cannot_change)",
+        ),
+        (
+            "for source, where in zip(earlier, positions, strict=True):",
+            "for source, where in zip(earlier, positions, strict=False):",
+            "positions is made from earlier, one for one, in the same call: the lengths are equal",
+        ),
+        (
+            "for a, b in zip(starts, ends, strict=True)",
+            "for a, b in zip(starts, ends, strict=False)",
+            "ends is starts[1:] and one more: the lengths are equal",
+        ),
+        (
+            "if len(starts) > 1 and piece.size - starts[-1] < rules.min_part:",
+            "if len(starts) != 1 and piece.size - starts[-1] < rules.min_part:",
+            "starts is empty only for an empty piece, and none is (a frame has a byte at least, and a copy's tail"
+            " keeps one at least)",
+        ),
+        (
+            "if piece.copied or piece.size >= min_part or not pending:",
+            "if piece.copied or piece.size > min_part or not pending:",
+            "a send of exactly min_part lacks 0 bytes, and the copy after it stands (at least min_part, or the"
+            " last): the other branch appends the same send and that copy whole",
         ),
     ),
     "scrollcase/store/local.py": (
