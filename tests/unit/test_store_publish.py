@@ -76,6 +76,11 @@ def test_fresh_store_uploads_archive_then_sidecar_then_manifest() -> None:
     assert plan.bytes_to_upload == len(DATA) + plan.uploads[1].size + plan.uploads[2].size
 
 
+def test_sbom_bytes_for_a_release_that_names_no_sbom_are_not_published() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty(), sbom=b"{}\n")
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
+
+
 def test_sidecar_is_sha256sum_format() -> None:
     plan = plan_publish(MANIFEST, ARCHIVE, empty())
     assert plan.uploads[1].data == f"{SHA}  {MANIFEST.archive.name}\n".encode()
