@@ -429,6 +429,14 @@ def test_byte_progress_reports_each_step_it_passes_once_and_survives_an_empty_fi
     assert empty == []
 
 
+def test_byte_progress_in_a_thousand_steps_reports_each_step_once() -> None:
+    lines: list[str] = []
+    advance = byte_progress(10_000, lines.append, steps=1000)  # steps past 256: counts no small int stands for
+    for count in (3000, 1, 9, 1):
+        advance(count)
+    assert lines == ["  30% (3000 of 10000 bytes)", "  30% (3010 of 10000 bytes)"]
+
+
 def test_measure_archive_hashes_the_pieces_the_store_sends(tmp_path: Path) -> None:
     from scrollcase.store.s3 import S3Store
 
