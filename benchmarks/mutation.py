@@ -180,10 +180,24 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'return self.size - self.bytes_reused if self.action >= "upload" else 0',
             'an action is "upload" or "skip", which sorts first',
         ),
+        *(
+            (
+                "if existing.size == step.size and existing.sha256 == step.sha256:",
+                f"if existing.size {op} step.size and existing.sha256 == step.sha256:",
+                "the same sha256 is the same bytes, so the same size",
+            )
+            for op in (">=", "<=")
+        ),
         (
-            "if existing.size == step.size and existing.sha256 == step.sha256:",
-            "if existing.size >= step.size and existing.sha256 == step.sha256:",
-            "the same sha256 is the same bytes, so the same size",
+            'return sum(u.size for u in self.uploads if u.action == "upload")',
+            'return sum(u.size for u in self.uploads if u.action >= "upload")',
+            'an action is "upload" or "skip", which sorts first',
+        ),
+        (
+            "*,",
+            "/,",
+            "only loosens publish()'s signature: every call passes the store, manifest and archive by position, the"
+            " rest by keyword",
         ),
         (
             "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
@@ -200,10 +214,21 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'return tuple(~int(part) if part.isdigit() else 0 for part in core.split("."))',
             "~n is -n - 1: the same order",
         ),
-        (
-            'core = version.split("+", 1)[0].split("-", 1)[0]',
-            'core = version.split("+", 1)[0].split("-", 2)[0]',
-            "the first piece of a split does not depend on maxsplit",
+        *(
+            (
+                'core = version.split("+", 1)[0].split("-", 1)[0]',
+                f'core = version.split("+", {plus})[0].split("-", {minus})[0]',
+                "the first piece of a split does not depend on maxsplit",
+            )
+            for plus, minus in ((1, 2), (2, 1))
+        ),
+        *(
+            (
+                'return copied_bytes(self.pieces) if self.action == "upload" else 0',
+                f'return copied_bytes(self.pieces) if self.action {op} "upload" else 0',
+                'the actions are the same interned literals, and "skip" sorts before "upload"',
+            )
+            for op in ("is", ">=")
         ),
         *(
             (

@@ -847,6 +847,13 @@ def test_a_pre_release_ranks_by_its_own_numbers() -> None:
     assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3-rc.1", "1.0.2"]
 
 
+def test_a_release_with_build_metadata_ranks_by_its_numbers() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for m in (framed_release(v) for v in ("1.0.2", "1.0.3+build.7")):
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3+build.7", "1.0.2"]
+
+
 @pytest.mark.parametrize("expected", OTHER_DIGESTS)
 def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path: Path, expected: str) -> None:
     path = tmp_path / "a"
