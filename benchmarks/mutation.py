@@ -194,6 +194,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'an action is "upload" or "skip", which sorts first',
         ),
         (
+            "if info is not None and info.sha256 is None and key != manifest.keys.archive:",
+            "if info is not None and info.sha256 is None and key is not manifest.keys.archive:",
+            "the loop's first key is manifest.keys.archive itself, the others are other strings (other keys)",
+        ),
+        (
             "*,",
             "/,",
             "only loosens publish()'s signature: every call passes the store, manifest and archive by position, the"
