@@ -864,6 +864,19 @@ def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path
 
 
 @pytest.mark.parametrize("digest", OTHER_DIGESTS)
+def test_an_earlier_manifest_of_another_digest_than_vouched_is_passed_over_whichever_way_it_sorts(
+    tmp_path: Path, digest: str
+) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    vouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": digest})}}}
+    )
+    found, notes = earlier_archives(store, vouched, MANIFEST, set())
+    assert found == () and len(notes) == 1 and notes[0].endswith(f"the index says {digest}")
+
+
+@pytest.mark.parametrize("digest", OTHER_DIGESTS)
 def test_an_earlier_manifest_of_another_archive_is_passed_over(tmp_path: Path, digest: str) -> None:
     store, index = _store_with(tmp_path, [framed_release("0.9.0")])
     entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
