@@ -145,8 +145,9 @@ def test_a_copy_of_exactly_the_least_part_size_stands_as_a_part() -> None:
 
 
 def test_a_short_send_takes_its_bytes_from_the_last_copy_and_leaves_it_the_rest() -> None:
-    pieces = (Piece(0, 2 * MIB), Piece(2 * MIB, 6 * MIB, "old", 0))
-    assert part_layout(pieces, RULES) == (Piece(0, 5 * MIB), Piece(5 * MIB, 6 * MIB, "old", 3 * MIB))
+    for rest in (MIB, 1):  # a copied byte is a part too
+        pieces = (Piece(0, 2 * MIB), Piece(2 * MIB, 5 * MIB + rest, "old", 0))
+        assert part_layout(pieces, RULES) == (Piece(0, 5 * MIB), Piece(5 * MIB, 5 * MIB + rest, "old", 3 * MIB))
 
 
 def test_a_last_copy_the_short_send_needs_whole_is_sent_with_it() -> None:
