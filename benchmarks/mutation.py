@@ -335,6 +335,11 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             " EarlierArchive's are killed by test_the_rules_and_an_earlier_archive_cannot_change)",
         ),
         (
+            "p if not p.copied or p.size >= rules.min_part or n == last else Piece(p.start, p.end)",
+            "p if not p.copied or p.size >= rules.min_part or n >= last else Piece(p.start, p.end)",
+            "n counts up to last and no further: n >= last only at last",
+        ),
+        (
             "for source, where in zip(earlier, positions, strict=True):",
             "for source, where in zip(earlier, positions, strict=False):",
             "positions is made from earlier, one for one, in the same call: the lengths are equal",
