@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,13 +14,20 @@ from scrollcase.store.base import (
     ObjectInfo,
     Piece,
     RangeRead,
+    ReadableStore,
+    Store,
     Transfer,
+    WriteOptions,
     limited,
+    parse_content_range,
     range_header,
     read_sidecar,
     sidecar_path,
     sidecar_text,
 )
+from scrollcase.store.http import HttpStore
+from scrollcase.store.local import LocalStore
+from scrollcase.store.s3 import S3Store
 
 SHA = "ab" * 32
 
@@ -48,6 +56,23 @@ def test_an_upper_case_digest_is_read_as_written_and_a_name_after_it_is_ignored(
     sidecar_path(archive).write_text(f"{SHA.upper()}  *box.tar.zst\nmore words\n")
     assert read_sidecar(archive) == SHA.upper()
     assert sidecar_text(SHA, "box.tar.zst") == f"{SHA}  box.tar.zst\n".encode()
+
+
+@pytest.mark.parametrize(
+    ("header", "parsed"),
+    [
+        ("bytes 100-999/1000", (100, 999, 1000)),
+        ("bytes 0-0/*", (0, 0, None)),
+        (" bytes 5-9/10 ", (5, 9, 10)),
+        ("bytes */1000", None),
+        ("items 1-2/3", None),
+        (None, None),
+    ],
+)
+def test_a_content_range_is_parsed_and_anything_else_is_none(
+    header: str | None, parsed: tuple[int, int, int | None] | None
+) -> None:
+    assert parse_content_range(header) == parsed
 
 
 @pytest.mark.parametrize(
@@ -111,3 +136,30 @@ def test_the_facts_a_store_returns_cannot_change(fact: object) -> None:
     name = next(iter(vars(fact)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(fact, name, getattr(fact, name))
+
+
+def defaults(function: object) -> dict[str, object]:
+    return {name: p.default for name, p in inspect.signature(function).parameters.items() if p.default is not p.empty}
+
+
+@pytest.mark.parametrize(
+    ("protocol", "store"),
+    [
+        (Store, LocalStore),
+        (Store, S3Store),
+        (ReadableStore, LocalStore),
+        (ReadableStore, S3Store),
+        (ReadableStore, HttpStore),
+    ],
+)
+def test_every_store_has_what_its_protocol_declares(protocol: type, store: type) -> None:
+    # the protocols are read by mypy only, so their declarations are checked here against the stores themselves
+    assert isinstance(inspect.getattr_static(protocol, "url"), property)
+    assert isinstance(inspect.getattr_static(store, "url"), property)
+    if protocol is ReadableStore:
+        assert defaults(store.read_from) == defaults(protocol.read_from) == {"offset": 0, "length": None}
+
+
+def test_every_write_option_may_be_left_out() -> None:
+    assert WriteOptions.__required_keys__ == frozenset()
+    assert WriteOptions.__optional_keys__ == {"if_none_match", "if_match", "content_type"}

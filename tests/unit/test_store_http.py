@@ -13,7 +13,7 @@ import pytest
 
 from scrollcase.errors import StoreError, UsageError
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.store.base import Blob, RangeNotSupportedError, parse_content_range
+from scrollcase.store.base import Blob, RangeNotSupportedError
 from scrollcase.store.factory import open_read_store
 from scrollcase.store.http import HttpStore, check_base_url
 from tests.support.httpstore import HttpStoreServer, ServerState, serve
@@ -38,21 +38,6 @@ def server(tmp_path: Path) -> Iterator[HttpStoreServer]:
 def read_all(store: HttpStore, key: str, offset: int = 0) -> tuple[int | None, bytes]:
     with store.read_from(key, offset) as stream:
         return stream.total, b"".join(stream.chunks)
-
-
-@pytest.mark.parametrize(
-    ("header", "parsed"),
-    [
-        ("bytes 100-999/1000", (100, 999, 1000)),
-        ("bytes 0-0/*", (0, 0, None)),
-        (" bytes 5-9/10 ", (5, 9, 10)),
-        ("bytes */1000", None),
-        ("items 1-2/3", None),
-        (None, None),
-    ],
-)
-def test_parse_content_range(header: str | None, parsed: tuple[int, int, int | None] | None) -> None:
-    assert parse_content_range(header) == parsed
 
 
 @pytest.mark.parametrize(

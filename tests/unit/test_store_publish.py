@@ -76,6 +76,11 @@ def test_fresh_store_uploads_archive_then_sidecar_then_manifest() -> None:
     assert plan.bytes_to_upload == len(DATA) + plan.uploads[1].size + plan.uploads[2].size
 
 
+def test_sbom_bytes_for_a_release_that_names_no_sbom_are_not_published() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty(), sbom=b"{}\n")
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
+
+
 def test_sidecar_is_sha256sum_format() -> None:
     plan = plan_publish(MANIFEST, ARCHIVE, empty())
     assert plan.uploads[1].data == f"{SHA}  {MANIFEST.archive.name}\n".encode()
@@ -422,6 +427,14 @@ def test_byte_progress_reports_each_step_it_passes_once_and_survives_an_empty_fi
     empty: list[str] = []
     byte_progress(0, empty.append)(0)
     assert empty == []
+
+
+def test_byte_progress_in_a_thousand_steps_reports_each_step_once() -> None:
+    lines: list[str] = []
+    advance = byte_progress(10_000, lines.append, steps=1000)  # steps past 256: counts no small int stands for
+    for count in (3000, 1, 9, 1):
+        advance(count)
+    assert lines == ["  30% (3000 of 10000 bytes)", "  30% (3010 of 10000 bytes)"]
 
 
 def test_measure_archive_hashes_the_pieces_the_store_sends(tmp_path: Path) -> None:
@@ -834,6 +847,13 @@ def test_a_pre_release_ranks_by_its_own_numbers() -> None:
     assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3-rc.1", "1.0.2"]
 
 
+def test_a_release_with_build_metadata_ranks_by_its_numbers() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for m in (framed_release(v) for v in ("1.0.2", "1.0.3+build.7")):
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3+build.7", "1.0.2"]
+
+
 @pytest.mark.parametrize("expected", OTHER_DIGESTS)
 def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path: Path, expected: str) -> None:
     path = tmp_path / "a"
@@ -841,6 +861,19 @@ def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path
     step = Upload("archive", "k", len(DATA), expected, "upload", "", pieces=(Piece(0, len(DATA), "old"),))
     with pytest.raises(IntegrityError, match="changed while it was being published"):
         archive_upload(step, LocalArchive(path, len(DATA), expected), lambda _: None)
+
+
+@pytest.mark.parametrize("digest", OTHER_DIGESTS)
+def test_an_earlier_manifest_of_another_digest_than_vouched_is_passed_over_whichever_way_it_sorts(
+    tmp_path: Path, digest: str
+) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    vouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": digest})}}}
+    )
+    found, notes = earlier_archives(store, vouched, MANIFEST, set())
+    assert found == () and len(notes) == 1 and notes[0].endswith(f"the index says {digest}")
 
 
 @pytest.mark.parametrize("digest", OTHER_DIGESTS)

@@ -4,8 +4,10 @@ pieces into parts S3 accepts (pure)."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import FrozenInstanceError
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +85,29 @@ def test_runs_may_come_from_different_sources_and_reordered_frames() -> None:
     assert plan_reuse(new, [first, second]) == (Piece(0, 10, "one", 10), Piece(10, 30, "two", 7))
 
 
+def test_a_frame_of_the_same_digest_but_another_size_ends_a_run() -> None:
+    new = table(("a", 10), ("b", 10))
+    for size in (9, 11):  # shorter and longer: neither is the same frame
+        old_b = table(("x", 10), ("b", 10))[1].model_copy(update={"size": size})
+        old = EarlierArchive("old", "old", (table(("a", 10))[0], old_b))
+        assert plan_reuse(new, [old]) == (Piece(0, 10, "old", 0), Piece(10, 20))
+
+
+def test_a_run_over_hundreds_of_frames_read_from_a_manifest_is_found_to_either_table_s_end() -> None:
+    # counts and sizes past CPython's small-int cache, the earlier table parsed from JSON as a manifest's is:
+    # frames match by value, and a run stops at the end of the new table or of the earlier one
+    rows = [(f"p{n}", 1000 + n) for n in range(300)]
+    end = sum(size for _, size in rows)
+
+    def from_manifest(*frames: tuple[str, int]) -> EarlierArchive:
+        parsed = tuple(ArchiveFrame.model_validate_json(frame.model_dump_json()) for frame in table(*frames))
+        return EarlierArchive("old", "old", parsed)
+
+    longer = table(*rows, ("changed", 1000))
+    assert plan_reuse(longer, [from_manifest(*rows)]) == (Piece(0, end, "old", 0), Piece(end, end + 1000))
+    assert plan_reuse(table(*rows), [from_manifest(*rows, ("later", 1000))]) == (Piece(0, end, "old", 0),)
+
+
 def test_merge_sent_joins_neighbouring_sends_only() -> None:
     pieces = [Piece(0, 5), Piece(5, 9), Piece(9, 20, "k", 0), Piece(20, 30)]
     assert merge_sent(pieces) == (Piece(0, 9), Piece(9, 20, "k", 0), Piece(20, 30))
@@ -112,6 +137,49 @@ def test_a_copy_that_would_be_left_too_short_is_sent_with_its_neighbours() -> No
 def test_the_last_part_may_be_short_even_a_copy() -> None:
     pieces = (Piece(0, 6 * MIB), Piece(6 * MIB, 7 * MIB, "old", 0))
     assert part_layout(pieces, RULES) == pieces
+
+
+def test_a_copy_of_exactly_the_least_part_size_stands_as_a_part() -> None:
+    pieces = (Piece(0, 6 * MIB), Piece(6 * MIB, 11 * MIB, "old", 0), Piece(11 * MIB, 17 * MIB))
+    assert part_layout(pieces, RULES) == pieces
+
+
+def test_a_short_send_takes_its_bytes_from_the_last_copy_and_leaves_it_the_rest() -> None:
+    for rest in (MIB, 1):  # a copied byte is a part too
+        pieces = (Piece(0, 2 * MIB), Piece(2 * MIB, 5 * MIB + rest, "old", 0))
+        assert part_layout(pieces, RULES) == (Piece(0, 5 * MIB), Piece(5 * MIB, 5 * MIB + rest, "old", 3 * MIB))
+
+
+def test_a_last_copy_the_short_send_needs_whole_is_sent_with_it() -> None:
+    assert part_layout((Piece(0, 2 * MIB), Piece(2 * MIB, 5 * MIB, "old", 0)), RULES) == ()  # no empty copy left
+
+
+def test_a_copy_left_exactly_the_least_part_size_stays_a_copy() -> None:
+    pieces = (
+        Piece(0, MIB),
+        Piece(MIB, 10 * MIB, "old", 0),
+        Piece(10 * MIB, 20 * MIB),
+        Piece(20 * MIB, 40 * MIB, "o", 0),
+    )
+    assert part_layout(pieces, RULES) == (
+        Piece(0, 5 * MIB),
+        Piece(5 * MIB, 10 * MIB, "old", 4 * MIB),
+        Piece(10 * MIB, 20 * MIB),
+        Piece(20 * MIB, 40 * MIB, "o", 0),
+    )
+
+
+def test_the_rules_and_an_earlier_archive_cannot_change() -> None:
+    with pytest.raises(FrozenInstanceError):
+        RULES.min_part = 1  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        earlier("old", ("a", 10)).key = "other"  # type: ignore[misc]
+
+
+def test_the_last_part_may_be_a_short_copy_however_many_parts_come_before_it() -> None:
+    rules = PartRules(min_part=2, send_part=2, copy_part=2, max_parts=10_000)
+    pieces = (*(Piece(n, n + 2, "old", n) for n in range(0, 600, 2)), Piece(600, 601, "old", 600))
+    assert part_layout(pieces, rules) == pieces
 
 
 def test_long_pieces_are_cut_and_a_short_tail_joins_the_part_before() -> None:
