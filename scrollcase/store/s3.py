@@ -518,7 +518,7 @@ class S3Store:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", ""))
         status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        message = str(error.get("Message", "")) or code
+        message = str(error.get("Message") or code)  # botocore parses an empty <Message/> to None
         if code in _CONFLICT_CODES or status in ("412", "409"):
             return ConflictError(
                 f"{where}: the write condition failed ({code or status})",

@@ -648,6 +648,14 @@ def test_each_error_answer_becomes_its_scrollcase_error(
     assert caught.value.message == message.format(where=f"s3://{bucket}/releases/k")
 
 
+def test_an_error_without_a_message_names_its_code(proxy: S3Proxy, bucket: str) -> None:
+    proxy.state.answer = lambda e: s3_error(400, "SlowDown")
+    with pytest.raises(StoreError) as caught:
+        make_store(proxy, bucket).put_bytes("k", b"x")
+    assert caught.value.message == f"PUT s3://{bucket}/releases/k failed: SlowDown SlowDown"
+    assert caught.value.fix == "check the endpoint, bucket and credentials, then rerun"
+
+
 def test_wrong_credentials_are_a_clear_store_error(proxy: S3Proxy, bucket: str) -> None:
     proxy.state.answer = lambda e: s3_error(403, "SignatureDoesNotMatch", "The signature does not match")
     store = make_store(proxy, bucket)
