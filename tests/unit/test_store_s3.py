@@ -275,6 +275,17 @@ def test_if_match_replaces_only_the_version_read(proxy: S3Proxy, bucket: str, mo
     assert [e.headers.get("If-Match") for e in proxy.state.seen if e.command == "PUT"] == [None, first, first]
 
 
+def test_if_match_on_a_key_deleted_since_is_a_conflict(proxy: S3Proxy, bucket: str, moto: Any) -> None:
+    """AWS (and moto) answer If-Match on a missing key with 404 NoSuchKey: the version read is gone."""
+    store = make_store(proxy, bucket)
+    etag = store.put_bytes("index.json", b"v1")
+    moto.delete_object(Bucket=bucket, Key="releases/index.json")
+    with pytest.raises(ConflictError) as caught:
+        store.put_bytes("index.json", b"v2", if_match=etag)
+    assert caught.value.message == f"s3://{bucket}/releases/index.json: the write condition failed (NoSuchKey)"
+    assert keys_in(moto, bucket) == []
+
+
 def test_a_small_file_is_one_checked_put(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     path, data = archive(tmp_path, PART)  # exactly one part's size: still one PutObject
     seen = Seen()
@@ -386,6 +397,15 @@ def test_a_failed_part_aborts_the_upload(proxy: S3Proxy, bucket: str, moto: Any,
     assert caught.value.message == f"access denied: UploadPart s3://{bucket}/releases/{KEY} (Access Denied)"
     assert "AWS_ACCESS_KEY_ID" in str(caught.value.fix)
     assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
+
+
+def test_an_upload_the_server_lost_is_a_store_error(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
+    path, data = archive(tmp_path, PART + 10)
+    proxy.state.answer = lambda e: s3_error(404, "NoSuchUpload", "gone") if "partNumber" in e.query else None
+    with pytest.raises(StoreError) as caught:
+        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data)))
+    assert caught.value.message == f"UploadPart s3://{bucket}/releases/{KEY} failed: NoSuchUpload gone"
+    assert open_uploads(moto, bucket) == []
 
 
 # ------------------------------------------------------------------------------------- copied parts
@@ -636,6 +656,7 @@ def test_the_endpoint_named_is_the_one_given(proxy: S3Proxy) -> None:
         ),
         (400, "InvalidArgument", StoreError, "PUT {where} failed: InvalidArgument the key"),
         (500, "InternalError", StoreError, "PUT {where} failed: InternalError the key"),
+        (404, "NoSuchUpload", StoreError, "PUT {where} failed: NoSuchUpload the key"),
     ],
 )
 def test_each_error_answer_becomes_its_scrollcase_error(
