@@ -74,7 +74,9 @@ CORE: dict[str, tuple[str, ...]] = {
         "tests/integration/test_publish_local.py",
         _NO_PROCESS_PUBLISHERS,
     ),
-    "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
+    # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
+    # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
+    "scrollcase/store/s3.py": ("tests/unit/test_store_s3.py", "tests/unit/test_store_s3_helpers.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
     "scrollcase/store/reuse.py": (
         "tests/unit/test_store_reuse.py",
@@ -927,7 +929,7 @@ PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
 # imported once by the fork server, so that each mutant's test run starts without paying for them;
 # never scrollcase itself (each mutant's child imports the mutated module fresh)
 RUNNER = "mutation_runner.py"  # this script's copy in the throwaway checkout: the server and its clients
-PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3")
+PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3", "moto.server")
 
 
 def config_text(module: str, tests: tuple[str, ...], timeout: float, server: Path | None) -> str:
