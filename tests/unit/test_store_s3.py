@@ -16,14 +16,24 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.s3 import models as moto_models
 from moto.server import ThreadedMotoServer
 
-from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, StoreError, UsageError
 from scrollcase.store.base import SHA256_METADATA, FileUpload, ObjectInfo, Piece, RangeNotSupportedError, Transfer
-from scrollcase.store.s3 import MIN_PART_SIZE, S3Store, client_config, composite_checksum
+from scrollcase.store.s3 import (
+    MIN_PART_SIZE,
+    S3Store,
+    check_endpoint_url,
+    client_config,
+    composite_checksum,
+    effective_part_size,
+    parse_s3_url,
+)
 from tests.support.s3proxy import Exchange, Reply, S3Proxy, s3_error, s3_proxy
 
-PART = MIN_PART_SIZE
+PART = MIN_PART_SIZE  # S3's smallest part but the last: what plan_parts cuts
+SMALL = 1000  # the test stores' part size: a file above it goes up in parts (moto takes parts of any size)
 KEY = "boxes/demo/1.0.0/demo.tar.zst"
 
 
@@ -35,12 +45,16 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def moto_port() -> Iterator[int]:
+    """moto's S3 server, set (as moto's S3_UPLOAD_PART_MIN_SIZE setting allows) to take parts of any size: the
+    tests' multipart uploads are kilobytes, not S3's 5 MiB a part."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        yield int(server.get_host_and_port()[1])
-    finally:
-        server.stop()
+    with pytest.MonkeyPatch.context() as settings:
+        settings.setattr(moto_models, "S3_UPLOAD_PART_MIN_SIZE", 1)
+        server.start()
+        try:
+            yield int(server.get_host_and_port()[1])
+        finally:
+            server.stop()
 
 
 @pytest.fixture
@@ -73,10 +87,10 @@ def bucket(moto: Any) -> str:
     return name
 
 
-def make_store(proxy: S3Proxy, bucket: str, *, workers: int = 2, named: bool = True) -> S3Store:
+def make_store(proxy: S3Proxy, bucket: str, *, workers: int = 2, named: bool = True, part_size: int = SMALL) -> S3Store:
     endpoint = proxy.endpoint if named else None
     return S3Store(
-        raw_client(proxy.endpoint), bucket, "/releases/", endpoint_url=endpoint, part_size=PART, workers=workers
+        raw_client(proxy.endpoint), bucket, "/releases/", endpoint_url=endpoint, part_size=part_size, workers=workers
     )
 
 
@@ -122,6 +136,66 @@ class Seen:
         return FileUpload(
             path, len(data), hexsha(data), progress=self.progress.append, notice=self.notices.append, **fields
         )
+
+
+# ---------------------------------------------------------------------------------- configuration
+
+
+@pytest.mark.parametrize("value", ["ftp://host", "http://", "http://host:0", "http://host:99999", "host:9000", " "])
+def test_an_endpoint_that_is_not_a_url_is_a_usage_error(value: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        check_endpoint_url(value, {})
+    assert caught.value.message == f"--endpoint-url {value!r} is not an endpoint URL"
+    assert [(p.key, p.value) for p in caught.value.problems] == [("--endpoint-url", repr(value))]
+
+
+def test_endpoint_urls_from_the_option_or_the_environment() -> None:
+    for good in ("http://127.0.0.1:9000", " https://minio.internal ", "https://s3.example/path"):
+        check_endpoint_url(good, {"AWS_ENDPOINT_URL_S3": "bad"})  # the option wins over the environment
+    check_endpoint_url(None, {})
+    check_endpoint_url(None, {"AWS_ENDPOINT_URL_S3": "http://ok:1", "AWS_ENDPOINT_URL": "bad"})  # botocore's order
+    for env, name in (
+        ({"AWS_ENDPOINT_URL_S3": "bad", "AWS_ENDPOINT_URL": "http://ok:1"}, "$AWS_ENDPOINT_URL_S3"),
+        ({"AWS_ENDPOINT_URL_S3": "", "AWS_ENDPOINT_URL": "bad"}, "$AWS_ENDPOINT_URL"),
+    ):
+        with pytest.raises(UsageError) as caught:
+            check_endpoint_url(None, env)
+        assert caught.value.message == f"{name} 'bad' is not an endpoint URL"
+
+
+def test_an_s3_url_names_a_bucket_and_a_prefix() -> None:
+    assert parse_s3_url("s3://bucket//a/b//") == ("bucket", "a/b")
+    for bad in ("https://bucket/a", "bucket/a", "s3://"):
+        with pytest.raises(StoreError) as caught:
+            parse_s3_url(bad)
+        assert caught.value.message == f"{bad!r} is not an S3 URL"
+
+
+def test_a_default_store_sends_up_to_16_mib_whole_in_6_threads() -> None:
+    store = S3Store(raw_client("http://127.0.0.1:1"), "bucket")
+    assert (store.workers, store.checksum_part_size(16 * 1024 * 1024)) == (6, None)
+    assert store.checksum_part_size(16 * 1024 * 1024 + 1) == 16 * 1024 * 1024
+    assert (store.conditional_writes, store.verified_copies, store.endpoint_url) == (True, True, None)
+
+
+def test_parts_grow_so_that_10000_hold_the_file() -> None:
+    assert effective_part_size(10_000 * PART, 1) == PART
+    assert effective_part_size(10_000 * PART + 1, 1) == PART + 1
+    assert effective_part_size(1, 8 * PART) == 8 * PART
+
+
+def test_copied_parts_are_at_most_64_mib() -> None:
+    store = S3Store(raw_client("http://127.0.0.1:1"), "bucket", part_size=PART)
+    size = 200 * 1024 * 1024
+    parts = store.reuse_layout(size, (Piece(0, PART), Piece(PART, size, "old", 0)))
+    copied = [p.size for p in parts if p.copied]
+    assert copied[0] == 64 * 1024 * 1024 and len(copied) == 3 and sum(copied) == size - PART
+
+
+def test_a_stalled_endpoint_fails_in_3_tries_of_20_s() -> None:
+    config = client_config()
+    assert (config.connect_timeout, config.read_timeout, config.retries["total_max_attempts"]) == (5.0, 15.0, 3)
+    assert config.response_checksum_validation == "when_required"
 
 
 # ------------------------------------------------------------------------------------------- reads
@@ -287,12 +361,12 @@ def test_if_match_on_a_key_deleted_since_is_a_conflict(proxy: S3Proxy, bucket: s
 
 
 def test_a_small_file_is_one_checked_put(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
-    path, data = archive(tmp_path, PART)  # exactly one part's size: still one PutObject
+    path, data = archive(tmp_path, SMALL)  # exactly one part's size: still one PutObject
     seen = Seen()
     store = make_store(proxy, bucket)
     proxy.state.verify_checksums = True
-    assert store.put_file(KEY, seen.upload(path, data)) == Transfer(sent=PART, reused=0)
-    assert seen.progress == [PART] and seen.notices == []
+    assert store.put_file(KEY, seen.upload(path, data)) == Transfer(sent=SMALL, reused=0)
+    assert seen.progress == [SMALL] and seen.notices == []
     assert stored(moto, bucket) == data
     head = moto.head_object(Bucket=bucket, Key=f"releases/{KEY}")
     assert (head["ContentType"], head["Metadata"]) == ("application/zstd", {SHA256_METADATA: hexsha(data)})
@@ -318,7 +392,7 @@ def test_a_small_file_whose_bytes_differ_from_the_checked_sha256_is_refused(
 def test_a_large_file_goes_up_in_checked_parts(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     path, data = archive(tmp_path, 2 * PART + 77)
     seen = Seen()
-    store = make_store(proxy, bucket)
+    store = make_store(proxy, bucket, part_size=PART)
     proxy.state.verify_checksums = True
     assert store.put_file(KEY, seen.upload(path, data)) == Transfer(sent=len(data), reused=0)
     assert sorted(seen.progress) == [77, PART, PART] and seen.notices == []
@@ -338,22 +412,25 @@ def test_a_large_file_goes_up_in_checked_parts(proxy: S3Proxy, bucket: str, moto
 def test_parts_carry_the_checked_sha256s_not_fresh_ones(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     """The part digests computed when the archive was checked are sent as they are (a verifying server then
     refuses bytes that changed since); a list that does not match the part plan is not used."""
-    path, data = archive(tmp_path, PART + 10)
-    halves = [hexsha(data[:PART]), hexsha(data[PART:])]
+    path, data = archive(tmp_path, 3 * SMALL)
+    halves = (Piece(0, SMALL), Piece(SMALL, 3 * SMALL))
+    digests = [hexsha(data[:SMALL]), hexsha(data[SMALL:])]
     proxy.state.verify_checksums = True
     store = make_store(proxy, bucket)
-    store.put_file("good", FileUpload(path, len(data), hexsha(data), part_sha256=halves))
+    store.put_file("good", FileUpload(path, len(data), hexsha(data), part_sha256=digests, pieces=halves))
     assert stored(moto, bucket, "good") == data
-    store.put_file("unused", FileUpload(path, len(data), hexsha(data), part_sha256=[hexsha(b"wrong")]))
+    unused = FileUpload(path, len(data), hexsha(data), part_sha256=[hexsha(b"wrong")], pieces=halves)
+    store.put_file("unused", unused)
     assert stored(moto, bucket, "unused") == data
     with pytest.raises(IntegrityError, match=r"UploadPart .*checksum does not match \(BadDigest\)"):
-        store.put_file("bad", FileUpload(path, len(data), hexsha(data), part_sha256=[halves[0], hexsha(b"x")]))
+        bad = FileUpload(path, len(data), hexsha(data), part_sha256=[digests[0], hexsha(b"x")], pieces=halves)
+        store.put_file("bad", bad)
     assert keys_in(moto, bucket) == ["releases/good", "releases/unused"]
     assert open_uploads(moto, bucket) == []
 
 
 def test_a_conflicting_multipart_upload_is_aborted(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
-    path, data = archive(tmp_path, PART + 10)
+    path, data = archive(tmp_path, 3 * SMALL)
     store = make_store(proxy, bucket)
     store.put_bytes(KEY, b"someone else", if_none_match=True)
     with pytest.raises(ConflictError):
@@ -365,7 +442,7 @@ def test_a_conflicting_multipart_upload_is_aborted(proxy: S3Proxy, bucket: str, 
 def test_a_file_that_changes_during_the_upload_is_refused(
     proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path
 ) -> None:
-    path, data = archive(tmp_path, PART + 10)
+    path, data = archive(tmp_path, 3 * SMALL)
 
     def grow(sent: int) -> None:
         with path.open("ab") as out:
@@ -379,28 +456,29 @@ def test_a_file_that_changes_during_the_upload_is_refused(
 
 
 def test_a_file_of_another_size_than_checked_is_refused(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
-    path, data = archive(tmp_path, PART + 10)
+    path, data = archive(tmp_path, 3 * SMALL)
     with pytest.raises(IntegrityError, match="changed while it was being uploaded"):
         make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data) - 1, hexsha(data)))
     assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
 
 
 def test_a_failed_part_aborts_the_upload(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
-    path, data = archive(tmp_path, 2 * PART + 10)
+    path, data = archive(tmp_path, 3 * SMALL)
+    thirds = (Piece(0, SMALL), Piece(SMALL, 2 * SMALL), Piece(2 * SMALL, 3 * SMALL))
 
     def refuse_part_two(e: Exchange) -> Reply | None:
         return s3_error(403, "AccessDenied", "Access Denied") if e.query.get("partNumber") == ["2"] else None
 
     proxy.state.answer = refuse_part_two
     with pytest.raises(StoreError) as caught:
-        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data)))
+        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data), pieces=thirds))
     assert caught.value.message == f"access denied: UploadPart s3://{bucket}/releases/{KEY} (Access Denied)"
     assert "AWS_ACCESS_KEY_ID" in str(caught.value.fix)
     assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
 
 
 def test_an_upload_the_server_lost_is_a_store_error(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
-    path, data = archive(tmp_path, PART + 10)
+    path, data = archive(tmp_path, 3 * SMALL)
     proxy.state.answer = lambda e: s3_error(404, "NoSuchUpload", "gone") if "partNumber" in e.query else None
     with pytest.raises(StoreError) as caught:
         make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data)))
@@ -414,11 +492,11 @@ OLD_KEY = "boxes/demo/0.9.0/demo.tar.zst"
 
 
 def reuse_case(moto: Any, bucket: str, tmp_path: Path) -> tuple[Path, bytes, tuple[Piece, ...]]:
-    """An earlier archive whose bytes from 100 on are the new one's from PART on: one part sent, one copied."""
-    path, data = archive(tmp_path, PART + 4096)
-    old = b"o" * 100 + data[PART:] + b"old tail"
+    """An earlier archive whose bytes from 100 on are the new one's from SMALL on: one part sent, one copied."""
+    path, data = archive(tmp_path, SMALL + 4096)
+    old = b"o" * 100 + data[SMALL:] + b"old tail"
     moto.put_object(Bucket=bucket, Key=f"releases/{OLD_KEY}", Body=old)
-    return path, data, (Piece(0, PART), Piece(PART, len(data), OLD_KEY, 100))
+    return path, data, (Piece(0, SMALL), Piece(SMALL, len(data), OLD_KEY, 100))
 
 
 def copies(proxy: S3Proxy) -> list[Exchange]:
@@ -430,8 +508,8 @@ def test_a_verified_copy_is_kept(proxy: S3Proxy, bucket: str, moto: Any, tmp_pat
     proxy.state.copy_checksums = True
     seen = Seen()
     store = make_store(proxy, bucket)
-    assert store.put_file(KEY, seen.upload(path, data, pieces=pieces)) == Transfer(sent=PART, reused=4096)
-    assert sorted(seen.progress) == [4096, PART] and seen.notices == []
+    assert store.put_file(KEY, seen.upload(path, data, pieces=pieces)) == Transfer(sent=SMALL, reused=4096)
+    assert sorted(seen.progress) == [SMALL, 4096] and seen.notices == []
     assert stored(moto, bucket) == data
     [copy] = copies(proxy)
     assert copy.headers["x-amz-copy-source"] == f"{bucket}/releases/{OLD_KEY}".replace("/", "%2F", 0)
@@ -445,9 +523,9 @@ def test_known_part_digests_spare_reading_a_copied_piece(
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
     proxy.state.copy_checksums = True
     store = make_store(proxy, bucket)
-    digests = [hexsha(data[:PART]), hexsha(data[PART:])]
+    digests = [hexsha(data[:SMALL]), hexsha(data[SMALL:])]
     upload = FileUpload(path, len(data), hexsha(data), part_sha256=digests, pieces=pieces)
-    assert store.put_file(KEY, upload) == Transfer(sent=PART, reused=4096)
+    assert store.put_file(KEY, upload) == Transfer(sent=SMALL, reused=4096)
     assert stored(moto, bucket) == data
 
 
@@ -459,7 +537,7 @@ def test_a_server_that_reports_no_copy_checksum_gets_the_bytes_sent(
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
     seen = Seen()
     store = make_store(proxy, bucket)
-    digests = [hexsha(data[:PART]), hexsha(data[PART:])]
+    digests = [hexsha(data[:SMALL]), hexsha(data[SMALL:])]
     upload = seen.upload(path, data, pieces=pieces, part_sha256=digests)
     assert store.put_file(KEY, upload) == Transfer(sent=len(data), reused=0)
     assert stored(moto, bucket) == data
@@ -470,7 +548,7 @@ def test_a_server_that_reports_no_copy_checksum_gets_the_bytes_sent(
     ]
     assert store.put_file("again", seen.upload(path, data, pieces=pieces)) == Transfer(sent=len(data), reused=0)
     assert len(copies(proxy)) == 1 and len(seen.notices) == 1
-    assert sorted(seen.progress) == [4096, 4096, PART, PART]
+    assert sorted(seen.progress) == [SMALL, SMALL, 4096, 4096]
 
 
 def test_copied_bytes_that_differ_are_sent_instead(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
@@ -484,7 +562,7 @@ def test_copied_bytes_that_differ_are_sent_instead(proxy: S3Proxy, bucket: str, 
     assert seen.notices == [
         f"bytes 100-4195 of s3://{bucket}/releases/{OLD_KEY} differ from the frames its manifest lists: sending"
     ]
-    assert store.verified_copies and sorted(seen.progress) == [4096, PART]
+    assert store.verified_copies and sorted(seen.progress) == [SMALL, 4096]
 
 
 def test_a_missing_source_is_sent_instead(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
@@ -535,14 +613,14 @@ def test_an_object_assembled_from_other_bytes_is_refused(
     bytes it holds) is not the local parts' one, so the object is removed (or named, when it cannot be)."""
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
     moto.put_object(Bucket=bucket, Key=f"releases/{OLD_KEY}", Body=b"x" * (len(data) + 200))
-    proxy.state.copy_checksums, proxy.state.copy_checksum_lie = True, b64(data[PART:])
+    proxy.state.copy_checksums, proxy.state.copy_checksum_lie = True, b64(data[SMALL:])
     if not deletable:
         proxy.state.answer = lambda e: s3_error(403, "AccessDenied") if e.command == "DELETE" else None
     with pytest.raises(IntegrityError) as caught:
         make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data), pieces=pieces))
-    expected = composite_checksum([b64(data[:PART]), b64(data[PART:])])
+    expected = composite_checksum([b64(data[:SMALL]), b64(data[SMALL:])])
     where = f"s3://{bucket}/releases/{KEY}"
-    found = composite_checksum([b64(data[:PART]), b64(b"x" * 4096)])
+    found = composite_checksum([b64(data[:SMALL]), b64(b"x" * 4096)])
     if deletable:
         assert keys_in(moto, bucket) == [f"releases/{OLD_KEY}"]
         assert str(caught.value.fix).endswith("the object was removed: rerun publish")
@@ -590,7 +668,7 @@ def test_without_conditional_writes_a_head_guards_each_write(proxy: S3Proxy, buc
 def test_without_conditional_writes_files_are_still_immutable(
     proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path
 ) -> None:
-    big, big_data = archive(tmp_path, PART + 10, seed=1)
+    big, big_data = archive(tmp_path, 3 * SMALL, seed=1)
     small, small_data = archive(tmp_path, 100, seed=2)
     proxy.state.answer = refuse_conditions
     store = make_store(proxy, bucket)
