@@ -10,7 +10,8 @@ copied part; AWS and SeaweedFS do both.  The proxy forwards every request unchan
   (``copy_checksum_lie``: that SHA-256 instead, whatever was copied, as a broken server would);
 - ``answer``: a canned answer (an S3 error document, a status) for the requests a test picks, before forwarding;
 - ``ignore_range``: the Range header is dropped (a server that serves the whole object);
-- ``cut_bodies``: a GET's body breaks off after that many bytes (a server that dies mid-download).
+- ``cut_bodies``: a GET's body breaks off after that many bytes (a server that dies mid-download);
+- ``head_checksums`` off: HEAD answers carry no checksum (a server that keeps none).
 
 Always: a HEAD answer's SHA-256 of a multipart object gets the ``-<parts>`` that moto leaves off there (AWS, SeaweedFS
 and moto's own GET send it): the composite checksum of the parts is not the SHA-256 of the object.
@@ -73,6 +74,7 @@ class ProxyState:
     copy_checksum_lie: str | None = None
     ignore_range: bool = False
     cut_bodies: int | None = None
+    head_checksums: bool = True  # False: HEAD answers carry no x-amz-checksum-* (a server that keeps none)
     answer: Callable[[Exchange], Reply | None] = lambda exchange: None
     seen: list[Exchange] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -133,7 +135,8 @@ def _handler(upstream: int, state: ProxyState) -> type[BaseHTTPRequestHandler]:
                 return
             status, headers, data = self._upstream(exchange)
             if self.command == "HEAD":
-                headers = _composite_suffixed(headers)
+                kept = state.head_checksums
+                headers = [(k, v) for k, v in _composite_suffixed(headers) if kept or "checksum" not in k.lower()]
             if exchange.is_part_copy and state.copy_checksums and status == 200:
                 data = self._with_copy_checksum(exchange, data)
             cut = state.cut_bodies if self.command == "GET" and status in (200, 206) else None

@@ -24,6 +24,7 @@ from scrollcase.store.base import SHA256_METADATA, FileUpload, ObjectInfo, Piece
 from scrollcase.store.s3 import (
     MIN_PART_SIZE,
     S3Store,
+    _b64_sha256_to_hex,
     check_endpoint_url,
     client_config,
     composite_checksum,
@@ -179,6 +180,7 @@ def test_a_default_store_sends_up_to_16_mib_whole_in_6_threads() -> None:
 
 
 def test_parts_grow_so_that_10000_hold_the_file() -> None:
+    assert effective_part_size(1, 1) == 5 * 1024 * 1024  # S3's minimum for every part but the last
     assert effective_part_size(10_000 * PART, 1) == PART
     assert effective_part_size(10_000 * PART + 1, 1) == PART + 1
     assert effective_part_size(1, 8 * PART) == 8 * PART
@@ -189,7 +191,13 @@ def test_copied_parts_are_at_most_64_mib() -> None:
     size = 200 * 1024 * 1024
     parts = store.reuse_layout(size, (Piece(0, PART), Piece(PART, size, "old", 0)))
     copied = [p.size for p in parts if p.copied]
+    assert store.reuse_layout(PART, (Piece(0, 10), Piece(10, PART, "old", 0))) == ()  # one PutObject
     assert copied[0] == 64 * 1024 * 1024 and len(copied) == 3 and sum(copied) == size - PART
+
+
+def test_a_checksum_that_is_not_base64_is_no_sha256() -> None:
+    assert _b64_sha256_to_hex("abc") is None
+    assert _b64_sha256_to_hex(b64(b"x")) == hexsha(b"x")
 
 
 def test_a_stalled_endpoint_fails_in_3_tries_of_20_s() -> None:
@@ -433,8 +441,9 @@ def test_a_conflicting_multipart_upload_is_aborted(proxy: S3Proxy, bucket: str, 
     path, data = archive(tmp_path, 3 * SMALL)
     store = make_store(proxy, bucket)
     store.put_bytes(KEY, b"someone else", if_none_match=True)
-    with pytest.raises(ConflictError):
+    with pytest.raises(ConflictError) as caught:
         store.put_file(KEY, FileUpload(path, len(data), hexsha(data)))
+    assert caught.value.message.endswith("the write condition failed (PreconditionFailed)")  # no HEAD first
     assert stored(moto, bucket) == b"someone else"
     assert open_uploads(moto, bucket) == []
 
@@ -477,6 +486,21 @@ def test_a_failed_part_aborts_the_upload(proxy: S3Proxy, bucket: str, moto: Any,
     assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
 
 
+def test_a_failed_abort_does_not_hide_why_the_upload_failed(
+    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path
+) -> None:
+    path, data = archive(tmp_path, 3 * SMALL)
+
+    def refuse(e: Exchange) -> Reply | None:
+        if "partNumber" in e.query:
+            return s3_error(403, "AccessDenied", "Access Denied")
+        return s3_error(500, "InternalError", "abort failed") if e.command == "DELETE" else None
+
+    proxy.state.answer = refuse
+    with pytest.raises(StoreError, match=r"^access denied: UploadPart"):
+        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data)))
+
+
 def test_an_upload_the_server_lost_is_a_store_error(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     path, data = archive(tmp_path, 3 * SMALL)
     proxy.state.answer = lambda e: s3_error(404, "NoSuchUpload", "gone") if "partNumber" in e.query else None
@@ -515,6 +539,16 @@ def test_a_verified_copy_is_kept(proxy: S3Proxy, bucket: str, moto: Any, tmp_pat
     assert copy.headers["x-amz-copy-source"] == f"{bucket}/releases/{OLD_KEY}".replace("/", "%2F", 0)
     assert (copy.query["partNumber"], copy.headers["x-amz-copy-source-range"]) == (["2"], "bytes=100-4195")
     assert store.verified_copies and open_uploads(moto, bucket) == []
+
+
+def test_a_server_that_keeps_no_object_checksum_keeps_the_checked_copy(
+    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path
+) -> None:
+    path, data, pieces = reuse_case(moto, bucket, tmp_path)
+    proxy.state.copy_checksums, proxy.state.head_checksums = True, False
+    upload = FileUpload(path, len(data), hexsha(data), pieces=pieces)
+    assert make_store(proxy, bucket).put_file(KEY, upload) == Transfer(sent=SMALL, reused=4096)
+    assert stored(moto, bucket) == data
 
 
 def test_known_part_digests_spare_reading_a_copied_piece(
@@ -660,9 +694,24 @@ def test_without_conditional_writes_a_head_guards_each_write(proxy: S3Proxy, buc
     second = store.put_bytes("k", b"two", if_match=first)
     assert stored(moto, bucket, "k") == b"two" and second != first
     proxy.state.seen.clear()
+    store.put_bytes("new", b"n", if_none_match=True)
+    third = store.put_bytes("k", b"three", if_match=second)
+    assert [e.command for e in proxy.state.seen] == ["HEAD", "PUT", "HEAD", "PUT"]  # no condition sent, none refused
+    assert stored(moto, bucket, "new") == b"n" and third != second
+    proxy.state.seen.clear()
     store.put_bytes("k", b"three")
     assert proxy.state.operations() == [f"PUT /{bucket}/releases/k"]  # no condition: no HEAD either
     assert requests_with(proxy, "If-None-Match") == requests_with(proxy, "If-Match") == []
+
+
+@pytest.mark.parametrize(("status", "code"), [(501, "NotImplemented"), (501, "Unsupported"), (400, "NotImplemented")])
+def test_a_not_implemented_answer_switches_to_the_fallback(
+    proxy: S3Proxy, bucket: str, moto: Any, status: int, code: str
+) -> None:
+    proxy.state.answer = lambda e: s3_error(status, code) if e.headers.get("If-None-Match") else None
+    store = make_store(proxy, bucket)
+    store.put_bytes("k", b"one", if_none_match=True)
+    assert not store.conditional_writes and stored(moto, bucket, "k") == b"one"
 
 
 def test_without_conditional_writes_files_are_still_immutable(
@@ -775,6 +824,16 @@ def test_a_404_on_a_key_is_absence_but_on_the_bucket_is_an_error(proxy: S3Proxy,
         store.check()
 
 
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_server_error_on_check_is_not_a_missing_bucket(proxy: S3Proxy, bucket: str, status: int) -> None:
+    """Only a 404 (or NoSuchBucket) means the bucket is missing: a HEAD answer carries no body, so its code is
+    the status."""
+    proxy.state.answer = lambda e: Reply(status)
+    with pytest.raises(StoreError) as caught:
+        make_store(proxy, bucket).check()
+    assert "does not exist" not in caught.value.message
+
+
 def test_missing_credentials_are_named(
     proxy: S3Proxy, bucket: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -826,3 +885,38 @@ def test_a_silent_endpoint_is_named(bucket: str) -> None:
         )
         with pytest.raises(StoreError, match=f"^cannot reach the S3 endpoint {endpoint} "):
             S3Store(client, bucket).check()
+
+
+def fill_backlog(port: int) -> list[socket.socket]:
+    """Connections to ``port`` until the next one is left unanswered (those made are returned, to close)."""
+    made: list[socket.socket] = []
+    for _ in range(8):
+        try:
+            made.append(socket.create_connection(("127.0.0.1", port), timeout=0.2))
+        except TimeoutError:
+            return made
+    raise AssertionError(f"every connection to {port} was taken: no full backlog to test with")
+
+
+def test_an_endpoint_that_takes_no_connection_is_named(bucket: str) -> None:
+    """A listener whose backlog is full: the kernel leaves new connections unanswered (connect times out)."""
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        queued = fill_backlog(port)
+        endpoint = f"http://127.0.0.1:{port}"
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+            config=client_config(attempts=1, connect_timeout=0.2, read_timeout=0.2),
+        )
+        try:
+            with pytest.raises(StoreError, match=f"^cannot reach the S3 endpoint {endpoint} "):
+                S3Store(client, bucket).check()
+        finally:
+            for conn in queued:
+                conn.close()
