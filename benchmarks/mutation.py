@@ -126,7 +126,61 @@ _PLURAL = (
 )
 _FROM_CONDA = 'return {{normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
+_WRITE_CONFLICT = (
+    'if code in _CONFLICT_CODES or status in ("412", "409") or (action {op} "PUT" and code == "NoSuchKey"):'
+)
+_MISSING_BUCKET = 'if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES {op} status == "404")):'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "scrollcase/store/s3.py": (
+        (
+            "port_ok = parts.port is None or parts.port > 0",
+            "port_ok = parts.port is None or parts.port != 0",
+            "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
+        ),
+        (
+            'parts, port_ok = urlsplit(""), False',
+            'parts, port_ok = urlsplit(""), True',
+            "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
+        ),
+        (
+            _WRITE_CONFLICT.format(op="=="),
+            _WRITE_CONFLICT.format(op="is"),
+            "an action is one of this module's own literals, the same interned str",
+        ),
+        (
+            "max_pool_connections=32,",
+            "*",
+            "how many connections may stay open: the 6 workers' requests fit in either pool, the same requests go out",
+        ),
+        (
+            "for future in futures:",
+            "*",
+            "cancelling the parts not yet started only spares their requests (racing the workers that take them): "
+            "the upload is aborted and the first error raised either way",
+        ),
+        (
+            "error = failed[0].exception()",
+            "error = failed[-1].exception()",
+            "the failed futures come from a set (wait's done): which is first is arbitrary, and one failure is both",
+        ),
+        (
+            "for number, (piece, sha) in enumerate(zip(plan, known, strict=True), start=1)",
+            "for number, (piece, sha) in enumerate(zip(plan, known, strict=False), start=1)",
+            "known is made as long as plan the line before",
+        ),
+        ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "nothing assigns to or hashes a _Part or a _PartJob"),
+        (
+            _MISSING_BUCKET.format(op="or"),
+            _MISSING_BUCKET.format(op="and"),
+            "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its status",
+        ),
+        (
+            "except (NoCredentialsError, PartialCredentialsError):",
+            "except (NoCredentialsError, CosmicRayTestingException):",
+            "botocore raises PartialCredentialsError while the client is made (it resolves the credentials then), "
+            "before an S3Store holds it",
+        ),
+    ),
     "scrollcase/store/publish.py": (
         *(
             (

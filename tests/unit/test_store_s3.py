@@ -466,8 +466,25 @@ def test_a_file_that_changes_during_the_upload_is_refused(
 
 def test_a_file_of_another_size_than_checked_is_refused(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     path, data = archive(tmp_path, 3 * SMALL)
+    for size in (len(data) - 1, len(data) + 1):
+        with pytest.raises(IntegrityError, match="changed while it was being uploaded"):
+            make_store(proxy, bucket).put_file(KEY, FileUpload(path, size, hexsha(data)))
+    assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
+
+
+def test_a_file_rewritten_during_the_upload_is_refused_whatever_its_mtime(
+    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path
+) -> None:
+    """Same size, an mtime set back: the fingerprint differs all the same."""
+    path, data = archive(tmp_path, 3 * SMALL)
+    before = path.stat().st_mtime_ns
+
+    def rewrite(sent: int) -> None:
+        path.write_bytes(data[::-1])
+        os.utime(path, ns=(before - 10**9, before - 10**9))
+
     with pytest.raises(IntegrityError, match="changed while it was being uploaded"):
-        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data) - 1, hexsha(data)))
+        make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data), progress=rewrite))
     assert keys_in(moto, bucket) == [] and open_uploads(moto, bucket) == []
 
 
