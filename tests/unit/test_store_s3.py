@@ -191,7 +191,9 @@ def test_copied_parts_are_at_most_64_mib() -> None:
     size = 200 * 1024 * 1024
     parts = store.reuse_layout(size, (Piece(0, PART), Piece(PART, size, "old", 0)))
     copied = [p.size for p in parts if p.copied]
-    assert store.reuse_layout(PART, (Piece(0, 10), Piece(10, PART, "old", 0))) == ()  # one PutObject
+    halves = (Piece(0, PART), Piece(PART, 2 * PART, "old", PART))
+    assert S3Store(store.client, "bucket", part_size=2 * PART).reuse_layout(2 * PART, halves) == ()  # one PutObject
+    assert S3Store(store.client, "bucket", part_size=2 * PART - 1).reuse_layout(2 * PART, halves) == halves
     assert copied[0] == 64 * 1024 * 1024 and len(copied) == 3 and sum(copied) == size - PART
 
 
@@ -430,10 +432,13 @@ def test_parts_carry_the_checked_sha256s_not_fresh_ones(proxy: S3Proxy, bucket: 
     unused = FileUpload(path, len(data), hexsha(data), part_sha256=[hexsha(b"wrong")], pieces=halves)
     store.put_file("unused", unused)
     assert stored(moto, bucket, "unused") == data
+    too_many = FileUpload(path, len(data), hexsha(data), part_sha256=[hexsha(b"wrong")] * 3, pieces=halves)
+    store.put_file("too-many", too_many)
+    assert stored(moto, bucket, "too-many") == data
     with pytest.raises(IntegrityError, match=r"UploadPart .*checksum does not match \(BadDigest\)"):
         bad = FileUpload(path, len(data), hexsha(data), part_sha256=[digests[0], hexsha(b"x")], pieces=halves)
         store.put_file("bad", bad)
-    assert keys_in(moto, bucket) == ["releases/good", "releases/unused"]
+    assert keys_in(moto, bucket) == ["releases/good", "releases/too-many", "releases/unused"]
     assert open_uploads(moto, bucket) == []
 
 
