@@ -442,6 +442,16 @@ def test_parts_carry_the_checked_sha256s_not_fresh_ones(proxy: S3Proxy, bucket: 
     assert open_uploads(moto, bucket) == []
 
 
+def test_a_plan_of_many_parts_sends_its_checked_digests_too(proxy: S3Proxy, bucket: str, tmp_path: Path) -> None:
+    """300 parts (more than the small ints CPython keeps one object of): the digests are still the checked ones."""
+    path, data = archive(tmp_path, 3000)
+    pieces = tuple(Piece(n, n + 10) for n in range(0, 3000, 10))
+    proxy.state.verify_checksums = True
+    upload = FileUpload(path, len(data), hexsha(data), part_sha256=[hexsha(b"checked")] * 300, pieces=pieces)
+    with pytest.raises(IntegrityError, match="BadDigest"):
+        make_store(proxy, bucket, workers=1).put_file(KEY, upload)
+
+
 def test_a_conflicting_multipart_upload_is_aborted(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
     path, data = archive(tmp_path, 3 * SMALL)
     store = make_store(proxy, bucket)
@@ -854,6 +864,13 @@ def test_a_server_error_on_check_is_not_a_missing_bucket(proxy: S3Proxy, bucket:
     with pytest.raises(StoreError) as caught:
         make_store(proxy, bucket).check()
     assert "does not exist" not in caught.value.message
+
+
+def test_a_server_error_on_a_read_is_not_absence(proxy: S3Proxy, bucket: str) -> None:
+    proxy.state.answer = lambda e: s3_error(500, "InternalError", "try later")
+    with pytest.raises(StoreError) as caught:
+        make_store(proxy, bucket).get_bytes("k")
+    assert caught.value.message == f"GET s3://{bucket}/releases/k failed: InternalError try later"
 
 
 def test_missing_credentials_are_named(
