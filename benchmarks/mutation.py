@@ -129,7 +129,7 @@ _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+
 _WRITE_CONFLICT = (
     'if code in _CONFLICT_CODES or status in ("412", "409") or (action {op} "PUT" and code == "NoSuchKey"):'
 )
-_MISSING_BUCKET = 'if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES {op} status == "404")):'
+_MISSING_BUCKET = 'if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES {op} status {cmp} "404")):'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/store/s3.py": (
         (
@@ -169,10 +169,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "known is made as long as plan the line before",
         ),
         ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "nothing assigns to or hashes a _Part or a _PartJob"),
-        (
-            _MISSING_BUCKET.format(op="or"),
-            _MISSING_BUCKET.format(op="and"),
-            "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its status",
+        *(
+            (
+                _MISSING_BUCKET.format(op="or", cmp="=="),
+                _MISSING_BUCKET.format(op=op, cmp=cmp),
+                "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its "
+                "status, so code in _NOT_FOUND_CODES already says whether it is 404",
+            )
+            for op, cmp in (("and", "=="), ("or", "is"))
         ),
         (
             "except (NoCredentialsError, PartialCredentialsError):",
