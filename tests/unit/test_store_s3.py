@@ -174,7 +174,7 @@ def test_an_s3_url_names_a_bucket_and_a_prefix() -> None:
 
 def test_a_default_store_sends_up_to_16_mib_whole_in_6_threads() -> None:
     store = S3Store(raw_client("http://127.0.0.1:1"), "bucket")
-    assert (store.workers, store.checksum_part_size(16 * 1024 * 1024)) == (6, None)
+    assert (store.workers, store.checksum_part_size(16 * 1024 * 1024), store.checksum_part_size(1)) == (6, None, None)
     assert store.checksum_part_size(16 * 1024 * 1024 + 1) == 16 * 1024 * 1024
     assert (store.conditional_writes, store.verified_copies, store.endpoint_url) == (True, True, None)
 
