@@ -160,7 +160,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         (
             "error = failed[0].exception()",
-            "error = failed[-1].exception()",
+            "error = failed[ -1].exception()",
             "the failed futures come from a set (wait's done): which is first is arbitrary, and one failure is both",
         ),
         (
