@@ -31,6 +31,7 @@ from scrollcase.store.s3 import (
     composite_checksum,
     effective_part_size,
     parse_s3_url,
+    plan_parts,
 )
 from tests.support.s3proxy import Exchange, Reply, S3Proxy, s3_error, s3_proxy
 
@@ -185,6 +186,15 @@ def test_parts_grow_so_that_10000_hold_the_file() -> None:
     assert effective_part_size(10_000 * PART, 1) == PART
     assert effective_part_size(10_000 * PART + 1, 1) == PART + 1
     assert effective_part_size(1, 8 * PART) == 8 * PART
+
+
+@pytest.mark.parametrize(("size", "part_size"), [(16 << 20, 6 << 20), (100 << 20 | 7, 7 << 20), (PART, PART)])
+def test_planned_parts_follow_each_other_to_the_end(size: int, part_size: int) -> None:
+    parts = plan_parts(size, part_size)
+    assert [n for n, _, _ in parts] == list(range(1, len(parts) + 1))
+    assert [offset for _, offset, _ in parts] == [sum(length for _, _, length in parts[:i]) for i in range(len(parts))]
+    assert sum(length for _, _, length in parts) == size
+    assert all(length == part_size for _, _, length in parts[:-1]) and 0 < parts[-1][2] <= part_size
 
 
 def test_copied_parts_are_at_most_64_mib() -> None:
