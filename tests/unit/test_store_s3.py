@@ -633,10 +633,13 @@ def test_a_server_that_reports_no_copy_checksum_gets_the_bytes_sent(
     assert sorted(seen.progress) == [SMALL, SMALL, 4096, 4096]
 
 
-def test_copied_bytes_that_differ_are_sent_instead(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("reported", [None, "+", "~"], ids=["theirs", "sorting-first", "sorting-last"])
+def test_copied_bytes_that_differ_are_sent_instead(
+    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path, reported: str | None
+) -> None:
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
     moto.put_object(Bucket=bucket, Key=f"releases/{OLD_KEY}", Body=b"x" * (len(data) + 200))  # rewritten since
-    proxy.state.copy_checksums = True
+    proxy.state.copy_checksums, proxy.state.copy_checksum_lie = True, reported
     seen = Seen()
     store = make_store(proxy, bucket)
     assert store.put_file(KEY, seen.upload(path, data, pieces=pieces)) == Transfer(sent=len(data), reused=0)
@@ -647,10 +650,15 @@ def test_copied_bytes_that_differ_are_sent_instead(proxy: S3Proxy, bucket: str, 
     assert store.verified_copies and sorted(seen.progress) == [SMALL, 4096]
 
 
-def test_a_missing_source_is_sent_instead(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("aws", [False, True], ids=["moto-404", "aws-NoSuchKey"])
+def test_a_missing_source_is_sent_instead(proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path, aws: bool) -> None:
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
     moto.delete_object(Bucket=bucket, Key=f"releases/{OLD_KEY}")
     proxy.state.copy_checksums = True
+    if aws:  # AWS names the missing source
+        proxy.state.answer = lambda e: (
+            s3_error(404, "NoSuchKey", "The specified key does not exist.") if e.is_part_copy else None
+        )
     seen = Seen()
     store = make_store(proxy, bucket)
     assert store.put_file(KEY, seen.upload(path, data, pieces=pieces)) == Transfer(sent=len(data), reused=0)
