@@ -695,14 +695,18 @@ def test_a_server_without_part_copies_gets_the_bytes(proxy: S3Proxy, bucket: str
     ]
 
 
-@pytest.mark.parametrize("deletable", [True, False], ids=["removed", "left"])
+@pytest.mark.parametrize(
+    ("deletable", "filler"),
+    [(True, b"x"), (False, b"x"), (True, b"a")],
+    ids=["removed", "left", "sorting-after"],  # b"a": the assembled checksum sorts after the expected one
+)
 def test_an_object_assembled_from_other_bytes_is_refused(
-    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path, deletable: bool
+    proxy: S3Proxy, bucket: str, moto: Any, tmp_path: Path, deletable: bool, filler: bytes
 ) -> None:
     """A server that vouches for a copy whose bytes differ: the completed object's composite checksum (over the
     bytes it holds) is not the local parts' one, so the object is removed (or named, when it cannot be)."""
     path, data, pieces = reuse_case(moto, bucket, tmp_path)
-    moto.put_object(Bucket=bucket, Key=f"releases/{OLD_KEY}", Body=b"x" * (len(data) + 200))
+    moto.put_object(Bucket=bucket, Key=f"releases/{OLD_KEY}", Body=filler * (len(data) + 200))
     proxy.state.copy_checksums, proxy.state.copy_checksum_lie = True, b64(data[SMALL:])
     if not deletable:
         proxy.state.answer = lambda e: s3_error(403, "AccessDenied") if e.command == "DELETE" else None
@@ -710,7 +714,7 @@ def test_an_object_assembled_from_other_bytes_is_refused(
         make_store(proxy, bucket).put_file(KEY, FileUpload(path, len(data), hexsha(data), pieces=pieces))
     expected = composite_checksum([b64(data[:SMALL]), b64(data[SMALL:])])
     where = f"s3://{bucket}/releases/{KEY}"
-    found = composite_checksum([b64(data[:SMALL]), b64(b"x" * 4096)])
+    found = composite_checksum([b64(data[:SMALL]), b64(filler * 4096)])
     if deletable:
         assert keys_in(moto, bucket) == [f"releases/{OLD_KEY}"]
         assert str(caught.value.fix).endswith("the object was removed: rerun publish")
