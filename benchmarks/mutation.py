@@ -75,7 +75,9 @@ CORE: dict[str, tuple[str, ...]] = {
         "tests/integration/test_publish_local.py",
         _NO_PROCESS_PUBLISHERS,
     ),
-    "scrollcase/store/s3.py": ("tests/unit/test_store_s3_helpers.py", "tests/integration/test_publish_s3.py"),
+    # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
+    # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
+    "scrollcase/store/s3.py": ("tests/unit/test_store_s3.py", "tests/unit/test_store_s3_helpers.py"),
     "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
     "scrollcase/store/reuse.py": (
         "tests/unit/test_store_reuse.py",
@@ -125,7 +127,65 @@ _PLURAL = (
 )
 _FROM_CONDA = 'return {{normalize_name(CONDA_TO_PYPI.get(p.name, p.name)): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
+_WRITE_CONFLICT = (
+    'if code in _CONFLICT_CODES or status in ("412", "409") or (action {op} "PUT" and code == "NoSuchKey"):'
+)
+_MISSING_BUCKET = 'if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES {op} status {cmp} "404")):'
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "scrollcase/store/s3.py": (
+        (
+            "port_ok = parts.port is None or parts.port > 0",
+            "port_ok = parts.port is None or parts.port != 0",
+            "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
+        ),
+        (
+            'parts, port_ok = urlsplit(""), False',
+            'parts, port_ok = urlsplit(""), True',
+            "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
+        ),
+        (
+            _WRITE_CONFLICT.format(op="=="),
+            _WRITE_CONFLICT.format(op="is"),
+            "an action is one of this module's own literals, the same interned str",
+        ),
+        (
+            "max_pool_connections=32,",
+            "*",
+            "how many connections may stay open: the 6 workers' requests fit in either pool, the same requests go out",
+        ),
+        (
+            "for future in futures:",
+            "*",
+            "cancelling the parts not yet started only spares their requests (racing the workers that take them): "
+            "the upload is aborted and the first error raised either way",
+        ),
+        (
+            "error = failed[0].exception()",
+            "error = failed[ -1].exception()",
+            "the failed futures come from a set (wait's done): which is first is arbitrary, and one failure is both",
+        ),
+        (
+            "for number, (piece, sha) in enumerate(zip(plan, known, strict=True), start=1)",
+            "for number, (piece, sha) in enumerate(zip(plan, known, strict=False), start=1)",
+            "known is made as long as plan the line before",
+        ),
+        ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "nothing assigns to or hashes a _Part or a _PartJob"),
+        *(
+            (
+                _MISSING_BUCKET.format(op="or", cmp="=="),
+                _MISSING_BUCKET.format(op=op, cmp=cmp),
+                "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its "
+                "status, so code in _NOT_FOUND_CODES already says whether it is 404",
+            )
+            for op, cmp in (("and", "=="), ("or", "is"))
+        ),
+        (
+            "except (NoCredentialsError, PartialCredentialsError):",
+            "except (NoCredentialsError, CosmicRayTestingException):",
+            "botocore raises PartialCredentialsError while the client is made (it resolves the credentials then), "
+            "before an S3Store holds it",
+        ),
+    ),
     "scrollcase/store/publish.py": (
         *(
             (
@@ -978,7 +1038,7 @@ PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider")
 # imported once by the fork server, so that each mutant's test run starts without paying for them;
 # never scrollcase itself (each mutant's child imports the mutated module fresh)
 RUNNER = "mutation_runner.py"  # this script's copy in the throwaway checkout: the server and its clients
-PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3")
+PRELOAD = ("pytest", "hypothesis", "numpy", "pydantic", "zstandard", "yaml", "boto3", "moto.server")
 
 
 def config_text(module: str, tests: tuple[str, ...], timeout: float, server: Path | None) -> str:

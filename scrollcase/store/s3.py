@@ -78,6 +78,8 @@ _AUTH_CODES = {
     "InvalidClientTokenId",
 }
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
+# where a 404 means that the key (or a part copy's source) is absent; on a write it is an error (NoSuchUpload...)
+_READS = {"HEAD", "GET", "UploadPartCopy"}
 
 
 # A stalled endpoint (accepts connections, never answers) must fail within a minute, naming it:
@@ -518,8 +520,9 @@ class S3Store:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", ""))
         status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        message = str(error.get("Message", "")) or code
-        if code in _CONFLICT_CODES or status in ("412", "409"):
+        message = str(error.get("Message") or code)  # botocore parses an empty <Message/> to None
+        # AWS answers If-Match on a key that is gone with 404 NoSuchKey: the version read is no longer there
+        if code in _CONFLICT_CODES or status in ("412", "409") or (action == "PUT" and code == "NoSuchKey"):
             return ConflictError(
                 f"{where}: the write condition failed ({code or status})",
                 fix="another publisher wrote this key first; rerun to compare",
@@ -537,7 +540,7 @@ class S3Store:
                 f"bucket {self.bucket!r} does not exist at {self._endpoint()}",
                 fix=f"create it (aws s3 mb s3://{self.bucket}) or fix the bucket name in --to",
             )
-        if key is not None and (code in _NOT_FOUND_CODES or status == "404"):
+        if key is not None and action in _READS and (code in _NOT_FOUND_CODES or status == "404"):
             return _NotFoundError(code)
         if code in _AUTH_CODES or status == "403":
             return StoreError(f"access denied: {action} {where} ({message})", fix=_CREDENTIALS_FIX)
