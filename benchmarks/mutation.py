@@ -423,6 +423,14 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
     ),
     "scrollcase/store/local.py": (
+        *(
+            (
+                "token = secrets.token_hex(8)",
+                f"token = secrets.token_hex( {n})",
+                "the lock's token only has to differ from another writer's: 7 or 9 random bytes do as well as 8",
+            )
+            for n in (7, 9)
+        ),
         (
             "if done != piece.size:",
             "if done < piece.size:",

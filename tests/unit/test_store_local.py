@@ -279,6 +279,23 @@ def test_an_earlier_file_that_does_not_give_the_bytes_means_a_whole_copy(
     assert not list((tmp_path / "store/boxes/b").glob(".*.tmp"))
 
 
+def test_a_whole_copy_after_an_assembly_reports_no_byte_twice_and_no_empty_or_negative_count(tmp_path: Path) -> None:
+    """The assembly reported all 20 MiB before its sha256 failed; the whole copy's 8 MiB reads then stay below that
+    count until its very end: the meter hears nothing more, never a negative or an empty step."""
+    new = os.urandom(20 << 20)
+    rotted = new[:-1] + bytes([new[-1] ^ 1])
+    store = LocalStore(tmp_path / "store")
+    store.put_bytes("boxes/b/old.tar.zst", rotted, if_none_match=True)
+    path = tmp_path / "new.tar.zst"
+    path.write_bytes(new)
+    seen: list[int] = []
+    upload = FileUpload(
+        path, len(new), _sha(new), pieces=(Piece(0, len(new), "boxes/b/old.tar.zst", 0),), progress=seen.append
+    )
+    assert store.put_file("boxes/b/new.tar.zst", upload) == Transfer(sent=len(new))
+    assert seen == [len(new)]  # the assembly's one piece; the whole copy only caught up with it
+
+
 def test_a_whole_copy_says_nothing_without_a_notice_and_sent_pieces_only_are_a_plain_copy(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "store")
     path = tmp_path / "new.tar.zst"
