@@ -131,18 +131,22 @@ _WRITE_CONFLICT = (
     'if code in _CONFLICT_CODES or status in ("412", "409") or (action {op} "PUT" and code == "NoSuchKey"):'
 )
 _MISSING_BUCKET = 'if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES {op} status {cmp} "404")):'
+# the URL checks http.py and s3.py share, line for line
+_PORT_CHECKS = (
+    (
+        "port_ok = parts.port is None or parts.port > 0",
+        "port_ok = parts.port is None or parts.port != 0",
+        "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
+    ),
+    (
+        'parts, port_ok = urlsplit(""), False',
+        'parts, port_ok = urlsplit(""), True',
+        "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
+    ),
+)
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/store/s3.py": (
-        (
-            "port_ok = parts.port is None or parts.port > 0",
-            "port_ok = parts.port is None or parts.port != 0",
-            "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
-        ),
-        (
-            'parts, port_ok = urlsplit(""), False',
-            'parts, port_ok = urlsplit(""), True',
-            "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
-        ),
+        *_PORT_CHECKS,
         (
             _WRITE_CONFLICT.format(op="=="),
             _WRITE_CONFLICT.format(op="is"),
@@ -323,16 +327,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "self, base_url: str, /, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT",
             "only loosens the signature: every call passes the URL by position and the rest by keyword",
         ),
-        (
-            "port_ok = parts.port is None or parts.port > 0",
-            "port_ok = parts.port is None or parts.port != 0",
-            "urlsplit's .port raises ValueError for a negative port: the two agree on every port it returns",
-        ),
-        (
-            'parts, port_ok = urlsplit(""), False',
-            'parts, port_ok = urlsplit(""), True',
-            "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
-        ),
+        *_PORT_CHECKS,
         (
             "if wanted and response.status != 206:",
             "if wanted and response.status < 206:",
