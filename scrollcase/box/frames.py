@@ -28,6 +28,7 @@ from scrollcase.io.files import copy_range
 _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
 _Item: TypeAlias = tuple[Any, ...]  # ("data", bytes) | ("begin", known, tee) | ("end", ...) | ("frame", ...) | ...
+_HOLDING_BYTES = frozenset({"data", "frame"})  # the items the sink's queue bounds (see FrameSink.__init__)
 _MAP_WINDOW = 64 << 20  # a cached frame is hashed where it lies, this much of it mapped at a time
 
 
@@ -80,9 +81,10 @@ class FrameSink:
     Hashing (the archive, and each frame whose digest is not known yet) runs on a thread of its own and
     writing on another, fed through bounded queues: ``hashlib`` and file writes release the GIL, so they
     overlap with each other and with reading files and feeding zstd, instead of stalling zstd's workers
-    between calls.  A frame reused from the pack cache (:meth:`copy_frame`) is hashed where it lies, mapped
-    into memory, and copied by the kernel (``copy_file_range``; a reflink where the file system shares
-    blocks), so a rebuild's bytes never pass through Python's buffers; elsewhere a plain read and write.  Every call
+    between calls.  A frame reused from the pack cache (:meth:`copy_frame`) is copied by the kernel
+    (``copy_file_range``; a reflink where the file system shares blocks; elsewhere a plain read and write)
+    while the sink hashes it where it lies, mapped into memory, so a rebuild's bytes never pass through
+    Python's buffers and its copy and hash take the time of one of them.  Every call
     keeps the stream's order; an error on either thread (a full disk) is raised by the next call, and by
     :meth:`close`.
     """
@@ -92,7 +94,11 @@ class FrameSink:
         self.sha = hashlib.sha256()
         self.size = 0
         self.frames: list[FrameRecord] = []
-        self._queue: queue.Queue[_Item] = queue.Queue(depth)
+        # Only items that hold bytes wait for room: a rebuild's packer queues every cached frame at once and
+        # meets a changed package while the sink is still hashing the frames before it (it is compressed
+        # meanwhile, not when the sink gets there).
+        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._room = threading.BoundedSemaphore(depth)
         self._writes: queue.Queue[_Write | None] = queue.Queue(depth)
         self._error: BaseException | None = None
         self._frame = hashlib.sha256()
@@ -156,6 +162,8 @@ class FrameSink:
 
     def _put(self, item: _Item) -> None:
         self._raise()
+        if item[0] in _HOLDING_BYTES:
+            self._room.acquire()
         self._queue.put(item)
 
     def _raise(self) -> None:
@@ -174,6 +182,8 @@ class FrameSink:
                 except BaseException as exc:  # handed to the packer's thread by the next call
                     self._error = exc
                 finally:
+                    if item[0] in _HOLDING_BYTES:
+                        self._room.release()
                     self._queue.task_done()
         finally:
             self._writes.put(None)
@@ -238,18 +248,23 @@ class FrameSink:
             self._end(item[1], item[2], item[3])
 
     def _copy(self, source: Path) -> None:
+        """Hand the frame to the writer first, then hash it: the kernel copies it while this thread hashes
+        the same pages (a frame of the torch box is up to 800 MB: one after the other, they took twice as
+        long).  The hash reads a descriptor of its own, of the same open file, which the writer closes."""
         raw = source.open("rb", buffering=0)
         try:
             length = os.fstat(raw.fileno()).st_size
-            for start in range(0, length, _MAP_WINDOW):  # bounded windows: the mapped pages count as memory
-                with mmap.mmap(
-                    raw.fileno(), min(_MAP_WINDOW, length - start), offset=start, access=mmap.ACCESS_READ
-                ) as view:
-                    self._hash(view)
+            mine = os.dup(raw.fileno())
         except BaseException:
             raw.close()
             raise
         self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None))
+        try:
+            for start in range(0, length, _MAP_WINDOW):  # bounded windows: the mapped pages count as memory
+                with mmap.mmap(mine, min(_MAP_WINDOW, length - start), offset=start, access=mmap.ACCESS_READ) as view:
+                    self._hash(view)
+        finally:
+            os.close(mine)
 
     def _end(self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None) -> None:
         record = FrameRecord(

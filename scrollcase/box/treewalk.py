@@ -1,11 +1,11 @@
 """Walking a box tree in archive order (reads the tree, writes nothing).
 
-Entries come sorted by name at every level, depth first, lazily (so packing overlaps the walk).  Where
-the platform can open relative to a directory descriptor, the walk does (:class:`FdTree`): no path
-lookup from the root for each of the 30,000+ files of an env, and a directory swapped for a symlink
-mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are handled by path
-(:class:`PathTree`).  Both yield the same entries, and the packer opens a file the same way for both
-(:func:`open_file`).
+Entries come sorted by name at every level, depth first, lazily.  Where the platform can open relative
+to a directory descriptor, the walk does (:class:`FdTree`): each of the 30,000+ files of an env is
+measured (:meth:`DirTree.lstat`) without a path lookup from the root, and a directory swapped for a
+symlink mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are handled by path
+(:class:`PathTree`).  Both yield the same entries; the packer, which reorders members into units, opens
+each file later by its full path (:meth:`DirTree.full_path`, :func:`open_path`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,10 @@ _FD_WALK = (
 
 
 class Entry(NamedTuple):
-    """One member to write: its archive name, kind, and where to open it.
+    """One member to write: its archive name, kind, and where it lies.
 
-    A file is opened as ``os.open(path, dir_fd=dir_fd)``: ``dir_fd`` is the open descriptor of its
-    directory (only valid while the walk is inside that directory) and ``path`` its base name, or
-    ``dir_fd`` is None and ``path`` the full path.  A file's size and mode are read with ``fstat`` on the
-    opened file when it is written, so the walk itself costs no ``stat`` call per file.
+    ``dir_fd`` is the open descriptor of its directory (only valid while the walk is inside that
+    directory) and ``path`` its base name, or ``dir_fd`` is None and ``path`` the full path.
     """
 
     name: str
@@ -50,9 +48,9 @@ class Entry(NamedTuple):
     link: str = ""
 
 
-def open_file(entry: Entry) -> int:
-    """Open a file entry for reading, not following a symlink swapped in since the walk saw it."""
-    return os.open(entry.path, _FILE_FLAGS, dir_fd=entry.dir_fd)
+def open_path(path: str) -> int:
+    """Open a file by its full path for reading, not following a symlink swapped in since the walk saw it."""
+    return os.open(path, _FILE_FLAGS)
 
 
 class DirTree(ABC, Generic[H]):
@@ -90,6 +88,14 @@ class DirTree(ABC, Generic[H]):
     @abstractmethod
     def locate(self, where: H, base: str) -> tuple[int | None, str]:
         """``(dir_fd, path)`` of an :class:`Entry` for member ``base`` of directory ``where``."""
+
+    @abstractmethod
+    def lstat(self, entry: Entry) -> os.stat_result:
+        """An entry's own status (a symlink's, not its target's), while the walk is in its directory."""
+
+    @abstractmethod
+    def full_path(self, entry: Entry) -> str:
+        """The entry's path from the tree's root: still valid after the walk has left its directory."""
 
     def entries(self) -> Generator[Entry, None, None]:
         """Every member below the root, in archive order."""
@@ -130,6 +136,12 @@ class FdTree(DirTree[int]):
     def locate(self, where: int, base: str) -> tuple[int | None, str]:
         return where, base
 
+    def lstat(self, entry: Entry) -> os.stat_result:
+        return os.stat(entry.path, dir_fd=entry.dir_fd, follow_symlinks=False)  # no lookup from the root
+
+    def full_path(self, entry: Entry) -> str:
+        return f"{self.root}/{entry.name}"  # descriptors are POSIX-only: "/" is the separator
+
 
 class PathTree(DirTree[str]):
     """The portable fallback: directories are handled by path."""
@@ -152,6 +164,12 @@ class PathTree(DirTree[str]):
 
     def locate(self, where: str, base: str) -> tuple[int | None, str]:
         return None, f"{where}{os.sep}{base}"
+
+    def lstat(self, entry: Entry) -> os.stat_result:
+        return os.lstat(entry.path)
+
+    def full_path(self, entry: Entry) -> str:
+        return entry.path
 
 
 _by_name = operator.attrgetter("name")  # a C-level sort key: 700 directories, 33,000 entries

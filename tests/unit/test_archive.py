@@ -326,16 +326,17 @@ def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _make_tree(tmp_path / "t")
-    real_scan = treewalk.PathTree.scan
-    scanned: list[str] = []
+    walker = type(treewalk.make_tree(root))  # the plan walks by directory descriptors where there are some
+    real_scan = walker.scan
+    scanned: list[int | str] = []
 
-    def scan(self: treewalk.PathTree, handle: str) -> list[os.DirEntry[str]]:
+    def scan(self: treewalk.FdTree, handle: int) -> list[os.DirEntry[str]]:
         scanned.append(handle)
         if len(scanned) == 3:  # the root, then "empty", then "model-cache"
             raise PermissionError(13, "Permission denied")
         return real_scan(self, handle)
 
-    monkeypatch.setattr(treewalk.PathTree, "scan", scan)
+    monkeypatch.setattr(walker, "scan", scan)
     before = len(list(Path("/proc/self/fd").iterdir()))
     with pytest.raises(BuildError, match=r"cannot read .*model-cache: Permission denied"):
         pack_tree(root, tmp_path / "o.tar.zst")
