@@ -64,20 +64,29 @@ SINGLE_FRAME_REV = "e8eba80"  # the last commit whose packer wrote one zstd fram
 CHANGED_UNIT = "conda/bench-pkg-17-"  # a mid-sized package of the synthetic box
 
 
+def _module_at_rev(path: str, name: str, replace: tuple[str, str] | None = None) -> types.ModuleType:
+    """``path`` of this repository as it was at SINGLE_FRAME_REV, loaded as module ``name``."""
+    source = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{SINGLE_FRAME_REV}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
+    if replace is not None:
+        source = source.replace(*replace)
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)  # our own history
+    return module
+
+
 def single_frame_packer() -> Callable[[Path, Path], object] | None:
-    """The packer as it was before frames, from git (None when git or the revision is not there)."""
+    """The packer as it was before frames, from git, with the tree walk of its day (None when git or the
+    revision is not there)."""
     try:
-        source = subprocess.run(
-            ["git", "-C", str(REPO), "show", f"{SINGLE_FRAME_REV}:scrollcase/box/archive.py"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        _module_at_rev("scrollcase/box/treewalk.py", "single_frame_treewalk")
+        module = _module_at_rev(
+            "scrollcase/box/archive.py", "single_frame_archive", ("scrollcase.box.treewalk", "single_frame_treewalk")
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
-    module = types.ModuleType("single_frame_archive")
-    sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, "single_frame_archive.py", "exec"), module.__dict__)  # our own history
     pack: Callable[[Path, Path], object] = module.pack_tree
     return pack
 

@@ -9,6 +9,8 @@ import io
 import os
 import shutil
 import subprocess
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +234,34 @@ def test_copied_frames_and_written_bytes_interleave_in_order_in_a_real_file(
     assert sink.sha.hexdigest() == hashlib.sha256(data).hexdigest()
     for record in sink.frames:
         assert record.sha256 == hashlib.sha256(data[record.offset : record.offset + record.size]).hexdigest()
+
+
+def test_cached_frames_never_wait_for_room_but_bytes_do(tmp_path: Path) -> None:
+    """A rebuild queues every cached frame at once (each holds only a path), so it meets its changed package
+    while the sink is still busy with the frames before it; bytes still wait for the queue's room."""
+    cached = tmp_path / "cached"
+    cached.write_bytes(b"c" * 10)
+    out = io.BytesIO()
+    sink = FrameSink(out, depth=1)
+    first: Future[bytes] = Future()
+    sink.frame(first, "first", 1, lambda record, frame: None)  # the sink waits for it, holding the one room
+    copies = threading.Thread(
+        target=lambda: [sink.copy_frame(cached, f"cached-{i}", 10) for i in range(50)], daemon=True
+    )
+    copies.start()
+    copies.join(10)
+    assert not copies.is_alive()  # queued at once, the sink still waiting for the first frame
+    late = threading.Thread(target=sink.write, args=(b"late",), daemon=True)
+    late.start()
+    late.join(0.3)
+    assert late.is_alive()  # bytes wait until the sink has written the frame before them
+    first.set_result(b"F")
+    late.join(10)
+    assert not late.is_alive()
+    sink.end_frame("late", 4)
+    sink.close()
+    assert out.getvalue() == b"F" + b"c" * 10 * 50 + b"late"
+    assert [f.name for f in sink.frames] == ["first", *(f"cached-{i}" for i in range(50)), "late"]
 
 
 def test_a_cached_frame_cut_short_while_it_is_copied_is_an_error_naming_it(tmp_path: Path) -> None:
