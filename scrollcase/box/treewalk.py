@@ -203,31 +203,32 @@ def _walk(tree: DirTree[H], root: H) -> Iterator[Entry]:
     """Depth first, sorted by name at every level.  A stack instead of recursion: nested generators
     would pass each of the 30,000+ entries up through every level of the tree."""
     stack = [(root, iter(tree.call("", tree.scan, root)), "")]
+    locate = tree.locate
     try:
         while stack:
             handle, children, prefix = stack[-1]
-            child = next(children, None)
-            if child is None:
+            for child in children:  # left for a subdirectory, resumed when it is done
+                name = prefix + child.name
+                if child.is_file(follow_symlinks=False):  # most members: one check
+                    yield Entry(name, "file", *locate(handle, child.name))
+                elif child.is_dir(follow_symlinks=False):
+                    yield Entry(name, "dir", *locate(handle, child.name))
+                    sub = tree.call(name, tree.open_dir, handle, child.name)
+                    stack.append((sub, iter(_scan_or_close(tree, name, sub)), name + "/"))
+                    break
+                elif child.is_symlink():
+                    target = tree.call(name, tree.readlink, handle, child.name)
+                    yield _symlink_entry(tree, name, locate(handle, child.name), target)
+                else:
+                    raise BuildError(
+                        f"cannot pack {tree.shown(name)}: not a regular file, directory or "
+                        "symlink (device, FIFO or socket)",
+                        fix="remove it from the box tree",
+                    )
+            else:
                 stack.pop()
                 if stack:  # the caller opened the root and closes it
                     tree.close_dir(handle)
-                continue
-            name = prefix + child.name
-            if child.is_file(follow_symlinks=False):  # most members: one check
-                yield Entry(name, "file", *tree.locate(handle, child.name))
-            elif child.is_dir(follow_symlinks=False):
-                yield Entry(name, "dir", *tree.locate(handle, child.name))
-                sub = tree.call(name, tree.open_dir, handle, child.name)
-                stack.append((sub, iter(_scan_or_close(tree, name, sub)), name + "/"))
-            elif child.is_symlink():
-                target = tree.call(name, tree.readlink, handle, child.name)
-                yield _symlink_entry(tree, name, tree.locate(handle, child.name), target)
-            else:
-                raise BuildError(
-                    f"cannot pack {tree.shown(name)}: not a regular file, directory or "
-                    "symlink (device, FIFO or socket)",
-                    fix="remove it from the box tree",
-                )
     finally:
         for handle, _, _ in stack[1:]:
             tree.close_dir(handle)
