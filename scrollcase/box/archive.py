@@ -71,10 +71,7 @@ def _write_file(name: str, path: str, stream: TarBuffer, tree: PathTree, planned
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BuildError(
-                f"cannot pack {tree.shown(name)}: it stopped being a regular file while the tree was being packed",
-                fix="do not modify the box tree while packing it",
-            )
+            raise _not_regular(tree, name)
         if st.st_size != planned:
             raise BuildError(
                 f"cannot pack {tree.shown(name)}: its size changed while the tree was being packed",
@@ -143,43 +140,69 @@ class _Buffers:
 
 @dataclass
 class _Plan:
-    """The walked tree: every member with its unit, and where to open each file."""
+    """The walked tree: every member with its unit (files not measured yet: see :func:`measure_unit`), and
+    where to open each file."""
 
     units: list[Unit]
     paths: dict[str, str]  # each file's full path on disk
     links: list[Entry]
-    stats: dict[str, os.stat_result]  # each file's lstat at the walk (sizes; the pack cache's keys)
 
 
 def plan_pack(root: Path) -> _Plan:
-    """Walk ``root`` and cut it into units (:mod:`scrollcase.box.units`); each file's size from ``lstat``.
+    """Walk ``root`` and cut it into units (:mod:`scrollcase.box.units`).
 
-    Each file is measured by its directory's descriptor where the platform has them (:func:`make_tree`:
-    no lookup from the root), but kept by its full path: the units reorder members across directories, so
-    an entry cannot keep the descriptor it was found through."""
+    The walk only lists (where the platform has them, by directory descriptors: :func:`make_tree`) and
+    keeps each file's full path: the units reorder members across directories, so an entry cannot keep
+    the descriptor it was found through.  Files are measured unit by unit as they are packed
+    (:func:`measure_unit`), while the units before them are compressed, or hashed and copied from the
+    pack cache: the walk before the first frame is half as long."""
     tree = make_tree(root)
     members: list[Member] = []
     paths: dict[str, str] = {}
-    stats: dict[str, os.stat_result] = {}
     links: list[Entry] = []
-    lstat, full_path = tree.lstat, tree.full_path  # the loop runs once per member: 33,000 times in an env
+    full_path = tree.full_path  # the loop runs once per member: 33,000 times in an env
     with contextlib.closing(iter_entries(root, tree)) as walk:
         for entry in walk:
             name = entry.name
             if entry.kind == "file":
-                try:
-                    stats[name] = st = lstat(entry)
-                except OSError as exc:
-                    raise tree.read_error(name, exc) from None
                 paths[name] = full_path(entry)
-                members.append(Member(name, "file", st.st_size))
+                members.append(Member(name, "file"))
             else:
                 members.append(Member(name, entry.kind, 0, entry.link))
                 if entry.kind == "symlink":
                     links.append(entry)
     claims = list(_claims(root, members))
     units = group_units(members, claims, _asset_dir(root))
-    return _Plan(units, paths, links, stats)
+    return _Plan(units, paths, links)
+
+
+def measure_unit(unit: Unit, paths: dict[str, str], tree: PathTree) -> tuple[Unit, dict[str, os.stat_result]]:
+    """The unit with each file's size from ``lstat``, and those ``lstat`` results (the pack cache's keys).
+
+    A member that is no longer a regular file (swapped for a symlink, a FIFO, a folder) is refused here,
+    before anything of it is read."""
+    stats: dict[str, os.stat_result] = {}
+    members: list[Member] = []
+    for member in unit.members:
+        if member.kind != "file":
+            members.append(member)
+            continue
+        name = member.name
+        try:
+            stats[name] = st = os.lstat(paths[name])
+        except OSError as exc:
+            raise tree.read_error(name, exc) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(tree, name)
+        members.append(Member(name, "file", st.st_size))
+    return Unit(unit.name, tuple(members)), stats
+
+
+def _not_regular(tree: PathTree, name: str) -> BuildError:
+    return BuildError(
+        f"cannot pack {tree.shown(name)}: it stopped being a regular file while the tree was being packed",
+        fix="do not modify the box tree while packing it",
+    )
 
 
 def _claims(root: Path, members: Iterable[Member]) -> Iterable[tuple[str, list[str]]]:
@@ -251,10 +274,11 @@ class _Writer:
     pending_bytes: int = 0
     buffers: _Buffers = field(default_factory=_Buffers)
 
-    def unit(self, unit: Unit) -> None:
+    def unit(self, planned: Unit) -> None:
+        unit, stats = measure_unit(planned, self.plan.paths, self.tree)
         size = unit_tar_size(unit)
-        self.files += sum(1 for m in unit.members if m.kind == "file")
-        key = self.cache.unit_key(unit, self.level, self.plan.paths, self.plan.stats) if self.cache else None
+        self.files += len(stats)
+        key = self.cache.unit_key(unit, self.level, self.plan.paths, stats) if self.cache else None
         cached = self.cache.get(key) if self.cache and key else None
         if cached is not None and key is not None:
             self._reuse(unit.name, size, cached, key)

@@ -1,9 +1,8 @@
 """Walking a box tree in archive order (reads the tree, writes nothing).
 
 Entries come sorted by name at every level, depth first, lazily.  Where the platform can open relative
-to a directory descriptor, the walk does (:class:`FdTree`): each of the 30,000+ files of an env is
-measured (:meth:`DirTree.lstat`) without a path lookup from the root, and a directory swapped for a
-symlink mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are handled by path
+to a directory descriptor, the walk does (:class:`FdTree`): no path lookup from the root for each of
+the 700+ directories of an env, and a directory swapped for a symlink mid-walk is not followed.  Elsewhere (Windows has no ``dir_fd``) directories are handled by path
 (:class:`PathTree`).  Both yield the same entries; the packer, which reorders members into units, opens
 each file later by its full path (:meth:`DirTree.full_path`, :func:`open_path`).
 """
@@ -90,10 +89,6 @@ class DirTree(ABC, Generic[H]):
         """``(dir_fd, path)`` of an :class:`Entry` for member ``base`` of directory ``where``."""
 
     @abstractmethod
-    def lstat(self, entry: Entry) -> os.stat_result:
-        """An entry's own status (a symlink's, not its target's), while the walk is in its directory."""
-
-    @abstractmethod
     def full_path(self, entry: Entry) -> str:
         """The entry's path from the tree's root: still valid after the walk has left its directory."""
 
@@ -136,9 +131,6 @@ class FdTree(DirTree[int]):
     def locate(self, where: int, base: str) -> tuple[int | None, str]:
         return where, base
 
-    def lstat(self, entry: Entry) -> os.stat_result:
-        return os.stat(entry.path, dir_fd=entry.dir_fd, follow_symlinks=False)  # no lookup from the root
-
     def full_path(self, entry: Entry) -> str:
         return f"{self.root}/{entry.name}"  # descriptors are POSIX-only: "/" is the separator
 
@@ -164,9 +156,6 @@ class PathTree(DirTree[str]):
 
     def locate(self, where: str, base: str) -> tuple[int | None, str]:
         return None, f"{where}{os.sep}{base}"
-
-    def lstat(self, entry: Entry) -> os.stat_result:
-        return os.lstat(entry.path)
 
     def full_path(self, entry: Entry) -> str:
         return entry.path

@@ -11,12 +11,14 @@ import subprocess
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
 
 from scrollcase.box import archive, tarbuffer, treewalk
 from scrollcase.box.archive import pack_tree
+from scrollcase.box.units import Unit
 from scrollcase.errors import BuildError
 
 
@@ -280,36 +282,61 @@ def test_path_walk_fallback_gives_the_same_archive(tmp_path: Path, monkeypatch: 
     assert pack_tree(root, tmp_path / "b.tar.zst").sha256 == native.sha256
 
 
-def _pack_swapping(root: Path, name: str, swap: Callable[[Path], object], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pack ``root``, replacing member ``name`` on disk right after the walk saw it."""
-    real_plan = archive.plan_pack
+def _pack_swapping(
+    root: Path, name: str, swap: Callable[[Path], object], monkeypatch: pytest.MonkeyPatch, moment: str
+) -> None:
+    """Pack ``root``, replacing member ``name`` on disk right after the walk listed it (``moment`` "walk")
+    or right after its unit was measured, before its files are opened ("measure")."""
 
-    def plan(tree_root: Path) -> archive._Plan:
-        planned = real_plan(tree_root)
+    def swap_it() -> None:
         (root / name).unlink()
         swap(root / name)
-        return planned
 
-    monkeypatch.setattr(archive, "plan_pack", plan)
+    if moment == "walk":
+        real_plan = archive.plan_pack
+
+        def plan(tree_root: Path) -> archive._Plan:
+            planned = real_plan(tree_root)
+            swap_it()
+            return planned
+
+        monkeypatch.setattr(archive, "plan_pack", plan)
+    else:
+        real_measure = archive.measure_unit
+
+        def measure(unit: Unit, *args: Any) -> tuple[Unit, dict[str, os.stat_result]]:
+            measured = real_measure(unit, *args)
+            if any(m.name == name for m in unit.members):
+                swap_it()
+            return measured
+
+        monkeypatch.setattr(archive, "measure_unit", measure)
     pack_tree(root, root.parent / "swapped.tar.zst")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+@pytest.mark.parametrize("moment", ["walk", "measure"])
 def test_file_swapped_for_a_fifo_mid_pack_fails_instead_of_hanging(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str
 ) -> None:
     root = _make_tree(tmp_path / "t")
     with pytest.raises(BuildError, match="stopped being a regular file") as info:
-        _pack_swapping(root, "box.json", os.mkfifo, monkeypatch)
+        _pack_swapping(root, "box.json", os.mkfifo, monkeypatch, moment)
     assert str(root / "box.json") in str(info.value)
 
 
-def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("moment", "refusal"),
+    [("walk", "stopped being a regular file"), ("measure", "cannot read")],  # lstat sees it, or O_NOFOLLOW
+)
+def test_file_swapped_for_a_symlink_mid_pack_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str, refusal: str
+) -> None:
     root = _make_tree(tmp_path / "t")
     secret = tmp_path / "secret"
     secret.write_text("outside the tree")
-    with pytest.raises(BuildError, match="cannot read") as info:
-        _pack_swapping(root, "box.json", lambda p: p.symlink_to(secret), monkeypatch)
+    with pytest.raises(BuildError, match=refusal) as info:
+        _pack_swapping(root, "box.json", lambda p: p.symlink_to(secret), monkeypatch, moment)
     assert "box.json" in str(info.value)
 
 
