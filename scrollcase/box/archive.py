@@ -36,7 +36,7 @@ from scrollcase.box.frames import FrameRecord, FrameSink
 from scrollcase.box.packcache import PackCache
 from scrollcase.box.tarbuffer import TarBuffer
 from scrollcase.box.tarformat import BLOCK, END_OF_ARCHIVE, build_header, header_size
-from scrollcase.box.treewalk import Entry, PathTree, check_links, iter_entries, make_tree, open_path
+from scrollcase.box.treewalk import Entry, PathTree, TreeFiles, check_links, iter_entries, make_tree
 from scrollcase.box.units import CONDA, WHEEL, Member, Unit, conda_claims, group_units, record_claims
 from scrollcase.errors import BuildError
 from scrollcase.io.files import replacing
@@ -62,10 +62,10 @@ def normalised_mode(kind: str, st_mode: int) -> int:
     return 0o777 if kind == "symlink" else 0o644
 
 
-def _write_file(name: str, path: str, stream: TarBuffer, tree: PathTree, planned: int) -> None:
+def _write_file(name: str, files: TreeFiles, stream: TarBuffer, tree: PathTree, planned: int) -> None:
     """Header from ``fstat`` of the opened file, then its bytes (the hot loop: 30,000+ calls per env)."""
     try:
-        fd = open_path(path)
+        fd = files.open(name)
     except OSError as exc:
         raise tree.read_error(name, exc) from None
     try:
@@ -140,43 +140,37 @@ class _Buffers:
 
 @dataclass
 class _Plan:
-    """The walked tree: every member with its unit (files not measured yet: see :func:`measure_unit`), and
-    where to open each file."""
+    """The walked tree: every member with its unit (files not measured yet: see :func:`measure_unit`)."""
 
     units: list[Unit]
-    paths: dict[str, str]  # each file's full path on disk
     links: list[Entry]
 
 
 def plan_pack(root: Path) -> _Plan:
     """Walk ``root`` and cut it into units (:mod:`scrollcase.box.units`).
 
-    The walk only lists (where the platform has them, by directory descriptors: :func:`make_tree`) and
-    keeps each file's full path: the units reorder members across directories, so an entry cannot keep
-    the descriptor it was found through.  Files are measured unit by unit as they are packed
-    (:func:`measure_unit`), while the units before them are compressed, or hashed and copied from the
-    pack cache: the walk before the first frame is half as long."""
+    The walk only lists (where the platform has them, by directory descriptors: :func:`make_tree`); the
+    units reorder members across directories, so a file is found again later by its member name
+    (:class:`TreeFiles`).  Files are measured unit by unit as they are packed (:func:`measure_unit`),
+    while the units before them are compressed, or hashed and copied from the pack cache: the walk before
+    the first frame is half as long."""
     tree = make_tree(root)
     members: list[Member] = []
-    paths: dict[str, str] = {}
     links: list[Entry] = []
-    full_path = tree.full_path  # the loop runs once per member: 33,000 times in an env
     with contextlib.closing(iter_entries(root, tree)) as walk:
-        for entry in walk:
-            name = entry.name
+        for entry in walk:  # 33,000 times in an env
             if entry.kind == "file":
-                paths[name] = full_path(entry)
-                members.append(Member(name, "file"))
+                members.append(Member(entry.name, "file"))
             else:
-                members.append(Member(name, entry.kind, 0, entry.link))
+                members.append(Member(entry.name, entry.kind, 0, entry.link))
                 if entry.kind == "symlink":
                     links.append(entry)
     claims = list(_claims(root, members))
     units = group_units(members, claims, _asset_dir(root))
-    return _Plan(units, paths, links)
+    return _Plan(units, links)
 
 
-def measure_unit(unit: Unit, paths: dict[str, str], tree: PathTree) -> tuple[Unit, dict[str, os.stat_result]]:
+def measure_unit(unit: Unit, files: TreeFiles, tree: PathTree) -> tuple[Unit, dict[str, os.stat_result]]:
     """The unit with each file's size from ``lstat``, and those ``lstat`` results (the pack cache's keys).
 
     A member that is no longer a regular file (swapped for a symlink, a FIFO, a folder) is refused here,
@@ -189,7 +183,7 @@ def measure_unit(unit: Unit, paths: dict[str, str], tree: PathTree) -> tuple[Uni
             continue
         name = member.name
         try:
-            stats[name] = st = os.lstat(paths[name])
+            stats[name] = st = files.lstat(name)
         except OSError as exc:
             raise tree.read_error(name, exc) from None
         if not stat.S_ISREG(st.st_mode):
@@ -262,6 +256,7 @@ class _Writer:
 
     plan: _Plan
     tree: PathTree
+    tree_files: TreeFiles
     sink: FrameSink
     stream: TarBuffer
     level: int
@@ -275,10 +270,10 @@ class _Writer:
     buffers: _Buffers = field(default_factory=_Buffers)
 
     def unit(self, planned: Unit) -> None:
-        unit, stats = measure_unit(planned, self.plan.paths, self.tree)
+        unit, stats = measure_unit(planned, self.tree_files, self.tree)
         size = unit_tar_size(unit)
         self.files += len(stats)
-        key = self.cache.unit_key(unit, self.level, self.plan.paths, stats) if self.cache else None
+        key = self.cache.unit_key(unit, self.level, self.tree_files.path, stats) if self.cache else None
         cached = self.cache.get(key) if self.cache and key else None
         if cached is not None and key is not None:
             self._reuse(unit.name, size, cached, key)
@@ -370,7 +365,7 @@ class _Writer:
     def _members(self, unit: Unit) -> None:
         for member in unit.members:
             if member.kind == "file":
-                _write_file(member.name, self.plan.paths[member.name], self.stream, self.tree, member.size)
+                _write_file(member.name, self.tree_files, self.stream, self.tree, member.size)
             else:
                 mode = normalised_mode(member.kind, 0)
                 self.stream.put(build_header(member.name, kind=member.kind, mode=mode, link=member.link))
@@ -397,10 +392,14 @@ def pack_tree(
     tree = PathTree(str(root))
     workers = (os.cpu_count() or 1) if threads < 0 else max(threads, 1)
     with replacing(out) as tmp:  # io.files: a pid-named temp beside ``out``, renamed only when complete
-        with tmp.open("xb") as raw, ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool:
+        with (
+            tmp.open("xb") as raw,
+            ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool,
+            tree.call("", TreeFiles, str(root)) as files,
+        ):
             sink = FrameSink(raw)
             stream = TarBuffer(cast("zstandard.ZstdCompressionWriter", None), on_bytes)
-            writer = _Writer(plan, tree, sink, stream, level, threads, pool, cache)
+            writer = _Writer(plan, tree, files, sink, stream, level, threads, pool, cache)
             try:
                 for unit in plan.units:
                     writer.unit(unit)

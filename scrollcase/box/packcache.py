@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -70,14 +70,16 @@ class PackCache:
             self._dirty = True
         return digest
 
-    def unit_key(self, unit: Unit, level: int, paths: Mapping[str, str], stats: Mapping[str, os.stat_result]) -> str:
+    def unit_key(
+        self, unit: Unit, level: int, path_of: Callable[[str], str], stats: Mapping[str, os.stat_result]
+    ) -> str:
         lines = [f"{FORMAT}\0{level}\0"]
         for m in unit.members:
             digest = ""
             mode = 0
             if m.kind == "file":
                 st = stats[m.name]
-                digest = self.file_digest(paths[m.name], st)
+                digest = self.file_digest(path_of(m.name), st)
                 mode = 0o755 if st.st_mode & 0o111 else 0o644
             lines.append(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n")
         return hashlib.sha256("".join(lines).encode()).hexdigest()

@@ -369,3 +369,30 @@ def test_unreadable_directory_fails_naming_it_and_leaks_no_descriptors(
         pack_tree(root, tmp_path / "o.tar.zst")
     assert len(list(Path("/proc/self/fd").iterdir())) == before
     assert not (tmp_path / "o.tar.zst").exists()
+
+
+def test_tree_files_find_members_by_name_with_and_without_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the walk the packer measures and opens files by member name: through the root's descriptor, or
+    (Windows: no dir_fd) by a full path in the platform's own separators."""
+    root = _make_tree(tmp_path / "t")
+    with treewalk.TreeFiles(str(root)) as files:
+        assert files.lstat("venv/bin/python3.11").st_size == (root / "venv/bin/python3.11").stat().st_size
+        fd = files.open("venv/bin/python3.11")
+        os.close(fd)
+    monkeypatch.setattr(treewalk, "_FD_WALK", False)
+    with treewalk.TreeFiles(str(root)) as files:
+        assert files.path("venv/bin/python3.11") == str(root / "venv" / "bin" / "python3.11")
+        assert files.lstat("venv/bin/python3.11").st_size == (root / "venv/bin/python3.11").stat().st_size
+    monkeypatch.setattr(os, "sep", "\\")
+    assert treewalk.TreeFiles("C:\\boxes\\b").path("venv/Lib/site.py") == "C:\\boxes\\b\\venv\\Lib\\site.py"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc")
+def test_a_pack_that_fails_mid_way_leaks_no_descriptors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _make_tree(tmp_path / "t")
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    with pytest.raises(BuildError, match="stopped being a regular file"):
+        _pack_swapping(root, "venv/lib/python3.11/os.py", lambda p: p.symlink_to("x"), monkeypatch, "walk")
+    assert len(list(Path("/proc/self/fd").iterdir())) == before
