@@ -177,13 +177,14 @@ def measure_unit(unit: Unit, files: TreeFiles, tree: PathTree) -> tuple[Unit, di
     before anything of it is read."""
     stats: dict[str, os.stat_result] = {}
     members: list[Member] = []
+    lstat = files.lstat
     for member in unit.members:
         if member.kind != "file":
             members.append(member)
             continue
         name = member.name
         try:
-            stats[name] = st = files.lstat(name)
+            stats[name] = st = lstat(name)
         except OSError as exc:
             raise tree.read_error(name, exc) from None
         if not stat.S_ISREG(st.st_mode):

@@ -57,7 +57,7 @@ class PackCache:
 
     def file_digest(self, path: str, st: os.stat_result) -> str:
         """The sha256 of a file's content, remembered by inode for files with more than one link."""
-        memo = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}" if st.st_nlink > 1 else None
+        memo = _inode(st) if st.st_nlink > 1 else None
         if memo is not None and memo in self.inodes:
             return self.inodes[memo]
         sha = hashlib.sha256()
@@ -74,12 +74,14 @@ class PackCache:
         self, unit: Unit, level: int, path_of: Callable[[str], str], stats: Mapping[str, os.stat_result]
     ) -> str:
         lines = [f"{FORMAT}\0{level}\0"]
+        inodes = self.inodes
         for m in unit.members:
             digest = ""
             mode = 0
             if m.kind == "file":
                 st = stats[m.name]
-                digest = self.file_digest(path_of(m.name), st)
+                # most files are remembered: looked up here, without a call or a path (33,000 per env)
+                digest = (inodes.get(_inode(st)) if st.st_nlink > 1 else None) or self.file_digest(path_of(m.name), st)
                 mode = 0o755 if st.st_mode & 0o111 else 0o644
             lines.append(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n")
         return hashlib.sha256("".join(lines).encode()).hexdigest()
@@ -120,6 +122,11 @@ class PackCache:
             except OSError:
                 return
             self._dirty = False
+
+
+def _inode(st: os.stat_result) -> str:
+    """What a file's remembered digest is keyed by: its device, inode, size and mtime."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _load(path: Path) -> dict[str, str]:
