@@ -11,16 +11,18 @@ package is rewritten (new content, same size) — what a release that bumps one 
 
   size:     framed pack_tree vs the single-frame packer scrollcase had before (loaded from git,
             SINGLE_FRAME_REV) vs `tar -cf - -C BOX . | zstd -T0 -3`;
-  pack:     seconds of each (warm page cache; before each timed run, untimed, the previous round's output is
-            removed — a file system that discards freed blocks spends ~0.1 s per 400 MB deleting it — and
-            dirty pages are written back with sync, so no round waits on the writeback of the one before);
+  pack:     seconds of each (warm page cache; the contenders alternate in each round and the order flips
+            every round, bench_archive.interleaved; before each timed run, untimed, the previous round's
+            output is removed — a file system that discards freed blocks spends ~0.1 s per 400 MB deleting
+            it — and dirty pages are written back with sync, so no run waits on the writeback of the one
+            before); each ratio best run vs best run and as the median of the per-round ratios;
   unpack:   unpack_archive (sha256, safety checks, relocation) on the framed archive vs
             `zstd -dc | tar -xf -`;
   upgrade:  bytes an upgrade downloads: the frames of the new archive whose sha256 the old one lacks
             (exactly what `scrollcase upgrade` fetches; tests/integration/test_upgrade_cli.py counts them
             at the server), against the archive and against the changed package's own frame;
-  rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) vs a full pack, and
-            that both give the same bytes;
+  rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) vs a full pack of it,
+            alternating as above, and that both give the same bytes;
   publish:  bytes a publish of the changed release sends when the old one is in the store (the frames
             it holds are copied: docs/publish.md), to a directory store and to a loopback SeaweedFS
             (UploadPartCopy; the bytes of UploadPart bodies counted by a botocore hook), and that the
@@ -91,30 +93,11 @@ def single_frame_packer() -> Callable[[Path, Path], object] | None:
     return pack
 
 
-def timed(action: Callable[[], object], repeat: int, before: Callable[[], object] = lambda: None) -> list[float]:
-    times = []
-    for _ in range(repeat):
-        before()
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def fresh(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
-
-
-def before_pack(path: Path) -> None:
-    """The output of the round before removed, and every dirty page written back: a short burst (the rebuild's
-    2.5 GB) would otherwise wait on the writeback of the full pack just before it, which a real rebuild,
-    minutes after the last one, does not."""
-    fresh(path)
-    if hasattr(os, "sync"):
-        os.sync()
 
 
 def empty_dir(path: Path) -> None:
@@ -142,39 +125,40 @@ def changed_box(workdir: Path, box: Path, unit_prefix: str) -> Path:
 
 
 def measure_sizes(workdir: Path, box: Path, repeat: int) -> dict[str, Any]:
+    """Pack and unpack, the contenders alternating in each round (bench_archive.interleaved)."""
     out = workdir / "out"
     out.mkdir(exist_ok=True)
     framed_path, single_path, pipe_path = out / "framed.tar.zst", out / "single.tar.zst", out / "pipe.tar.zst"
     results: dict[str, Any] = {}
     framed: list[PackResult] = []
     pack_tree(box, framed_path)  # untimed: the box's files into the page cache, as the row says ("warm")
-    results["framedPackSeconds"] = timed(
-        lambda: framed.append(pack_tree(box, framed_path)), repeat, lambda: before_pack(framed_path)
-    )
+    pipe = f"tar -cf - -C {box} . | zstd -q -T0 -3 -o {pipe_path} -f"
+    packs: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
+        "framed": (lambda: fresh(framed_path), lambda: framed.append(pack_tree(box, framed_path))),
+        "tarZstd": (lambda: fresh(pipe_path), lambda: subprocess.run(pipe, shell=True, check=True)),
+    }
+    single = single_frame_packer()
+    if single is not None:
+        packs["single"] = (lambda: fresh(single_path), lambda: single(box, single_path))
+    times = bench_archive.interleaved(repeat, packs)
+    results |= {f"{name}PackSeconds": seconds for name, seconds in times.items()}
     results["framedSize"] = framed[-1].size
     results["frames"] = len(framed[-1].frames)
     results["uncompressedBytes"] = framed[-1].uncompressed_bytes
-    single = single_frame_packer()
-    if single is not None:
-        results["singlePackSeconds"] = timed(lambda: single(box, single_path), repeat, lambda: before_pack(single_path))
-        results["singleSize"] = single_path.stat().st_size
-    pipe = f"tar -cf - -C {box} . | zstd -q -T0 -3 -o {pipe_path} -f"
-    results["tarZstdPackSeconds"] = timed(
-        lambda: subprocess.run(pipe, shell=True, check=True), repeat, lambda: before_pack(pipe_path)
-    )
     results["tarZstdSize"] = pipe_path.stat().st_size
+    if single is not None:
+        results["singleSize"] = single_path.stat().st_size
     dest = out / "unpacked"
     packed = framed[-1]
-    results["unpackSeconds"] = timed(
-        lambda: unpack_archive(framed_path, dest, expected_size=packed.size, expected_sha256=packed.sha256),
-        repeat,
-        lambda: fresh(dest),
-    )
-    dest.mkdir(exist_ok=True)
     untar = f"zstd -dc {framed_path} | tar -xf - -C {dest}"
-    results["tarUnpackSeconds"] = timed(
-        lambda: subprocess.run(untar, shell=True, check=True), repeat, lambda: empty_dir(dest)
-    )
+    unpacks: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
+        "unpack": (
+            lambda: fresh(dest),
+            lambda: unpack_archive(framed_path, dest, expected_size=packed.size, expected_sha256=packed.sha256),
+        ),
+        "tarUnpack": (lambda: empty_dir(dest), lambda: subprocess.run(untar, shell=True, check=True)),
+    }
+    results |= {f"{name}Seconds": seconds for name, seconds in bench_archive.interleaved(repeat, unpacks).items()}
     for done in (dest, framed_path, single_path, pipe_path):  # 7.5 GB for the torch box: the rebuild's pack
         fresh(done)  # cache would no longer fit in the page cache of a 24 GB machine beside them
     return results
@@ -183,6 +167,10 @@ def measure_sizes(workdir: Path, box: Path, repeat: int) -> dict[str, Any]:
 def measure_upgrade_and_rebuild(
     workdir: Path, box: Path, repeat: int, unit_prefix: str
 ) -> tuple[dict[str, Any], PackResult, PackResult]:
+    """The upgrade's bytes, and the rebuild against a full pack of the same tree, alternating in each round
+    (the output of the run before removed and every dirty page written back first: a short burst, the
+    rebuild's 2.5 GB on the torch box, would otherwise wait on the writeback of the full pack before it,
+    which a real rebuild, minutes after the last one, does not)."""
     out = workdir / "out"
     cache_dir = workdir / "packcache"
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -191,18 +179,22 @@ def measure_upgrade_and_rebuild(
     changed = changed_box(workdir, box, unit_prefix)
     old = pack_tree(box, out / "old.tar.zst", cache=PackCache.open(cache_dir))
     full: list[PackResult] = []
-    full_times = timed(
-        lambda: full.append(pack_tree(changed, out / "new-full.tar.zst")),
-        repeat,
-        lambda: before_pack(out / "new-full.tar.zst"),
-    )
     reused: list[tuple[PackResult, PackCache]] = []
 
     def rebuild() -> None:
         cache = PackCache.open(cache_dir)
         reused.append((pack_tree(changed, out / "new-reuse.tar.zst", cache=cache), cache))
 
-    rebuild_times = timed(rebuild, repeat, lambda: before_pack(out / "new-reuse.tar.zst"))
+    times = bench_archive.interleaved(
+        repeat,
+        {
+            "full": (
+                lambda: fresh(out / "new-full.tar.zst"),
+                lambda: full.append(pack_tree(changed, out / "new-full.tar.zst")),
+            ),
+            "rebuild": (lambda: fresh(out / "new-reuse.tar.zst"), rebuild),
+        },
+    )
     new = full[-1]
     have = {f.sha256 for f in old.frames}
     fetched = [f for f in new.frames if f.sha256 not in have]
@@ -214,8 +206,8 @@ def measure_upgrade_and_rebuild(
             "upgradeFrames": [f.name for f in fetched],
             "archiveSize": new.size,
             "changedPackageFrame": package.size,
-            "fullPackSeconds": full_times,
-            "rebuildPackSeconds": rebuild_times,
+            "fullPackSeconds": times["full"],
+            "rebuildPackSeconds": times["rebuild"],
             "rebuildSameBytes": reused[-1][0].sha256 == new.sha256,
             "rebuildFramesReused": reused[-1][1].hits,
         },
@@ -304,17 +296,26 @@ def summarise(r: dict[str, Any]) -> dict[str, Any]:
     def num(key: str) -> float:
         return float(r[key])
 
+    def round_median(numerator: str, denominator: str) -> float:
+        """The median of the per-round ratio: both ran back to back in each round, least hurt by drift."""
+        return float(statistics.median(n / d for n, d in zip(r[numerator], r[denominator], strict=True)))
+
     summary: dict[str, Any] = {
         "upgradeBytesVsArchive": num("upgradeBytes") / num("archiveSize"),
         "upgradeBytesVsPackageFrame": num("upgradeBytes") / num("changedPackageFrame"),
         "rebuildVsFullPack": best("rebuildPackSeconds") / best("fullPackSeconds"),
+        "rebuildVsFullPackRoundMedian": round_median("rebuildPackSeconds", "fullPackSeconds"),
         "framedVsTarZstdSize": num("framedSize") / num("tarZstdSize"),
         "framedPackSpeedupVsTarZstd": best("tarZstdPackSeconds") / best("framedPackSeconds"),
+        "framedPackSpeedupVsTarZstdRoundMedian": round_median("tarZstdPackSeconds", "framedPackSeconds"),
         "unpackSpeedupVsTar": best("tarUnpackSeconds") / best("unpackSeconds"),
+        "unpackSpeedupVsTarRoundMedian": round_median("tarUnpackSeconds", "unpackSeconds"),
     }
     if "singleSize" in r:
         summary["framedVsSingleFrameSize"] = num("framedSize") / num("singleSize")
         summary["framedPackVsSingleFrameTime"] = best("framedPackSeconds") / best("singlePackSeconds")
+        summary["singlePackSpeedupVsTarZstd"] = best("tarZstdPackSeconds") / best("singlePackSeconds")
+        summary["singlePackSpeedupVsTarZstdRoundMedian"] = round_median("tarZstdPackSeconds", "singlePackSeconds")
     return summary
 
 
@@ -338,7 +339,8 @@ def report(r: dict[str, Any], s: dict[str, Any]) -> str:
         f"frames {r['upgradeFrames']}",
         f"rebuild with the pack cache: {min(r['rebuildPackSeconds']):.2f} s "
         f"vs full pack {min(r['fullPackSeconds']):.2f} s "
-        f"({100 * s['rebuildVsFullPack']:.1f}%), {r['rebuildFramesReused']} frames reused, "
+        f"({100 * s['rebuildVsFullPack']:.1f}%; per-round median {100 * s['rebuildVsFullPackRoundMedian']:.1f}%), "
+        f"{r['rebuildFramesReused']} frames reused, "
         f"same bytes: {r['rebuildSameBytes']}",
         "summary: " + json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in s.items()}),
     ]
