@@ -74,14 +74,12 @@ class PackCache:
         self, unit: Unit, level: int, path_of: Callable[[str], str], stats: Mapping[str, os.stat_result]
     ) -> str:
         lines = [f"{FORMAT}\0{level}\0"]
-        inodes = self.inodes
         for m in unit.members:
             digest = ""
             mode = 0
             if m.kind == "file":
                 st = stats[m.name]
-                # most files are remembered: looked up here, without a call or a path (33,000 per env)
-                digest = (inodes.get(_inode(st)) if st.st_nlink > 1 else None) or self.file_digest(path_of(m.name), st)
+                digest = self.file_digest(path_of(m.name), st)
                 mode = 0o755 if st.st_mode & 0o111 else 0o644
             lines.append(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n")
         return hashlib.sha256("".join(lines).encode()).hexdigest()
