@@ -133,23 +133,32 @@ def _fail(
 
 
 def _terminate_like_interrupt() -> Callable[[], None]:
-    """SIGTERM (a CI timeout, a container stop) raises like SIGINT, so the same clean-up runs."""
+    """SIGTERM (a CI timeout, a container stop) raises like SIGINT, so the same clean-up runs; only the
+    first of either raises: a repeat while the clean-up runs (a second Ctrl-C, a supervisor signalling
+    again, an unpack's reader thread reporting bytes) must not cut it short and leave a temp folder."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
         return lambda: None
 
     fired = False
 
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        nonlocal fired
-        if fired:  # the clean-up the first one started is running: a repeat must not cut it short
-            return
-        fired = True
-        raise _Terminated
+    def raise_once(error: type[KeyboardInterrupt]) -> Callable[[int, FrameType | None], None]:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            nonlocal fired
+            if fired:
+                return
+            fired = True
+            raise error
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+        return handler
+
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, raise_once(KeyboardInterrupt)),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, raise_once(_Terminated)),
+    }
 
     def restore() -> None:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
     return restore
 
