@@ -279,7 +279,8 @@ class _Writer:
             self._make_room(size)
             buffer = self.buffers.take(size)
             compressed = self.pool.submit(_compress_small, self._tar_bytes(unit, buffer, size), self.level)
-            compressed.add_done_callback(lambda _: self.buffers.give_back(buffer))
+            buffers = self.buffers  # not ``self``: a future's callback must not keep the writer in a cycle
+            compressed.add_done_callback(lambda _: buffers.give_back(buffer))
             self.pending.append((compressed, len(buffer)))
             self.pending_bytes += len(buffer)
             self.sink.frame(compressed, unit.name, size, self._keep(key))
