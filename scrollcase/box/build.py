@@ -261,9 +261,7 @@ def execute_build(
         if plan.bundled:
             asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
     with stages.stage("box.json", "describe the box and the files that embed its prefix"):
-        digests = digest_tree(plan.box_root, skip=[BOX_JSON])
-        box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu, digests)
-        write_atomic(plan.box_root / "box.json", dump_box_json(box))
+        box = _describe_box(plan, gpu)
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
         reuse = PackCache.open(plan.pack_cache)
@@ -370,6 +368,15 @@ def tree_bytes(root: Path) -> int:
             if not path.is_symlink():
                 total += path.stat().st_size
     return total
+
+
+def _describe_box(plan: BuildPlan, gpu: evidence_mod.GpuEvidence | None) -> BoxJson:
+    """Write box.json into the box; what the later stages need of it: its identity and checks, not the
+    file entries (23,000 models, 40 MiB in a torch runtime box, would be held through the pack stage)."""
+    digests = digest_tree(plan.box_root, skip=[BOX_JSON])
+    box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu, digests)
+    write_atomic(plan.box_root / BOX_JSON, dump_box_json(box))
+    return box.model_copy(update={"files": [], "links": []})
 
 
 def make_box_json(
