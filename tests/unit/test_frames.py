@@ -7,6 +7,7 @@ import errno
 import hashlib
 import io
 import os
+import random
 import shutil
 import subprocess
 import threading
@@ -65,6 +66,20 @@ def test_framed_archive_is_reproducible_and_shares_unchanged_frames(tmp_path: Pa
     old = {f.name: f.sha256 for f in first.frames}
     differ = sorted(f.name for f in newer.frames if old.get(f.name) != f.sha256)
     assert not changed and differ == ["box.json", "wheel/pkg0-1.0"]
+
+
+def test_a_units_frame_is_the_same_bytes_pooled_or_streamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """archive.SMALL_UNIT only says which compressor makes a unit's frame (memory, speed), never its bytes:
+    above zstd's one-thread limit (512 KiB of input) both give the same frame.  Units of 0.6-3 MB here."""
+    box = make_framed_box(tmp_path / "box", payload=600_000, packages=6)
+    for i in range(1, 6):  # a unit per size, all above the limit
+        blob = random.Random(i).randbytes(600_000 * i)
+        (next(box.rglob(f"pkg{i}/data.bin"))).write_bytes(blob[: len(blob) // 2] + bytes(len(blob) // 2))
+    digests = set()
+    for small_unit in (64 << 20, 512 << 10):
+        monkeypatch.setattr(archive, "SMALL_UNIT", small_unit)
+        digests.add(pack_tree(box, tmp_path / f"{small_unit}.tar.zst").sha256)
+    assert len(digests) == 1
 
 
 def test_gnu_tar_and_unpack_read_the_framed_archive(tmp_path: Path) -> None:
