@@ -59,7 +59,7 @@ import bench_archive
 from bench_archive import fresh, interleaved, measure_real_tree, peak_rss_mb, row, shell, speedup, tree_stats
 
 REPO = Path(__file__).resolve().parents[1]
-RECIPE = "torch-mlp-linux-x86_64-cuda12.4"
+RECIPE = REPO / "recipes" / "torch-mlp-linux-x86_64-cuda12.4"  # --recipe: another, e.g. benchmarks/recipes/*
 SUBDIR = "linux-64"
 WHEEL_CACHE = Path.home() / ".cache" / "scrollcase" / "wheels"
 IMPORT = "import torch"
@@ -182,7 +182,7 @@ def scrollcase_cli(cwd: Path, *args: str) -> None:
     subprocess.run([sys.executable, "-m", "scrollcase", *args], cwd=cwd, env=env, check=True)
 
 
-def build_box(work: Path, rebuild: bool) -> dict[str, Any]:
+def build_box(work: Path, rebuild: bool, source: Path = RECIPE) -> dict[str, Any]:
     """work/build.json (the build's result and its per-stage RSS) and work/box (the packed tree), once."""
     marker = work / "build.json"
     if marker.is_file() and not rebuild:
@@ -196,14 +196,14 @@ def build_box(work: Path, rebuild: bool) -> dict[str, Any]:
     if not (channel / SUBDIR / "repodata.json").is_file():
         print("making the conda channel from this machine's CPython and numpy ...", flush=True)
         make_demo_channel(channel, SUBDIR)
-    recipe = work / "recipes" / RECIPE
+    recipe = work / "recipes" / source.name
     if not (recipe / "pixi.lock").is_file():
         fresh(recipe)
-        shutil.copytree(REPO / "recipes" / RECIPE, recipe)
-        print(f"locking {RECIPE} (PyPI metadata only) ...", flush=True)
-        scrollcase_cli(work, "lock", RECIPE, "--channel-override", f"conda-forge={channel.as_uri()}")
+        shutil.copytree(source, recipe)
+        print(f"locking {source.name} (PyPI metadata only) ...", flush=True)
+        scrollcase_cli(work, "lock", source.name, "--channel-override", f"conda-forge={channel.as_uri()}")
     print("building the box (its stages in a child process, peak RSS per stage) ...", flush=True)
-    built = run_child("build", RECIPE, str(work / "recipes"), str(work / "state"), str(work / "dist"))
+    built = run_child("build", source.name, str(work / "recipes"), str(work / "state"), str(work / "dist"))
     box = work / "box"
     box.mkdir()
     shell(f"zstd -q -dc {built['archive']} | tar -xf - -C {box}")  # the tree as packed, not relocated
@@ -248,7 +248,7 @@ def build_venv(work: Path, uv: Path) -> Path:
     if (work / "venv.json").is_file():
         return python
     fresh(venv)
-    wheels = locked_wheel_files(work / "recipes" / RECIPE / "pixi.lock")
+    wheels = locked_wheel_files(work / "recipes" / RECIPE.name / "pixi.lock")
     print(f"making the plain venv: {len(wheels)} wheels with uv (--compile-bytecode) ...", flush=True)
     subprocess.run([str(base_python()), "-m", "venv", "--without-pip", str(venv)], check=True)
     start = time.monotonic()
@@ -510,6 +510,12 @@ def main() -> int:
     parser.add_argument(
         "--only", default=",".join(PHASES), help="comma-separated phases to measure, of %(default)s (default: all)"
     )
+    parser.add_argument(
+        "--recipe",
+        type=Path,
+        default=RECIPE,
+        help="the recipe folder to box (default: %(default)s); the import phase needs the default's lock",
+    )
     parser.add_argument("--uv", type=Path, default=Path(sys.executable).parent / "uv")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -518,15 +524,17 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still removes its scratch folder
     work: Path = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    built = build_box(work, args.rebuild)
-    venv_python = build_venv(work, args.uv)
+    built = build_box(work, args.rebuild, args.recipe.resolve())
+    venv_python = build_venv(work, args.uv) if "import" in only else None
     print(
         f"box ready: {built['treeFiles']} files, {built['treeBytes'] / 1e9:.2f} GB, "
         f"archive {built['size'] / 1e9:.2f} GB",
         flush=True,
     )
     fresh(work / "out").mkdir()
-    results: dict[str, Any] = {"build": built, "venv": json.loads((work / "venv.json").read_text())}
+    results: dict[str, Any] = {"build": built}
+    if venv_python is not None:
+        results["venv"] = json.loads((work / "venv.json").read_text())
     load: dict[str, float] = {}  # 1-minute load average as each phase starts: a busy machine shows here
 
     def phase(name: str) -> None:
@@ -543,7 +551,7 @@ def main() -> int:
         elif "import" in only:  # the import runs need an unpacked box: one untimed unpack
             unpacked = work / "out" / "unpacked"
             unpack_box(built, unpacked)
-        if "import" in only:
+        if "import" in only and venv_python is not None:
             phase("import torch")
             results["import"] = measure_import(work, unpacked, venv_python, args.import_rounds or 2 * args.rounds)
             fresh(unpacked)
