@@ -2,6 +2,7 @@
 
     python benchmarks/bench_torch.py [--workdir /tmp/scrollcase-bench-torch] [--rounds 5] [--rebuild]
                                      [--import-rounds N] [--skip-verify] [--only pack,unpack,import,rss]
+                                     [--recipe benchmarks/recipes/torch-diffusers-linux-x86_64-cuda12.4]
 
 Builds once (cached under --workdir; ``--rebuild`` forces it) the CUDA 12.4 torch 2.6.0 box of
 ``recipes/torch-mlp-linux-x86_64-cuda12.4`` as tests/integration/test_torch_e2e.py does: a conda channel
@@ -9,8 +10,11 @@ made from this machine's CPython and numpy (scrollcase.demo.run.make_demo_channe
 --channel-override conda-forge=<channel>`` (PyPI metadata only), then the build's stages in a child
 process (``execute_build``, what ``scrollcase build`` runs).  The 23 torch wheels (2.8 GB) come from
 scrollcase's wheel cache, ``~/.cache/scrollcase/wheels/<sha256>/``, so nothing big is downloaded once it
-is filled.  The box tree as the build packed it is kept beside the archive (extracted from it by plain
-``zstd -dc | tar -x``, no relocation), and the plain venv for the import comparison is kept too.
+is filled.  ``--recipe`` boxes another recipe folder the same way (use another --workdir): the 64-package
+diffusion runtime in benchmarks/recipes is the >= 30-package torch box issue 16 measures on (its import
+phase compares with a venv of that recipe's wheels).  The box tree as the
+build packed it is kept beside the archive (extracted from it by plain ``zstd -dc | tar -x``, no
+relocation), and the plain venv for the import comparison is kept too.
 
 Measured in one run, all on warm page cache; rounds alternate the contenders and flip their order every
 round (bench_archive.interleaved: ``sync`` before each run), each speed-up given best run against best
@@ -241,14 +245,14 @@ def base_python() -> Path:
     return Path(sys.base_prefix) / "bin" / f"python{version}"
 
 
-def build_venv(work: Path, uv: Path) -> Path:
+def build_venv(work: Path, uv: Path, recipe: str = RECIPE.name) -> Path:
     """work/venv: a plain venv of the same CPython with the lock's wheels (uv, bytecode) and numpy, once."""
     venv = work / "venv"
     python = venv / "bin" / "python"
     if (work / "venv.json").is_file():
         return python
     fresh(venv)
-    wheels = locked_wheel_files(work / "recipes" / RECIPE.name / "pixi.lock")
+    wheels = locked_wheel_files(work / "recipes" / recipe / "pixi.lock")
     print(f"making the plain venv: {len(wheels)} wheels with uv (--compile-bytecode) ...", flush=True)
     subprocess.run([str(base_python()), "-m", "venv", "--without-pip", str(venv)], check=True)
     start = time.monotonic()
@@ -514,7 +518,7 @@ def main() -> int:
         "--recipe",
         type=Path,
         default=RECIPE,
-        help="the recipe folder to box (default: %(default)s); the import phase needs the default's lock",
+        help="the recipe folder to box (default: %(default)s)",
     )
     parser.add_argument("--uv", type=Path, default=Path(sys.executable).parent / "uv")
     args = parser.parse_args()
@@ -525,7 +529,7 @@ def main() -> int:
     work: Path = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
     built = build_box(work, args.rebuild, args.recipe.resolve())
-    venv_python = build_venv(work, args.uv) if "import" in only else None
+    venv_python = build_venv(work, args.uv, args.recipe.name) if "import" in only else None
     print(
         f"box ready: {built['treeFiles']} files, {built['treeBytes'] / 1e9:.2f} GB, "
         f"archive {built['size'] / 1e9:.2f} GB",
