@@ -23,8 +23,7 @@ package is rewritten (new content, same size) — what a release that bumps one 
             at the server), against the archive and against the changed package's own frame;
   rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) holding what the release
             before left (each round starts from that: the changed package's frame is compressed every time)
-            vs a full pack of it,
-            alternating as above, and that both give the same bytes;
+            vs a full pack of it, alternating as above, and that both give the same bytes;
   publish:  bytes a publish of the changed release sends when the old one is in the store (the frames
             it holds are copied: docs/publish.md), to a directory store and to a loopback SeaweedFS
             (UploadPartCopy; the bytes of UploadPart bodies counted by a botocore hook), and that the

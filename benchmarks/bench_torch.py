@@ -523,6 +523,8 @@ def main() -> int:
     parser.add_argument("--uv", type=Path, default=Path(sys.executable).parent / "uv")
     args = parser.parse_args()
     only = set(args.only.split(","))
+    if not (args.recipe / "recipe.json").is_file():
+        parser.error(f"--recipe: {args.recipe} has no recipe.json (pass a recipe folder, e.g. the default)")
     if not only <= set(PHASES):
         parser.error(f"--only: unknown phase(s) {sorted(only - set(PHASES))}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still removes its scratch folder

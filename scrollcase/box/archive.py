@@ -107,9 +107,10 @@ def compression_parameters(level: int, threads: int) -> zstandard.ZstdCompressio
 # Units up to SMALL_UNIT tar bytes are compressed whole, one per pool thread, while the packer reads the next:
 # both cores stay busy.  IN_FLIGHT bounds the tar bytes read ahead for the pool.  Memory decides the bounds:
 # a pool thread's compressor holds buffers sized to its largest unit, beside the streaming compressor's
-# ~120 MiB, so at 16 MiB (32 in flight) the packer peaked at 240 MiB on the 40-package env and a torch
-# runtime box's build at 339 MiB; at 4 MiB, 125 and 280 MiB.  The bigger units stream through zstd's
-# workers, a few percent slower on that env (per-round median 1.036x, 8 alternating rounds), same bytes.
+# ~120 MiB, so at 16 MiB (32 in flight) the packer peaked at 240 MiB on the 40-package env and the build of a
+# 64-package torch box at 319 MiB in its pack stage; at 4 MiB, 125 and 277 MiB.  The bigger units stream
+# through zstd's workers, a few percent slower on that env (per-round median 1.036x, 8 alternating rounds),
+# same bytes.
 SMALL_UNIT = 4 << 20
 IN_FLIGHT = 16 << 20
 _BUFFER_STEP = 1 << 20  # a unit of at least this much reuses a buffer (capacity in steps of it) of an earlier one
