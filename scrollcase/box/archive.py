@@ -19,12 +19,13 @@ unit's content, so the frame of an unchanged package is the same in every releas
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import stat
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,14 +161,27 @@ def plan_pack(root: Path) -> _Plan:
     tree = make_tree(root)
     members: list[Member] = []
     links: list[Entry] = []
-    with contextlib.closing(iter_entries(root, tree)) as walk:
+    with _cyclic_gc_paused(), contextlib.closing(iter_entries(root, tree)) as walk:
         for entry in walk:
             members.append(Member(entry.name, entry.kind, 0, entry.link))
             if entry.kind == "symlink":
                 links.append(entry)
-    claims = list(_claims(root, members))
-    units = group_units(members, claims, _asset_dir(root))
+        claims = list(_claims(root, members))
+        units = group_units(members, claims, _asset_dir(root))
     return _Plan(units, links)
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """The walk makes ~30,000 objects a box and no reference cycles, so the collections its allocations set off
+    find nothing; each would only traverse the whole heap of the process (a build's: up to 0.18 s a rebuild)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def measure_unit(unit: Unit, files: TreeFiles, tree: PathTree) -> tuple[Unit, dict[str, os.stat_result]]:

@@ -9,8 +9,8 @@ each frame it fetches against it before the reassembled archive's own sha256 is 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import mmap
 import os
 import queue
 import threading
@@ -29,7 +29,9 @@ _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
 _Item: TypeAlias = tuple[Any, ...]  # ("data", bytes) | ("begin", known, tee) | ("end", ...) | ("frame", ...) | ...
 _HOLDING_BYTES = frozenset({"data", "frame"})  # the items the sink's queue bounds (see FrameSink.__init__)
-_MAP_WINDOW = 64 << 20  # a cached frame is hashed where it lies, this much of it mapped at a time
+# A cached frame is hashed through one reused buffer of this size: ~28% faster than hashing it mapped into memory
+# (each mapped 4 KiB page faults in; 2.3 s against 1.66 s for the torch runtime box's 2.6 GB, at sha256's own speed)
+_HASH_READ = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,31 @@ class _Span:
 
 
 _Write: TypeAlias = tuple[bytes | memoryview | _Span, BinaryIO | None]  # data, tee
+
+
+class _PositionalReader:
+    """Reads a file at given offsets without moving the position of ``raw`` (the writer copies from it):
+    ``preadv`` on a descriptor of the same open file where the OS has it, else a second handle of ``path``
+    (Windows; a pack cache entry is replaced only by a rename, never changed in place)."""
+
+    def __init__(self, raw: BinaryIO, path: Path) -> None:
+        self._preadv = getattr(os, "preadv", None)
+        self._fd = os.dup(raw.fileno()) if self._preadv is not None else -1
+        self._file = None if self._preadv is not None else path.open("rb", buffering=0)
+
+    def read_at(self, view: memoryview, offset: int) -> int:
+        if self._preadv is not None:
+            return cast("int", self._preadv(self._fd, [view], offset))
+        assert self._file is not None
+        self._file.seek(offset)
+        return self._file.readinto(view) or 0
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        elif self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 class FrameLike(Protocol):
@@ -83,8 +110,8 @@ class FrameSink:
     overlap with each other and with reading files and feeding zstd, instead of stalling zstd's workers
     between calls.  A frame reused from the pack cache (:meth:`copy_frame`) is copied by the kernel
     (``copy_file_range``; a reflink where the file system shares blocks; elsewhere a plain read and write)
-    while the sink hashes it where it lies, mapped into memory, so a rebuild's bytes never pass through
-    Python's buffers and its copy and hash take the time of one of them.  Every call
+    while the sink hashes it through one reused buffer, so a rebuild's copy and hash take the time of one
+    of them.  Every call
     keeps the stream's order; an error on either thread (a full disk) is raised by the next call, and by
     :meth:`close`.
     """
@@ -105,6 +132,7 @@ class FrameSink:
         self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
         self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
+        self._buffer = memoryview(bytearray(_HASH_READ))  # what a cached frame is hashed through
         self._writer = threading.Thread(target=self._write_all, name="scrollcase-pack-write", daemon=True)
         self._thread = threading.Thread(target=self._run, name="scrollcase-pack-sink", daemon=True)
         self._writer.start()
@@ -220,7 +248,7 @@ class FrameSink:
                 fix="something truncated the pack cache while a box was packed: delete that file and pack again",
             )
 
-    def _hash(self, data: bytes | memoryview | mmap.mmap) -> None:
+    def _hash(self, data: bytes | memoryview) -> None:
         self.sha.update(data)
         if self._known is None:
             self._frame.update(data)
@@ -250,21 +278,23 @@ class FrameSink:
     def _copy(self, source: Path) -> None:
         """Hand the frame to the writer first, then hash it: the kernel copies it while this thread hashes
         the same pages (a frame of the torch box is up to 800 MB: one after the other, they took twice as
-        long).  The hash reads a descriptor of its own, of the same open file, which the writer closes."""
+        long).  The hash reads the same open file at its own positions (:class:`_PositionalReader`)."""
         raw = source.open("rb", buffering=0)
         try:
             length = os.fstat(raw.fileno()).st_size
-            mine = os.dup(raw.fileno())
+            reader = _PositionalReader(raw, source)
         except BaseException:
             raw.close()
             raise
         self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None))
-        try:
-            for start in range(0, length, _MAP_WINDOW):  # bounded windows: the mapped pages count as memory
-                with mmap.mmap(mine, min(_MAP_WINDOW, length - start), offset=start, access=mmap.ACCESS_READ) as view:
-                    self._hash(view)
-        finally:
-            os.close(mine)
+        with contextlib.closing(reader):
+            done = 0
+            while done < length:
+                got = reader.read_at(self._buffer[: min(len(self._buffer), length - done)], done)
+                if not got:
+                    return  # cut short: the writer's copy says so, naming the file
+                self._hash(self._buffer[:got])
+                done += got
 
     def _end(self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None) -> None:
         record = FrameRecord(

@@ -404,12 +404,47 @@ def test_a_finished_pack_leaves_nothing_for_the_cyclic_collector(tmp_path: Path)
     build carried them into its self-test stage, whose peak was 382 MiB on a torch runtime box."""
     import gc
 
+    def packers() -> dict[int, str]:
+        kinds = (archive._Writer, archive.FrameSink)
+        return {id(o): type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds)}
+
     root = _make_tree(tmp_path / "t")
     gc.collect()
     gc.disable()
     try:
+        before = packers()  # an earlier test's failed pack may still be held, by the exception it raised
         pack_tree(root, tmp_path / "out.tar.zst")
-        left = [type(o).__name__ for o in gc.get_objects() if isinstance(o, (archive._Writer, archive.FrameSink))]
+        left = [name for key, name in packers().items() if key not in before]
     finally:
         gc.enable()
     assert left == []
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])
+def test_the_walk_pauses_the_cyclic_collector_and_restores_it_even_on_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    import gc
+
+    root = _make_tree(tmp_path / "t")
+    seen: list[bool] = []
+    real = archive.group_units
+
+    def grouping(*args: Any) -> list[Unit]:
+        seen.append(gc.isenabled())
+        if len(seen) == 2:
+            raise BuildError("the second walk fails", fix="-")
+        return real(*args)
+
+    monkeypatch.setattr(archive, "group_units", grouping)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert archive.plan_pack(root).units
+        after = gc.isenabled()
+        with pytest.raises(BuildError):
+            archive.plan_pack(root)
+        after_error = gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [False, False]
+    assert (after, after_error) == (enabled, enabled)

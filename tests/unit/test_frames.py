@@ -165,8 +165,11 @@ def test_a_full_disk_under_the_sink_is_raised_to_the_packer_and_never_hangs_it()
     """The sink writes on its own thread: its ENOSPC must reach the packer, even with the queue full."""
     sink = FrameSink(_FullDisk(room=3), depth=1)
     with pytest.raises(OSError) as raised:
-        for _ in range(50):
-            sink.write(b"0123456789")
+        try:
+            for _ in range(50):
+                sink.write(b"0123456789")
+        finally:
+            sink.close(quiet=True)  # as pack_tree does: its threads end
         sink.close()
     assert raised.value.errno == errno.ENOSPC
 
@@ -193,8 +196,8 @@ def test_pack_tree_on_a_full_disk_raises_enospc_and_leaves_no_archive(
 
 
 def test_a_copied_frame_is_hashed_unless_its_digest_is_known(tmp_path: Path) -> None:
-    """copy_frame (a rebuild's reused frames): the bytes land in place, hashed through mapped windows smaller
-    than the file; into a file object without a descriptor, by the plain read and write."""
+    """copy_frame (a rebuild's reused frames): the bytes land in place, hashed through a buffer smaller than
+    the file; into a file object without a descriptor, by the plain read and write."""
     first, second = tmp_path / "first", tmp_path / "second"
     first.write_bytes(os.urandom(9 << 20))
     second.write_bytes(b"frame two")
@@ -219,15 +222,19 @@ def test_a_copied_frame_is_hashed_unless_its_digest_is_known(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("kernel_copy", [True, False], ids=["copy_file_range", "read-and-write"])
+@pytest.mark.parametrize("positional_reads", [True, False], ids=["preadv", "second-handle"])
 def test_copied_frames_and_written_bytes_interleave_in_order_in_a_real_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool, positional_reads: bool
 ) -> None:
     """Into a file on disk the kernel copies each cached frame (copy_file_range) at the file's own position,
     between bytes the sink still holds buffered: they must land in stream order, hashed as they land.  Where
-    the OS has no copy_file_range (macOS, Windows) the plain read and write must give the same file."""
-    monkeypatch.setattr(frames, "_MAP_WINDOW", 1 << 16)  # several windows per frame
+    the OS has no copy_file_range (macOS, Windows) the plain read and write must give the same file, and
+    where it has no preadv (Windows) the hash's second handle must read the same bytes as the copy."""
+    monkeypatch.setattr(frames, "_HASH_READ", 1 << 16)  # several reads per frame
     if not kernel_copy:
         monkeypatch.delattr(os, "copy_file_range", raising=False)
+    if not positional_reads:
+        monkeypatch.delattr(os, "preadv", raising=False)
     cached = []
     for i, size in enumerate((300_001, 65_536, 1)):
         path = tmp_path / f"cached-{i}"
