@@ -8,25 +8,61 @@ archive); ``upgrade`` reads the missing frames from the store with ranged reads,
 new manifest's table as it arrives, and reassembles the archive from the cache, whose whole sha256 is
 checked before anything is unpacked.  The relocated tree in DEST no longer matches the archive, so the
 cache is what an installer keeps of a release.
+
+What it keeps is what the installed boxes use: every ``install`` and ``upgrade`` pins the frames of the
+release it put in a folder (``pins/<key of the folder>.json``, kept also for ``.<DEST>.previous`` when an
+upgrade keeps it), then prunes the frames no pin names — so an end user's disk holds one copy of each
+release that is installed, not of every release ever downloaded.  A pin whose folder is gone (a box the
+user deleted) no longer counts.  A frame younger than an hour is never pruned: another install running
+at the same time may have fetched it and not pinned it yet.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scrollcase.box.frames import FrameLike, iter_frame_bytes, table_problems
 from scrollcase.box.tarbuffer import HashingWriter
 from scrollcase.client.download import make_cache_dir
 from scrollcase.errors import IntegrityError
-from scrollcase.io.files import cache_entry, replacing, user_cache_dir
+from scrollcase.io.files import cache_entry, replacing, user_cache_dir, write_atomic
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
 FRAMES = "frames"
+PINS = "pins"
+PRUNE_GRACE_SECONDS = 3600.0
+_FRAME_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+class Pin(BaseModel):
+    """The frames the release installed in ``dest`` is made of (what pruning keeps)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    version: Literal[1] = 1
+    dest: str
+    frames: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Pruned:
+    frames: int
+    bytes: int
+
+
+def pruned_json(pruned: Pruned) -> dict[str, int]:
+    """``cachePruned`` of install's and upgrade's --json: the frames no installed box uses any more, removed."""
+    return {"frames": pruned.frames, "bytes": pruned.bytes}
 
 
 @dataclass(frozen=True)
@@ -47,14 +83,63 @@ class FrameCache:
             return False
 
     def missing(self, frames: Iterable[FrameLike]) -> list[FrameLike]:
-        """The frames not in the cache (each distinct sha256 once, in archive order)."""
+        """The frames not in the cache (each distinct sha256 once, in archive order).  The ones there are
+        touched: a caller relies on them now, so a prune running beside it (another install) leaves them."""
         seen: set[str] = set()
         out = []
         for frame in frames:
-            if frame.sha256 not in seen and not self.has(frame):
-                out.append(frame)
+            if frame.sha256 not in seen:
+                if self.has(frame):
+                    with contextlib.suppress(OSError):  # a read-only cache: only the grace is lost
+                        os.utime(self.path_for(frame.sha256))
+                else:
+                    out.append(frame)
             seen.add(frame.sha256)
         return out
+
+    def pin(self, dest: Path, frames: Iterable[FrameLike] | Iterable[str]) -> None:
+        """Record that ``dest`` holds a release made of ``frames`` (FrameLike rows, or their sha256s)."""
+        digests = sorted({f if isinstance(f, str) else f.sha256 for f in frames})
+        pin = Pin(dest=str(_absolute(dest)), frames=tuple(digests))
+        write_atomic(self._pin_path(dest), pin.model_dump_json().encode())  # OSError: keep_installed
+
+    def pinned(self, dest: Path) -> tuple[str, ...]:
+        """The frames pinned for ``dest`` (none when it has no pin, or one that cannot be read)."""
+        pin = _read_pin(self._pin_path(dest))
+        return pin.frames if pin is not None else ()
+
+    def prune(self, now: float | None = None) -> Pruned:
+        """Remove every frame no pin of an existing folder names, unless it is younger than the grace."""
+        keep = self._kept_frames()
+        cutoff = (time.time() if now is None else now) - PRUNE_GRACE_SECONDS
+        removed = freed = 0
+        for path in self._frame_files():
+            with contextlib.suppress(OSError):  # gone already, or not ours to remove: only costs disk
+                st = path.stat()
+                if path.name in keep or st.st_mtime > cutoff:
+                    continue
+                path.unlink()
+                removed, freed = removed + 1, freed + st.st_size
+        return Pruned(removed, freed)
+
+    def _pin_path(self, dest: Path) -> Path:
+        key = hashlib.sha256(os.fsencode(_absolute(dest))).hexdigest()[:32]
+        return self.root / PINS / f"{key}.json"
+
+    def _kept_frames(self) -> set[str]:
+        """The frames named by pins whose folder still exists (the pins of folders that are gone removed)."""
+        keep: set[str] = set()
+        for path in sorted((self.root / PINS).glob("*.json")):
+            pin = _read_pin(path)
+            if pin is None or not Path(pin.dest).is_dir():
+                path.unlink(missing_ok=True)
+                continue
+            keep.update(pin.frames)
+        return keep
+
+    def _frame_files(self) -> Iterator[Path]:
+        for folder in sorted(self.root.glob("[0-9a-f][0-9a-f]")):
+            yield from (p for p in sorted(folder.iterdir()) if _FRAME_NAME.fullmatch(p.name))
 
     @contextlib.contextmanager
     def adding(self, frame: FrameLike, source: str) -> Iterator[HashingWriter]:
@@ -66,6 +151,33 @@ class FrameCache:
             hashing = HashingWriter(out)
             yield hashing
             _check_frame(frame, hashing.sha.hexdigest(), hashing.size, source)
+
+
+def keep_installed(
+    cache: FrameCache, dest: Path, frames: Sequence[FrameLike], previous: tuple[Path, Sequence[str]] | None = None
+) -> Pruned:
+    """After an install or upgrade: pin what DEST (and a previous tree kept beside it) is made of, and prune
+    the rest.  A cache that cannot be written costs disk or a later download, never the finished install."""
+    try:
+        if previous is not None and previous[1]:
+            cache.pin(*previous)
+        cache.pin(dest, frames)
+    except OSError:
+        return Pruned(0, 0)  # without DEST's pin, pruning would take the frames its next upgrade starts from
+    return cache.prune()
+
+
+def _absolute(dest: Path) -> Path:
+    """The folder a pin names: absolute, links not followed (a DEST that is a link is pinned as the link)."""
+    return Path(os.path.abspath(dest))  # noqa: PTH100 - lexical, as unpack names DEST (absolute_as_given)
+
+
+def _read_pin(path: Path) -> Pin | None:
+    """A pin, or None when it is missing or unreadable (it then protects nothing: only disk is at stake)."""
+    try:
+        return Pin.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None
 
 
 def _check_frame(frame: FrameLike, sha256: str, size: int, source: str) -> None:

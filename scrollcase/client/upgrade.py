@@ -9,7 +9,9 @@ Order of events (``scrollcase upgrade``, :mod:`scrollcase.commands.upgrade`):
    arrives, then the archive is reassembled from the cache and its whole sha256 checked;
 4. it is unpacked into ``.<DEST>.upgrade`` beside DEST, relocated to DEST's path;
 5. the swap: DEST becomes ``.<DEST>.previous``, the new tree becomes DEST (two renames on one file
-   system); the previous tree is deleted unless it is kept for a rollback.
+   system); the previous tree is deleted unless it is kept for a rollback;
+6. the new release's frames are pinned for DEST and the frame cache pruned
+   (:func:`~scrollcase.client.framecache.keep_installed`).
 
 Until step 5 DEST is untouched, so an upgrade that fails or is killed leaves the old install working;
 a rerun finds the frames already fetched in the cache.  A kill between the two renames of step 5 leaves

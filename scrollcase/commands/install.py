@@ -19,7 +19,7 @@ from typing import Any
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import prepare_dest, unpack_archive
 from scrollcase.client.download import Download, download_archive
-from scrollcase.client.framecache import FrameCache, fill_from_archive
+from scrollcase.client.framecache import FrameCache, Pruned, fill_from_archive, keep_installed, pruned_json
 from scrollcase.client.install import check_dest_fits, fetch_manifest, host_view, needs_gpus, read_box_index
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
@@ -48,8 +48,8 @@ runs on; CUDA before metal before cpu; no pre-releases unless --pre or --version
 is downloaded into the user cache ($SCROLLCASE_CACHE_DIR), resuming an interrupted download,
 with its size and sha256 checked before anything appears at DEST; then it is unpacked and
 relocated as `scrollcase unpack` does.  The archive's frames are kept in the frame cache, so a later
-`scrollcase upgrade` downloads only the frames that changed.  --list shows every release and why it
-fits or not.
+`scrollcase upgrade` downloads only the frames that changed (frames no installed box uses any more
+are pruned).  --list shows every release and why it fits or not.
 """
 
 
@@ -178,10 +178,9 @@ def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chose
     )
     try:
         check_identity(manifest, download.path)
+        cache = FrameCache.default()
         if info.frames:  # the frame table checked against the archive; its frames kept for `upgrade`
-            fill_from_archive(
-                FrameCache.default(), download.path, info.frames, info.size, store.url_for(chosen.entry.release)
-            )
+            fill_from_archive(cache, download.path, info.frames, info.size, store.url_for(chosen.entry.release))
         meter = console.meter("unpacking", info.size)
         result = unpack_archive(
             download.path, dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
@@ -192,10 +191,11 @@ def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chose
         raise
     if not args.keep_download:
         download.path.unlink(missing_ok=True)
+    pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
     seconds = time.monotonic() - start
     data = install_json(
         manifest, store, download, args.keep_download, check, {**to_json(result, download.path, seconds)}
-    )
+    ) | {"cachePruned": pruned_json(pruned)}
     console.result(data, render_install(data))
     return 0
 

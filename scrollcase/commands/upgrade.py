@@ -12,7 +12,7 @@ from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.download import download_archive
-from scrollcase.client.framecache import FrameCache
+from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import check_dest_fits
 from scrollcase.client.select import Candidate, require_choice, select_release, semver_key
 from scrollcase.client.upgrade import (
@@ -60,7 +60,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--skip-gpu-check", action="store_true", help="do not ask nvidia-smi (prints a warning)")
     p.add_argument(
-        "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous (an instant rollback)"
+        "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous and its frames (rollback)"
     )
     p.set_defaults(handler=handler(UpgradeArgs, run))
 
@@ -111,8 +111,11 @@ def _upgrade(
             meter.finish()
         finally:
             fetched.archive.unlink(missing_ok=True)  # the frames stay in the frame cache
+        old_frames = FrameCache.default().pinned(dest)
         previous = swap_in(Siblings(dest), args.keep_previous)
+        pruned = _keep_frames(manifest, dest, previous, old_frames)
     data = _json(manifest, box, dest, fetched, previous, result.files, time.monotonic() - start)
+    data["cachePruned"] = pruned_json(pruned)
     console.result(data, _render(data))
     return 0
 
@@ -130,6 +133,16 @@ def _fetch(store: ReadableStore, manifest: ReleaseManifest, console: Console) ->
     except IntegrityError:
         console.progress("nothing was changed in DEST")
         raise
+
+
+def _keep_frames(manifest: ReleaseManifest, dest: Path, previous: Path | None, old_frames: tuple[str, ...]) -> Pruned:
+    """Pin the new release's frames for DEST (and the old one's for a kept previous tree), prune the rest:
+    the frames only the replaced release used leave the cache, unless that release is kept for a rollback."""
+    frames = manifest.archive.frames
+    if not frames:
+        return Pruned(0, 0)
+    kept = (previous, old_frames) if previous is not None else None
+    return keep_installed(FrameCache.default(), dest, frames, kept)
 
 
 def _json(

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from scrollcase.box.boxjson import dump_box_json
 from scrollcase.box.frames import frame_table
 from scrollcase.box.release import dump_release, release_relocation
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
-from scrollcase.client.framecache import FrameCache
+from scrollcase.client.framecache import PRUNE_GRACE_SECONDS, FrameCache
 from scrollcase.commands import upgrade as upgrade_command
 from scrollcase.store.index import index_key
 from scrollcase.store.local import LocalStore
@@ -142,6 +143,7 @@ def test_rollback_with_version_downloads_nothing(
     url, state = server
     dest = host / "box"
     install_old(capsys, url, dest)
+    age_frame_cache(host)  # older than the prune's grace: only the pin of the kept previous tree keeps them
     assert run_cli(capsys, "upgrade", "--store", url, "--keep-previous", str(dest))[0] == 0
     assert installed_state(host / ".box.previous")[0] == "1.0.0"  # kept for an instant rollback
     before = state.sent_for(".tar.zst")
@@ -149,6 +151,41 @@ def test_rollback_with_version_downloads_nothing(
     assert code == 0, err
     assert result["to"] == "1.0.0" and result["bytesDownloaded"] == 0 == state.sent_for(".tar.zst") - before
     assert installed_state(dest)[0] == "1.0.0"
+
+
+def age_frame_cache(host: Path) -> None:
+    when = time.time() - 2 * PRUNE_GRACE_SECONDS
+    for path in (host / "cache" / "frames").glob("??/*"):
+        os.utime(path, (when, when))
+
+
+def cached_frames(host: Path) -> set[str]:
+    return {p.name for p in (host / "cache" / "frames").glob("??/*")}
+
+
+def test_an_upgrade_prunes_the_frames_only_the_replaced_release_used_and_a_rollback_fetches_them(
+    server: tuple[str, ServerState],
+    releases: dict[str, SyntheticRelease],
+    host: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, state = server
+    dest = host / "box"
+    install_old(capsys, url, dest)
+    old, new = ({f.sha256: f for f in releases[v].manifest.archive.frames or []} for v in ("1.0.0", "1.0.1"))
+    assert cached_frames(host) == set(old)
+    age_frame_cache(host)
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    only_old = [f for sha, f in old.items() if sha not in new]
+    assert cached_frames(host) == set(new)  # one copy of what is installed, not of every release downloaded
+    assert result["cachePruned"] == {"frames": len(only_old), "bytes": sum(f.size for f in only_old)}
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, "--version", "1.0.0", str(dest))
+    assert code == 0, err
+    assert result["bytesDownloaded"] == sum(f.size for f in only_old) == state.sent_for(".tar.zst") - before
+    assert installed_state(dest)[0] == "1.0.0"
+    assert result["cachePruned"] == {"frames": 0, "bytes": 0}  # 1.0.1's frames are young: the grace keeps them
 
 
 def test_a_tampered_frame_is_refused_and_dest_is_unchanged(

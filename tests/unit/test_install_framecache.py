@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from scrollcase.box.release import ArchiveFrame
-from scrollcase.client.framecache import FrameCache, assemble, fetch_frames, fill_from_archive
+from scrollcase.client.framecache import (
+    PRUNE_GRACE_SECONDS,
+    FrameCache,
+    Pruned,
+    assemble,
+    fetch_frames,
+    fill_from_archive,
+    keep_installed,
+)
 from scrollcase.errors import IntegrityError
 from scrollcase.store.local import LocalStore
 from tests.support.framedreleases import write_framed_release
@@ -164,3 +174,75 @@ def test_assemble_refuses_a_whole_other_than_the_manifest(
     with pytest.raises(IntegrityError, match=f"reassembled from the frames of SRC is {info.size} bytes"):
         assemble(cache, table(release), out, size, sha, "SRC")
     assert list(tmp_path.iterdir()) == [cache.root]  # nothing left beside it
+
+
+def aged(cache: FrameCache, seconds: float = 2 * PRUNE_GRACE_SECONDS) -> None:
+    """Every frame in the cache written ``seconds`` ago (older than the prune's grace)."""
+    when = time.time() - seconds
+    for path in cache.root.glob("??/*"):
+        os.utime(path, (when, when))
+
+
+def test_prune_keeps_what_installed_folders_pin_and_removes_the_rest(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frames = table(release)
+    fill(cache, release)
+    installed, deleted = tmp_path / "box", tmp_path / "gone"
+    installed.mkdir()
+    cache.pin(installed, frames[:2])
+    cache.pin(deleted, frames[2:])  # a box the user deleted: its pin no longer counts
+    (cache.root / "pins" / "junk.json").write_text("{not a pin")
+    temp = cache.root / frames[0].sha256[:2] / f".{frames[0].sha256}.123-abc.part"
+    temp.write_bytes(b"a download in progress")
+    aged(cache)
+    pruned = cache.prune()
+    left = sorted(p.name for p in cache.root.glob("??/*"))
+    assert left == sorted([temp.name, *(f.sha256 for f in frames[:2])])
+    assert pruned == Pruned(len(frames) - 2, sum(f.size for f in frames[2:]))
+    assert sorted(p.name for p in (cache.root / "pins").iterdir()) == [cache._pin_path(installed).name]
+    assert cache.pinned(installed) == tuple(sorted(f.sha256 for f in frames[:2]))
+    assert cache.pinned(deleted) == ()
+
+
+def test_prune_leaves_frames_younger_than_the_grace(tmp_path: Path, release: SyntheticRelease) -> None:
+    """Another install may have fetched them and not pinned them yet."""
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    assert cache.prune() == Pruned(0, 0)
+    assert cache.prune(now=time.time() + PRUNE_GRACE_SECONDS + 1).frames == len(table(release))
+
+
+def test_missing_touches_the_frames_it_relies_on(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frames = table(release)
+    fill(cache, release)
+    aged(cache)
+    cache.path_for(frames[0].sha256).unlink()
+    assert [f.sha256 for f in cache.missing(frames)] == [frames[0].sha256]
+    assert cache.prune() == Pruned(0, 0)  # an upgrade about to assemble from them: not pruned beside it
+
+
+def test_keep_installed_pins_a_kept_previous_tree_too(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    frames = table(release)
+    fill(cache, release)
+    dest, previous = tmp_path / "box", tmp_path / ".box.previous"
+    dest.mkdir()
+    previous.mkdir()
+    aged(cache)
+    assert keep_installed(cache, dest, frames[:1], (previous, [frames[1].sha256])) == Pruned(
+        len(frames) - 2, sum(f.size for f in frames[2:])
+    )
+    assert sorted(p.name for p in cache.root.glob("??/*")) == sorted(f.sha256 for f in frames[:2])
+
+
+def test_keep_installed_prunes_nothing_when_it_cannot_pin(tmp_path: Path, release: SyntheticRelease) -> None:
+    """Without DEST's pin, a prune would remove the frames DEST's next upgrade starts from."""
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    (cache.root / "pins").write_text("a file where the pins folder belongs")
+    dest = tmp_path / "box"
+    dest.mkdir()
+    aged(cache)
+    assert keep_installed(cache, dest, table(release)) == Pruned(0, 0)
+    assert len(list(cache.root.glob("??/*"))) == len(table(release))
