@@ -43,7 +43,19 @@ class _Span:
     shown: str
 
 
-_Write: TypeAlias = tuple[bytes | memoryview | _Span, BinaryIO | None]  # data, tee
+@dataclass(frozen=True)
+class _FrameEnd:
+    """The end of a frame, queued after its bytes: the writer, which hashes them, makes its table row."""
+
+    name: str
+    offset: int
+    size: int
+    uncompressed_size: int
+    known: str | None  # its sha256 when known already (a cached frame)
+    on_record: Callable[[FrameRecord], None] | None
+
+
+_Write: TypeAlias = tuple[bytes | memoryview | _Span, BinaryIO | None, bool] | _FrameEnd  # data, tee, hash it
 
 
 class _PositionalReader:
@@ -105,14 +117,15 @@ def frame_table(records: Sequence[FrameRecord]) -> list[ArchiveFrame] | None:
 class FrameSink:
     """The archive file the packer writes: hashes the whole and each frame as the bytes go to disk.
 
-    Hashing (the archive, and each frame whose digest is not known yet) runs on a thread of its own and
-    writing on another, fed through bounded queues: ``hashlib`` and file writes release the GIL, so they
-    overlap with each other and with reading files and feeding zstd, instead of stalling zstd's workers
-    between calls.  A frame reused from the pack cache (:meth:`copy_frame`) is copied by the kernel
-    (``copy_file_range``; a reflink where the file system shares blocks; elsewhere a plain read and write)
-    while the sink hashes it through one reused buffer, so a rebuild's copy and hash take the time of one
-    of them.  Every call
-    keeps the stream's order; an error on either thread (a full disk) is raised by the next call, and by
+    The archive's sha256 is computed on a thread of its own; each frame's (unless its digest is known)
+    on the writing thread, beside its writes, fed through bounded queues: ``hashlib`` and file writes
+    release the GIL, so the two digests and the writes overlap with each other and with reading files and
+    feeding zstd, instead of stalling zstd's workers between calls (both digests on one thread held the
+    torch box's pack back by ~0.5 s: the packer waited for the queue's room).  A frame reused from the
+    pack cache (:meth:`copy_frame`) is copied by the kernel (``copy_file_range``; a reflink where the file
+    system shares blocks; elsewhere a plain read and write) while the sink hashes it through one reused
+    buffer, so a rebuild's copy and hash take the time of one of them.  Every call keeps the stream's
+    order; an error on either thread (a full disk) is raised by the next call, and by
     :meth:`close`.
     """
 
@@ -128,7 +141,7 @@ class FrameSink:
         self._room = threading.BoundedSemaphore(depth)
         self._writes: queue.Queue[_Write | None] = queue.Queue(depth)
         self._error: BaseException | None = None
-        self._frame = hashlib.sha256()
+        self._frame = hashlib.sha256()  # the writer's: the current frame's bytes so far
         self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
         self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
@@ -217,24 +230,43 @@ class FrameSink:
             self._writes.put(None)
 
     def _write_all(self) -> None:
-        """The writer thread: every write in order; after an error it only closes the copied files."""
+        """The writer thread: every write in order, and each frame's digest; after an error it only closes
+        the copied files."""
         while True:
             item = self._writes.get()
             try:
                 if item is None:
                     return
-                data, tee = item
                 try:
-                    if isinstance(data, _Span):
-                        self._write_span(data)
-                    elif self._error is None:
-                        if tee is not None:
-                            tee.write(data)
-                        self.out.write(data)
+                    self._write(item)
                 except BaseException as exc:
                     self._error = exc
             finally:
                 self._writes.task_done()
+
+    def _write(self, item: _Write) -> None:
+        if isinstance(item, _FrameEnd):
+            if self._error is None:
+                self._record(item)
+            return
+        data, tee, hash_it = item
+        if isinstance(data, _Span):
+            self._write_span(data)
+        elif self._error is None:
+            if hash_it:
+                self._frame.update(data)
+            if tee is not None:
+                tee.write(data)
+            self.out.write(data)
+
+    def _record(self, end: _FrameEnd) -> None:
+        record = FrameRecord(
+            end.name, end.offset, end.size, end.uncompressed_size, end.known or self._frame.hexdigest()
+        )
+        self.frames.append(record)
+        self._frame = hashlib.sha256()
+        if end.on_record is not None:
+            end.on_record(record)
 
     def _write_span(self, span: _Span) -> None:
         with span.source:
@@ -250,13 +282,11 @@ class FrameSink:
 
     def _hash(self, data: bytes | memoryview) -> None:
         self.sha.update(data)
-        if self._known is None:
-            self._frame.update(data)
         self.size += len(data)
 
     def _data(self, data: bytes | memoryview) -> None:
         self._hash(data)
-        self._writes.put((data, self._tee))
+        self._writes.put((data, self._tee, self._known is None))
 
     def _handle(self, item: _Item) -> None:
         kind = item[0]
@@ -286,24 +316,26 @@ class FrameSink:
         except BaseException:
             raw.close()
             raise
-        self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None))
+        self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None, False))
+        frame = hashlib.sha256() if self._known is None else None  # the writer does not see these bytes
         with contextlib.closing(reader):
             done = 0
             while done < length:
                 got = reader.read_at(self._buffer[: min(len(self._buffer), length - done)], done)
                 if not got:
-                    return  # cut short: the writer's copy says so, naming the file
+                    break  # cut short: the writer's copy says so, naming the file
                 self._hash(self._buffer[:got])
+                if frame is not None:
+                    frame.update(self._buffer[:got])
                 done += got
+        if frame is not None:
+            self._known = frame.hexdigest()
 
     def _end(self, name: str, uncompressed_size: int, on_record: Callable[[FrameRecord], None] | None) -> None:
-        record = FrameRecord(
-            name, self._start, self.size - self._start, uncompressed_size, self._known or self._frame.hexdigest()
+        self._writes.put(
+            _FrameEnd(name, self._start, self.size - self._start, uncompressed_size, self._known, on_record)
         )
-        self.frames.append(record)
-        self._known, self._tee, self._frame, self._start = None, None, hashlib.sha256(), self.size
-        if on_record is not None:
-            on_record(record)
+        self._known, self._tee, self._start = None, None, self.size
 
 
 def table_problems(frames: Sequence[FrameLike], archive_size: int) -> list[str]:
