@@ -109,11 +109,16 @@ class FrameCache:
         return pin.frames if pin is not None else ()
 
     def prune(self, now: float | None = None) -> Pruned:
-        """Remove every frame no pin of an existing folder names, unless it is younger than the grace."""
-        keep = self._kept_frames()
+        """Remove every frame no pin of an existing folder names, unless it is younger than the grace.
+        What cannot be listed or removed stays (a prune only ever costs disk, never an install)."""
+        try:
+            keep = self._kept_frames()
+            frames = list(self._frame_files())
+        except OSError:
+            return Pruned(0, 0)
         cutoff = (time.time() if now is None else now) - PRUNE_GRACE_SECONDS
         removed = freed = 0
-        for path in self._frame_files():
+        for path in frames:
             with contextlib.suppress(OSError):  # gone already, or not ours to remove: only costs disk
                 st = path.stat()
                 if path.name in keep or st.st_mtime > cutoff:
@@ -132,7 +137,8 @@ class FrameCache:
         for path in sorted((self.root / PINS).glob("*.json")):
             pin = _read_pin(path)
             if pin is None or not Path(pin.dest).is_dir():
-                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
                 continue
             keep.update(pin.frames)
         return keep

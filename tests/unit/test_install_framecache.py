@@ -246,3 +246,19 @@ def test_keep_installed_prunes_nothing_when_it_cannot_pin(tmp_path: Path, releas
     aged(cache)
     assert keep_installed(cache, dest, table(release)) == Pruned(0, 0)
     assert len(list(cache.root.glob("??/*"))) == len(table(release))
+
+
+def test_a_cache_that_cannot_be_listed_is_not_pruned(
+    tmp_path: Path, release: SyntheticRelease, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune runs after the install is complete: a listing error must cost nothing but disk."""
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    aged(cache)
+
+    def unlistable(self: FrameCache) -> list[Path]:
+        raise PermissionError(13, "Permission denied", str(self.root))
+
+    monkeypatch.setattr(FrameCache, "_frame_files", unlistable)
+    assert cache.prune() == Pruned(0, 0)
+    assert len(list(cache.root.glob("??/*"))) == len(table(release))
