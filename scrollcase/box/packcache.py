@@ -12,6 +12,11 @@ hard link.  That is what a box tree mostly is — wheels are hard-linked from th
 change a file in place — so their digests are looked up, not computed.  Files with one link (generated
 bytecode, prefix-rewritten conda files, box.json) are new on every build and are hashed: cheap, they are
 small.  ``<cache>/packframes/<key[:2]>/<key>`` holds the frames; ``inodes.json`` the remembered digests.
+
+The cache is bounded, so a build machine that packs for years does not fill its disk: a frame a pack
+reuses is touched, and after each pack the frames no pack has used for FRAME_MAX_AGE_DAYS are removed;
+``inodes.json`` keeps at most MAX_INODES digests, the ones this pack looked up last (the least recently
+seen go first).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +37,8 @@ from scrollcase.io.files import cache_entry, write_atomic
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
 _FRAMES = "frames.json"  # key -> sha256 of the cached frame (a reused frame is not hashed again)
-_MAX_INODES = 2_000_000
+MAX_INODES = 1_000_000  # ~100 MB of JSON at most: 40 boxes of 25,000 files
+FRAME_MAX_AGE_DAYS = 30
 
 
 @dataclass
@@ -42,6 +49,7 @@ class PackCache:
     hits: int = 0
     misses: int = 0
     _dirty: bool = False
+    _seen: dict[str, None] = field(default_factory=dict)  # the inode keys this pack looked up, in order
 
     @classmethod
     def open(cls, root: Path) -> PackCache:
@@ -58,14 +66,16 @@ class PackCache:
     def file_digest(self, path: str, st: os.stat_result) -> str:
         """The sha256 of a file's content, remembered by inode for files with more than one link."""
         memo = _inode(st) if st.st_nlink > 1 else None
-        if memo is not None and memo in self.inodes:
-            return self.inodes[memo]
+        if memo is not None:
+            self._seen[memo] = None
+            if memo in self.inodes:
+                return self.inodes[memo]
         sha = hashlib.sha256()
         with open(path, "rb") as f:  # noqa: PTH123 - str paths from the walk
             while data := f.read(1 << 20):
                 sha.update(data)
         digest = sha.hexdigest()
-        if memo is not None and len(self.inodes) < _MAX_INODES:
+        if memo is not None:
             self.inodes[memo] = digest
             self._dirty = True
         return digest
@@ -85,11 +95,15 @@ class PackCache:
         return hashlib.sha256("".join(lines).encode()).hexdigest()
 
     def get(self, key: str, size: int | None = None) -> Path | None:
+        """The cached frame for ``key``, touched (see :meth:`prune`); None when there is none."""
         path = self.path_for(key)
         try:
             ok = path.stat().st_size > 0 and (size is None or path.stat().st_size == size)
         except OSError:
             return None
+        if ok:
+            with contextlib.suppress(OSError):  # a read-only cache is still read
+                os.utime(path)
         return path if ok else None
 
     def put(self, key: str, frame: bytes) -> None:
@@ -113,6 +127,9 @@ class PackCache:
             self.misses += 1
 
     def save(self) -> None:
+        """Write the indexes back (when anything changed), after pruning what is past the bounds."""
+        self.prune()
+        self._trim_inodes()
         if self._dirty:
             try:
                 write_atomic(self.root / _INODES, json.dumps(self.inodes, separators=(",", ":")).encode())
@@ -120,6 +137,43 @@ class PackCache:
             except OSError:
                 return
             self._dirty = False
+
+    def prune(self, now: float | None = None) -> int:
+        """Remove the frames no pack has used (touched) for FRAME_MAX_AGE_DAYS; how many were removed."""
+        cutoff = (time.time() if now is None else now) - FRAME_MAX_AGE_DAYS * 86400
+        removed = 0
+        for key, path in _frame_files(self.root):
+            with contextlib.suppress(OSError):  # gone already, or not removable: only costs disk
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+                    if self.digests.pop(key, None) is not None:
+                        self._dirty = True
+        return removed
+
+    def _trim_inodes(self) -> None:
+        """At most MAX_INODES remembered digests: the ones this pack looked up last, then the newest others."""
+        if len(self.inodes) <= MAX_INODES:
+            return
+        seen = [k for k in self._seen if k in self.inodes]
+        others = [k for k in self.inodes if k not in self._seen]
+        order = (others + seen)[-MAX_INODES:]
+        self.inodes = {k: self.inodes[k] for k in order}
+        self._dirty = True
+
+
+def _frame_files(root: Path) -> list[tuple[str, Path]]:
+    """(key, path) of every cached frame (none when the cache cannot be listed)."""
+    try:
+        return [
+            (path.name, path)
+            for folder in sorted(root.iterdir())
+            if len(folder.name) == 2 and folder.is_dir()
+            for path in sorted(folder.iterdir())
+            if len(path.name) == 64 and path.name.startswith(folder.name)
+        ]
+    except OSError:
+        return []
 
 
 def _inode(st: os.stat_result) -> str:

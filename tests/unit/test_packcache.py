@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
+import pytest
+
+from scrollcase.box import packcache
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.packcache import PackCache
 from tests.support.framedbox import SITE, make_framed_box
@@ -53,3 +57,44 @@ def test_file_digests_are_remembered_only_for_hard_linked_files(tmp_path: Path) 
     assert len(cache.inodes) == 1
     cache.save()
     assert PackCache.open(tmp_path / "cache").inodes == cache.inodes
+
+
+def test_frames_unused_for_the_max_age_are_pruned_and_a_reused_one_is_kept(tmp_path: Path) -> None:
+    tree = make_framed_box(tmp_path / "box", version="1.0.0", payload=5_000, packages=3)
+    cache = PackCache.open(tmp_path / "cache")
+    packed = pack_tree(tree, tmp_path / "1.tar.zst", cache=cache)
+    entries = sorted(p for p in (tmp_path / "cache").glob("??/*") if len(p.name) == 64)
+    assert len(entries) == len(packed.frames) - 1  # every unit but the end-of-archive
+    stale = time.time() - (packcache.FRAME_MAX_AGE_DAYS + 1) * 86400
+    for path in entries:
+        os.utime(path, (stale, stale))
+    orphan = tmp_path / "cache" / "ab" / ("ab" + "0" * 62)  # a frame of a box nobody packs any more
+    orphan.parent.mkdir(exist_ok=True)
+    orphan.write_bytes(b"old frame")
+    os.utime(orphan, (stale, stale))
+    again = PackCache.open(tmp_path / "cache")
+    assert again.digests.get(orphan.name) is None
+    again.digests[orphan.name] = "f" * 64
+    assert pack_tree(tree, tmp_path / "2.tar.zst", cache=again).sha256 == packed.sha256
+    assert again.hits == len(entries)  # each reused, so each touched: none is pruned
+    assert not orphan.exists() and orphan.name not in PackCache.open(tmp_path / "cache").digests
+    assert sorted(p for p in (tmp_path / "cache").glob("??/*") if len(p.name) == 64) == entries
+
+
+def test_remembered_digests_keep_those_looked_up_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_INODES the digests a pack did not look up go first, oldest first (a full index used to stop
+    remembering: every later box hashed all its files on every build)."""
+    monkeypatch.setattr(packcache, "MAX_INODES", 3)
+    cache = PackCache.open(tmp_path / "cache")
+    cache.inodes = {f"old:{i}": "0" * 64 for i in range(3)}
+    files = []
+    for i in range(2):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(b"%d" % i)
+        os.link(path, tmp_path / f"link{i}")
+        files.append(path)
+    for path in files:
+        cache.file_digest(str(path), path.stat())
+    cache.save()
+    kept = list(PackCache.open(tmp_path / "cache").inodes)
+    assert kept == ["old:2", *(packcache._inode(p.stat()) for p in files)]
