@@ -183,10 +183,17 @@ def aged(cache: FrameCache, seconds: float = 2 * PRUNE_GRACE_SECONDS) -> None:
         os.utime(path, (when, when))
 
 
-def test_prune_keeps_what_installed_folders_pin_and_removes_the_rest(tmp_path: Path, release: SyntheticRelease) -> None:
+def aged_cache(tmp_path: Path, release: SyntheticRelease) -> FrameCache:
+    """A frame cache holding every frame of ``release``, all older than the prune's grace."""
     cache = FrameCache(tmp_path / "frames")
-    frames = table(release)
     fill(cache, release)
+    aged(cache)
+    return cache
+
+
+def test_prune_keeps_what_installed_folders_pin_and_removes_the_rest(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = aged_cache(tmp_path, release)
+    frames = table(release)
     installed, deleted = tmp_path / "box", tmp_path / "gone"
     installed.mkdir()
     cache.pin(installed, frames[:2])
@@ -194,7 +201,6 @@ def test_prune_keeps_what_installed_folders_pin_and_removes_the_rest(tmp_path: P
     (cache.root / "pins" / "junk.json").write_text("{not a pin")
     temp = cache.root / frames[0].sha256[:2] / f".{frames[0].sha256}.123-abc.part"
     temp.write_bytes(b"a download in progress")
-    aged(cache)
     pruned = cache.prune()
     left = sorted(p.name for p in cache.root.glob("??/*"))
     assert left == sorted([temp.name, *(f.sha256 for f in frames[:2])])
@@ -213,23 +219,19 @@ def test_prune_leaves_frames_younger_than_the_grace(tmp_path: Path, release: Syn
 
 
 def test_missing_touches_the_frames_it_relies_on(tmp_path: Path, release: SyntheticRelease) -> None:
-    cache = FrameCache(tmp_path / "frames")
+    cache = aged_cache(tmp_path, release)
     frames = table(release)
-    fill(cache, release)
-    aged(cache)
     cache.path_for(frames[0].sha256).unlink()
     assert [f.sha256 for f in cache.missing(frames)] == [frames[0].sha256]
     assert cache.prune() == Pruned(0, 0)  # an upgrade about to assemble from them: not pruned beside it
 
 
 def test_keep_installed_pins_a_kept_previous_tree_too(tmp_path: Path, release: SyntheticRelease) -> None:
-    cache = FrameCache(tmp_path / "frames")
+    cache = aged_cache(tmp_path, release)
     frames = table(release)
-    fill(cache, release)
     dest, previous = tmp_path / "box", tmp_path / ".box.previous"
     dest.mkdir()
     previous.mkdir()
-    aged(cache)
     assert keep_installed(cache, dest, frames[:1], (previous, [frames[1].sha256])) == Pruned(
         len(frames) - 2, sum(f.size for f in frames[2:])
     )
@@ -238,12 +240,10 @@ def test_keep_installed_pins_a_kept_previous_tree_too(tmp_path: Path, release: S
 
 def test_keep_installed_prunes_nothing_when_it_cannot_pin(tmp_path: Path, release: SyntheticRelease) -> None:
     """Without DEST's pin, a prune would remove the frames DEST's next upgrade starts from."""
-    cache = FrameCache(tmp_path / "frames")
-    fill(cache, release)
+    cache = aged_cache(tmp_path, release)
     (cache.root / "pins").write_text("a file where the pins folder belongs")
     dest = tmp_path / "box"
     dest.mkdir()
-    aged(cache)
     assert keep_installed(cache, dest, table(release)) == Pruned(0, 0)
     assert len(list(cache.root.glob("??/*"))) == len(table(release))
 
@@ -252,9 +252,7 @@ def test_a_cache_that_cannot_be_listed_is_not_pruned(
     tmp_path: Path, release: SyntheticRelease, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A prune runs after the install is complete: a listing error must cost nothing but disk."""
-    cache = FrameCache(tmp_path / "frames")
-    fill(cache, release)
-    aged(cache)
+    cache = aged_cache(tmp_path, release)
 
     def unlistable(self: FrameCache) -> list[Path]:
         raise PermissionError(13, "Permission denied", str(self.root))
