@@ -32,9 +32,10 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from scrollcase.box import pyccache
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, Problem
 from scrollcase.io import proc
@@ -180,14 +181,22 @@ def add_bytecode(
     placeholder: str,
     scratch: Path,
     workers: int | None = None,
+    cache_dir: Path | None = None,
 ) -> list[str]:
-    """The build's bytecode stage: plan, compile, drop stray carriers; notes for the build log."""
+    """The build's bytecode stage: plan, take what the bytecode cache under ``cache_dir`` holds
+    (:mod:`~scrollcase.box.pyccache`), compile the rest, drop stray carriers; notes for the build log."""
     sources = find_sources(box_root, layout)
     plan = plan_bytecode(layout, sources, prune=prune, carriers=find_carriers(box_root, sources, placeholder))
     if plan.skipped:
         return [plan.skipped]
-    result = compile_bytecode(box_root, plan, scratch=scratch, workers=workers or proc.usable_cores())
-    notes = [f"{result.compiled} modules compiled ({result.chunks} chunks, unchecked-hash)"]
+    cache = pyccache.open_pyc_cache(cache_dir, box_root, plan.python) if cache_dir is not None else None
+    wanted = [rel for chunk in plan.chunks for rel in chunk]
+    todo, keys = pyccache.link_cached(box_root, cache, wanted) if cache is not None else (wanted, {})
+    todo_plan = replace(plan, chunks=tuple(tuple(todo[i : i + CHUNK_FILES]) for i in range(0, len(todo), CHUNK_FILES)))
+    result = compile_bytecode(box_root, todo_plan, scratch=scratch, workers=workers or proc.usable_cores())
+    reused = len(wanted) - len(todo)
+    cached = f"{reused} from the bytecode cache, " if cache is not None else ""
+    notes = [f"{result.compiled + reused} modules compiled ({cached}{result.chunks} chunks, unchecked-hash)"]
     if plan.left_out:
         notes.append(
             f"{len(plan.left_out)} modules embed the box prefix and compile at run time: {_some(plan.left_out)}"
@@ -197,6 +206,10 @@ def add_bytecode(
     for pyc in stray_carriers(box_root, layout, placeholder):
         pyc.unlink()
         notes.append(f"{pyc.relative_to(box_root).as_posix()} embeds the box prefix: removed")
+    if cache is not None:  # after the strays are gone: a cached .pyc is one the box ships
+        failed = set(result.failed)
+        done = [rel for rel in todo if rel not in failed and (box_root / cache.pyc_for(rel)).is_file()]
+        pyccache.store_compiled(box_root, cache, keys, done)
     return notes
 
 

@@ -142,3 +142,50 @@ def test_an_interpreter_that_fails_is_a_build_error(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="exited with 3") as caught:
         compile_bytecode(box, plan, scratch=tmp_path / "scratch", workers=1)
     assert "libpython3.11" in caught.value.problems[0].message
+
+
+@needs_311
+def test_a_rebuild_links_the_cached_bytecode_of_unchanged_modules_and_compiles_the_rest(tmp_path: Path) -> None:
+    def build(name: str) -> tuple[Path, list[str]]:
+        box = fake_box(tmp_path / name)
+        if name == "changed":
+            (box / STD / "site-packages/pkg/m3.py").write_text("VALUE = 'new'\n")
+        notes = add_bytecode(
+            box, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / f"s-{name}", cache_dir=tmp_path / "cache"
+        )
+        return box, notes
+
+    first, notes = build("first")
+    assert notes[0].startswith("6 modules compiled (0 from the bytecode cache")
+    again, notes = build("again")
+    assert notes[0].startswith("6 modules compiled (6 from the bytecode cache, 1 chunks")  # broken.py: again
+    assert pycs(again) == pycs(first)
+    assert all(os.stat(again / name).st_nlink >= 2 for name in pycs(again))  # the pack cache knows them by inode
+    changed, notes = build("changed")
+    assert notes[0].startswith("6 modules compiled (5 from the bytecode cache, 1 chunks")
+    fresh = fake_box(tmp_path / "fresh")
+    (fresh / STD / "site-packages/pkg/m3.py").write_text("VALUE = 'new'\n")
+    add_bytecode(fresh, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s-fresh")
+    assert pycs(changed) == pycs(fresh)  # the same bytes as a build without the cache
+    entries = [p for p in (tmp_path / "cache" / "pyc").glob("??/*") if not p.name.startswith(".")]
+    assert len(entries) == 7  # 6 modules, and m3 once more for its new source: broken.py and where.py never
+
+
+@needs_311
+def test_the_bytecode_cache_key_holds_the_interpreter_the_box_path_and_the_source(tmp_path: Path) -> None:
+    from scrollcase.box.pyccache import PycCache
+
+    cache = PycCache(tmp_path, "3.11.7\0a70d0d0a\0cpython-311", "cpython-311")
+    key = cache.key(f"{STD}/m.py", "0" * 64)
+    assert (
+        len(
+            {
+                key,
+                cache.key(f"{STD}/n.py", "0" * 64),
+                cache.key(f"{STD}/m.py", "1" * 64),
+                PycCache(tmp_path, "3.11.8\0a70d0d0a\0cpython-311", "cpython-311").key(f"{STD}/m.py", "0" * 64),
+            }
+        )
+        == 4
+    )
+    assert cache.pyc_for(f"{STD}/a.b.py") == f"{STD}/__pycache__/a.b.cpython-311.pyc"
