@@ -10,6 +10,10 @@ and an ``unchecked-hash`` ``.pyc`` is never checked against its source again, so
 may stay out of the key.  ``<cache>/pyc/<key[:2]>/<key>`` holds one ``.pyc``; an entry is made by a link
 to a temp name and a rename, and never changed in place (``compileall`` too replaces a ``.pyc`` by a
 rename).  Linked into the box, a ``.pyc`` has two links, so the pack cache remembers its digest.
+
+Bounded: after each build the entries made more than MAX_AGE_DAYS ago are removed (an entry is not
+touched when it is used: that would change the mtime of the box's own link, which the pack cache's
+inode key holds), so a module is compiled again at most once a month.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from scrollcase.io import proc
 
 PYC = "pyc"
+MAX_AGE_DAYS = 30
 _IDENTITY = (
     "import sys, importlib.util as u; "
     "print(sys.version.replace(chr(10), ' ')); print(u.MAGIC_NUMBER.hex()); print(sys.implementation.cache_tag)"
@@ -91,6 +97,20 @@ def store_compiled(box_root: Path, cache: PycCache, keys: dict[str, str], compil
         with contextlib.suppress(OSError):
             temp.unlink(missing_ok=True)
     return stored
+
+
+def prune(cache: PycCache, now: float | None = None) -> int:
+    """Remove the entries made more than MAX_AGE_DAYS ago; how many (what cannot be listed or removed stays)."""
+    cutoff = (time.time() if now is None else now) - MAX_AGE_DAYS * 86400
+    removed = 0
+    with contextlib.suppress(OSError):
+        for folder in sorted(cache.root.iterdir()):
+            for entry in sorted(folder.iterdir()) if len(folder.name) == 2 and folder.is_dir() else []:
+                with contextlib.suppress(OSError):
+                    if len(entry.name) == 64 and entry.stat().st_mtime < cutoff:
+                        entry.unlink()
+                        removed += 1
+    return removed
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

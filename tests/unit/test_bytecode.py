@@ -6,6 +6,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,25 @@ def test_the_bytecode_cache_key_holds_the_interpreter_the_box_path_and_the_sourc
         == 4
     )
     assert cache.pyc_for(f"{STD}/a.b.py") == f"{STD}/__pycache__/a.b.cpython-311.pyc"
+
+
+@needs_311
+def test_bytecode_cache_entries_older_than_the_max_age_are_pruned(tmp_path: Path) -> None:
+    """A module is compiled again at most once per MAX_AGE_DAYS: entries are not touched when used (the box's
+    link shares their mtime, which the pack cache's inode key holds)."""
+    from scrollcase.box import pyccache
+
+    first = fake_box(tmp_path / "first")
+    add_bytecode(first, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s1", cache_dir=tmp_path / "c")
+    entries = sorted((tmp_path / "c" / "pyc").glob("??/*"))
+    old = time.time() - (pyccache.MAX_AGE_DAYS + 1) * 86400
+    os.utime(entries[0], (old, old))
+    mtimes = {p: p.stat().st_mtime for p in entries[1:]}
+    again = fake_box(tmp_path / "again")
+    notes = add_bytecode(
+        again, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s2", cache_dir=tmp_path / "c"
+    )
+    assert notes[0].startswith("6 modules compiled (6 from the bytecode cache")  # linked, then found too old
+    assert sorted((tmp_path / "c" / "pyc").glob("??/*")) == entries[1:]
+    assert {p: p.stat().st_mtime for p in entries[1:]} == mtimes  # used, not touched
+    assert pycs(again) == pycs(first)
