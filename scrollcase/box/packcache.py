@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from scrollcase.box.units import Unit
-from scrollcase.io.files import cache_entry, write_atomic
+from scrollcase.io.files import cache_entry, digest_entries, remove_older_than, write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
@@ -141,15 +141,11 @@ class PackCache:
     def prune(self, now: float | None = None) -> int:
         """Remove the frames no pack has used (touched) for FRAME_MAX_AGE_DAYS; how many were removed."""
         cutoff = (time.time() if now is None else now) - FRAME_MAX_AGE_DAYS * 86400
-        removed = 0
-        for key, path in _frame_files(self.root):
-            with contextlib.suppress(OSError):  # gone already, or not removable: only costs disk
-                if path.stat().st_mtime < cutoff:
-                    path.unlink()
-                    removed += 1
-                    if self.digests.pop(key, None) is not None:
-                        self._dirty = True
-        return removed
+        removed = remove_older_than(digest_entries(self.root), cutoff)
+        for path, _ in removed:
+            if self.digests.pop(path.name, None) is not None:
+                self._dirty = True
+        return len(removed)
 
     def _trim_inodes(self) -> None:
         """At most MAX_INODES remembered digests: the ones this pack looked up last, then the newest others."""
@@ -160,20 +156,6 @@ class PackCache:
         order = (others + seen)[-MAX_INODES:]
         self.inodes = {k: self.inodes[k] for k in order}
         self._dirty = True
-
-
-def _frame_files(root: Path) -> list[tuple[str, Path]]:
-    """(key, path) of every cached frame (none when the cache cannot be listed)."""
-    try:
-        return [
-            (path.name, path)
-            for folder in sorted(root.iterdir())
-            if len(folder.name) == 2 and folder.is_dir()
-            for path in sorted(folder.iterdir())
-            if len(path.name) == 64 and path.name.startswith(folder.name)
-        ]
-    except OSError:
-        return []
 
 
 def _inode(st: os.stat_result) -> str:

@@ -8,8 +8,9 @@ cache tag), the module's box-relative path (the file name its code objects carry
 source: the bytecode compiled from them is the same bytes on every build (:mod:`scrollcase.box.bytecode`),
 and an ``unchecked-hash`` ``.pyc`` is never checked against its source again, so nothing it depends on
 may stay out of the key.  ``<cache>/pyc/<key[:2]>/<key>`` holds one ``.pyc``; an entry is made by a link
-to a temp name and a rename, and never changed in place (``compileall`` too replaces a ``.pyc`` by a
-rename).  Linked into the box, a ``.pyc`` has two links, so the pack cache remembers its digest.
+to a temp name and a rename (:func:`~scrollcase.io.files.cache_entry_from`) and never changed in place
+(``compileall`` too replaces a ``.pyc`` by a rename).  Linked into the box, a ``.pyc`` has two links, so
+the pack cache remembers its digest.
 
 Bounded: after each build the entries made more than MAX_AGE_DAYS ago are removed (an entry is not
 touched when it is used: that would change the mtime of the box's own link, which the pack cache's
@@ -20,14 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from scrollcase.io import proc
+from scrollcase.io.digest import sha256_file
+from scrollcase.io.files import cache_entry_from, digest_entries, link_or_copy, remove_older_than
 
 PYC = "pyc"
 MAX_AGE_DAYS = 30
@@ -70,11 +71,11 @@ def link_cached(box_root: Path, cache: PycCache, sources: Iterable[str]) -> tupl
     missing: list[str] = []
     keys: dict[str, str] = {}
     for rel in sources:
-        key = keys[rel] = cache.key(rel, _sha256(box_root / rel))
+        key = keys[rel] = cache.key(rel, sha256_file(box_root / rel)[0])
         target = box_root / cache.pyc_for(rel)
         try:
             target.parent.mkdir(exist_ok=True)
-            _link_or_copy(cache.entry(key), target)
+            link_or_copy(cache.entry(key), target)
         except OSError:  # not cached (or not placeable): compiled as on a first build
             missing.append(rel)
     return missing, keys
@@ -85,47 +86,13 @@ def store_compiled(box_root: Path, cache: PycCache, keys: dict[str, str], compil
     be written costs only the next build's compile time."""
     stored = 0
     for rel in compiled:
-        pyc = box_root / cache.pyc_for(rel)
-        entry = cache.entry(keys[rel])
-        temp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            temp.unlink(missing_ok=True)
-            _link_or_copy(pyc, temp)
-            temp.replace(entry)
+            cache_entry_from(box_root / cache.pyc_for(rel), cache.entry(keys[rel]))
             stored += 1
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
     return stored
 
 
 def prune(cache: PycCache, now: float | None = None) -> int:
     """Remove the entries made more than MAX_AGE_DAYS ago; how many (what cannot be listed or removed stays)."""
     cutoff = (time.time() if now is None else now) - MAX_AGE_DAYS * 86400
-    removed = 0
-    with contextlib.suppress(OSError):
-        for folder in sorted(cache.root.iterdir()):
-            for entry in sorted(folder.iterdir()) if len(folder.name) == 2 and folder.is_dir() else []:
-                with contextlib.suppress(OSError):
-                    if len(entry.name) == 64 and entry.stat().st_mtime < cutoff:
-                        entry.unlink()
-                        removed += 1
-    return removed
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    """A hard link where the two share a file system; else a copy (the compile is still saved)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        if not source.is_file():
-            raise
-        shutil.copyfile(source, target)
-
-
-def _sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as f:
-        while data := f.read(1 << 20):
-            sha.update(data)
-    return sha.hexdigest()
+    return len(remove_older_than(digest_entries(cache.root), cutoff))

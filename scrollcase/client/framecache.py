@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,14 +34,20 @@ from scrollcase.box.frames import FrameLike, iter_frame_bytes, table_problems
 from scrollcase.box.tarbuffer import HashingWriter
 from scrollcase.client.download import make_cache_dir
 from scrollcase.errors import IntegrityError
-from scrollcase.io.files import cache_entry, replacing, user_cache_dir, write_atomic
+from scrollcase.io.files import (
+    cache_entry,
+    digest_entries,
+    remove_older_than,
+    replacing,
+    user_cache_dir,
+    write_atomic,
+)
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
 FRAMES = "frames"
 PINS = "pins"
 PRUNE_GRACE_SECONDS = 3600.0
-_FRAME_NAME = re.compile(r"[0-9a-f]{64}")
 
 
 class Pin(BaseModel):
@@ -113,19 +118,11 @@ class FrameCache:
         What cannot be listed or removed stays (a prune only ever costs disk, never an install)."""
         try:
             keep = self._kept_frames()
-            frames = list(self._frame_files())
         except OSError:
             return Pruned(0, 0)
         cutoff = (time.time() if now is None else now) - PRUNE_GRACE_SECONDS
-        removed = freed = 0
-        for path in frames:
-            with contextlib.suppress(OSError):  # gone already, or not ours to remove: only costs disk
-                st = path.stat()
-                if path.name in keep or st.st_mtime > cutoff:
-                    continue
-                path.unlink()
-                removed, freed = removed + 1, freed + st.st_size
-        return Pruned(removed, freed)
+        removed = remove_older_than(digest_entries(self.root), cutoff, keep)
+        return Pruned(len(removed), sum(size for _, size in removed))
 
     def _pin_path(self, dest: Path) -> Path:
         key = hashlib.sha256(os.fsencode(_absolute(dest))).hexdigest()[:32]
@@ -142,10 +139,6 @@ class FrameCache:
                 continue
             keep.update(pin.frames)
         return keep
-
-    def _frame_files(self) -> Iterator[Path]:
-        for folder in sorted(self.root.glob("[0-9a-f][0-9a-f]")):
-            yield from (p for p in sorted(folder.iterdir()) if _FRAME_NAME.fullmatch(p.name))
 
     @contextlib.contextmanager
     def adding(self, frame: FrameLike, source: str) -> Iterator[HashingWriter]:

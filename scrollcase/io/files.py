@@ -16,7 +16,7 @@ import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,6 +206,61 @@ def cache_entry(target: Path) -> Iterator[BinaryIO]:
                 raise
     finally:
         temp.unlink(missing_ok=True)
+
+
+def cache_entry_from(source: Path, target: Path) -> None:
+    """Make ``target`` a content-addressed cache entry holding the file ``source``: hard-linked (copied
+    across file systems) to a temp beside it, then renamed, as :func:`cache_entry` does."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target)
+    temp = temp_path(target)
+    try:
+        link_or_copy(source, temp)
+        temp.replace(target)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source`` where the two share a file system, else a copy of it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        if not source.is_file():
+            raise
+        shutil.copyfile(source, target)
+
+
+_DIGEST_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def digest_entries(root: Path) -> list[Path]:
+    """The entries of a cache laid out as ``<root>/<sha256[:2]>/<sha256>``, sorted (temps and other names
+    left out); none when the cache cannot be listed."""
+    try:
+        return [
+            entry
+            for folder in sorted(root.iterdir())
+            if len(folder.name) == 2 and folder.is_dir()
+            for entry in sorted(folder.iterdir())
+            if _DIGEST_NAME.fullmatch(entry.name) and entry.name.startswith(folder.name)
+        ]
+    except OSError:
+        return []
+
+
+def remove_older_than(entries: Iterable[Path], cutoff: float, keep: Container[str] = ()) -> list[tuple[Path, int]]:
+    """Remove each entry last modified before ``cutoff`` (a ``time.time()``) and not named in ``keep``;
+    (path, size) of those removed.  One that cannot be read or removed stays: pruning a cache only ever
+    costs disk."""
+    removed = []
+    for entry in entries:
+        with suppress(OSError):
+            st = entry.stat()
+            if entry.name not in keep and st.st_mtime < cutoff:
+                entry.unlink()
+                removed.append((entry, st.st_size))
+    return removed
 
 
 # --- folders swapped into place ------------------------------------------------------------------------

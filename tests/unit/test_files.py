@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scrollcase.errors import LockError
+from scrollcase.io import files
 from scrollcase.io.files import (
     ReadErrors,
     atomic_output,
@@ -314,3 +315,33 @@ def test_copy_range_into_a_pipe_falls_back_to_read_and_write(tmp_path: Path) -> 
             assert copy_range(src, out, len(data) - 5, 100) == 5
         reader.join()
     assert received == [data[7:3007] + data[100 : 8 * 1024 * 1024 + 200] + data[-5:]]
+
+
+def test_digest_entries_lists_only_sha256_named_entries_in_their_prefix_folder(tmp_path: Path) -> None:
+    good = tmp_path / "ab" / ("ab" + "1" * 62)
+    misplaced = tmp_path / "cd" / ("ab" + "2" * 62)
+    temp = tmp_path / "ab" / f".{good.name}.123-abc.part"
+    for path in (good, misplaced, temp, tmp_path / "ab" / "note.txt", tmp_path / "pins.json"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x")
+    assert files.digest_entries(tmp_path) == [good]
+    assert files.digest_entries(tmp_path / "missing") == []
+
+
+def test_remove_older_than_keeps_young_and_named_entries(tmp_path: Path) -> None:
+    old, young, kept = (tmp_path / name for name in ("old", "young", "kept"))
+    for path in (old, young, kept):
+        path.write_bytes(b"12345")
+    os.utime(old, (1000.0, 1000.0))
+    os.utime(kept, (1000.0, 1000.0))
+    assert files.remove_older_than([old, young, kept, tmp_path / "gone"], 2000.0, keep={"kept"}) == [(old, 5)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "young"]
+
+
+def test_cache_entry_from_links_the_file_in_and_leaves_no_temp(tmp_path: Path) -> None:
+    source = tmp_path / "made.pyc"
+    source.write_bytes(b"bytecode")
+    entry = tmp_path / "cache" / "ab" / ("ab" + "0" * 62)
+    files.cache_entry_from(source, entry)
+    assert entry.read_bytes() == b"bytecode" and entry.stat().st_ino == source.stat().st_ino
+    assert [p.name for p in entry.parent.iterdir()] == [entry.name]

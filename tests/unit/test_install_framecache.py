@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -253,10 +254,14 @@ def test_a_cache_that_cannot_be_listed_is_not_pruned(
 ) -> None:
     """A prune runs after the install is complete: a listing error must cost nothing but disk."""
     cache = aged_cache(tmp_path, release)
+    frames_before = len(list(cache.root.glob("??/*")))
+    listing = Path.iterdir
 
-    def unlistable(self: FrameCache) -> list[Path]:
-        raise PermissionError(13, "Permission denied", str(self.root))
+    def unlistable(self: Path) -> Iterator[Path]:
+        if self == cache.root:  # as root, a mode of 000 would not stop the listing
+            raise PermissionError(13, "Permission denied", str(self))
+        return listing(self)
 
-    monkeypatch.setattr(FrameCache, "_frame_files", unlistable)
+    monkeypatch.setattr(Path, "iterdir", unlistable)
     assert cache.prune() == Pruned(0, 0)
-    assert len(list(cache.root.glob("??/*"))) == len(table(release))
+    assert frames_before == len(list(cache.root.glob("??/*"))) == len(table(release))
