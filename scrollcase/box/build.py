@@ -71,7 +71,7 @@ class BuildPlan:
     wheel_cache: Path
     unpacked_cache: Path  # wheels unpacked and checked once, then linked into every box (box/wheelcache.py)
     pack_cache: Path  # compressed frames of packed units, reused by a rebuild (box/packcache.py)
-    user_cache: Path  # holds pyc/: bytecode of unchanged modules, reused by a rebuild (box/pyccache.py)
+    pyc_cache: Path  # bytecode of unchanged modules, reused by a rebuild (box/pyccache.py)
     junit_path: Path
     assets: tuple[asset_mod.AssetSource, ...]
     prune: tuple[str, ...]
@@ -201,7 +201,7 @@ def plan_build(
         wheel_cache=user_cache / "wheels",
         unpacked_cache=user_cache / "unpacked",
         pack_cache=user_cache / "packframes",
-        user_cache=user_cache,
+        pyc_cache=user_cache / "pyc",
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),
@@ -253,7 +253,7 @@ def execute_build(
             prune=plan.prune,
             placeholder=BOX_PREFIX_PLACEHOLDER,
             scratch=plan.work_dir / "bytecode",
-            cache_dir=plan.user_cache,
+            pyc_cache=plan.pyc_cache,
         ):
             progress(f"      {note}")
     with stages.stage("evidence", "the box's own interpreter reports its CUDA runtime, cuDNN and GPU archs"):

@@ -87,8 +87,11 @@ def plan_bytecode(
         )
     wanted = sorted({s for s in sources if _compilable(s, layout.stdlib_dir.as_posix(), prune)})
     kept = [s for s in wanted if s not in carriers]
-    chunks = tuple(tuple(kept[i : i + chunk_files]) for i in range(0, len(kept), chunk_files))
-    return BytecodePlan(python, chunks, left_out=tuple(s for s in wanted if s in carriers))
+    return BytecodePlan(python, _chunked(kept, chunk_files), left_out=tuple(s for s in wanted if s in carriers))
+
+
+def _chunked(files: Sequence[str], size: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(files[i : i + size]) for i in range(0, len(files), size))
 
 
 def _compilable(rel: str, stdlib: str, prune: Sequence[str]) -> bool:
@@ -181,18 +184,18 @@ def add_bytecode(
     placeholder: str,
     scratch: Path,
     workers: int | None = None,
-    cache_dir: Path | None = None,
+    pyc_cache: Path | None = None,
 ) -> list[str]:
-    """The build's bytecode stage: plan, take what the bytecode cache under ``cache_dir`` holds
+    """The build's bytecode stage: plan, take what the bytecode cache ``pyc_cache`` holds
     (:mod:`~scrollcase.box.pyccache`), compile the rest, drop stray carriers; notes for the build log."""
     sources = find_sources(box_root, layout)
     plan = plan_bytecode(layout, sources, prune=prune, carriers=find_carriers(box_root, sources, placeholder))
     if plan.skipped:
         return [plan.skipped]
-    cache = pyccache.open_pyc_cache(cache_dir, box_root, plan.python) if cache_dir is not None else None
+    cache = pyccache.open_pyc_cache(pyc_cache, box_root, plan.python) if pyc_cache is not None else None
     wanted = [rel for chunk in plan.chunks for rel in chunk]
     todo, keys = pyccache.link_cached(box_root, cache, wanted) if cache is not None else (wanted, {})
-    todo_plan = replace(plan, chunks=tuple(tuple(todo[i : i + CHUNK_FILES]) for i in range(0, len(todo), CHUNK_FILES)))
+    todo_plan = replace(plan, chunks=_chunked(todo, CHUNK_FILES))
     result = compile_bytecode(box_root, todo_plan, scratch=scratch, workers=workers or proc.usable_cores())
     reused = len(wanted) - len(todo)
     cached = f"{reused} from the bytecode cache, " if cache is not None else ""

@@ -30,7 +30,6 @@ from scrollcase.io import proc
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import cache_entry_from, digest_entries, link_or_copy, remove_older_than
 
-PYC = "pyc"
 MAX_AGE_DAYS = 30
 _IDENTITY = (
     "import sys, importlib.util as u; "
@@ -57,13 +56,13 @@ class PycCache:
         return (path.parent / "__pycache__" / f"{base or rest}{dot}{self.cache_tag}.pyc").as_posix()
 
 
-def open_pyc_cache(cache_dir: Path, box_root: Path, python: PurePosixPath) -> PycCache | None:
-    """The cache for the box's interpreter; None when the interpreter cannot say who it is."""
+def open_pyc_cache(root: Path, box_root: Path, python: PurePosixPath) -> PycCache | None:
+    """The cache in ``root`` for the box's interpreter; None when the interpreter cannot say who it is."""
     run = proc.run_python(box_root.absolute() / python, ["-S", "-c", _IDENTITY], cwd=box_root, timeout=60)
     lines = run.stdout.splitlines()
     if not run.ok or len(lines) != 3 or not all(lines):
         return None
-    return PycCache(cache_dir / PYC, "\0".join(lines), lines[2])
+    return PycCache(root, "\0".join(lines), lines[2])
 
 
 def link_cached(box_root: Path, cache: PycCache, sources: Iterable[str]) -> tuple[list[str], dict[str, str]]:

@@ -151,8 +151,9 @@ def test_a_rebuild_links_the_cached_bytecode_of_unchanged_modules_and_compiles_t
         box = fake_box(tmp_path / name)
         if name == "changed":
             (box / STD / "site-packages/pkg/m3.py").write_text("VALUE = 'new'\n")
+        scratch = tmp_path / f"s-{name}"
         notes = add_bytecode(
-            box, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / f"s-{name}", cache_dir=tmp_path / "cache"
+            box, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=scratch, pyc_cache=tmp_path / "cache" / "pyc"
         )
         return box, notes
 
@@ -199,15 +200,14 @@ def test_bytecode_cache_entries_older_than_the_max_age_are_pruned(tmp_path: Path
     from scrollcase.box import pyccache
 
     first = fake_box(tmp_path / "first")
-    add_bytecode(first, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s1", cache_dir=tmp_path / "c")
+    cache = tmp_path / "c" / "pyc"
+    add_bytecode(first, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s1", pyc_cache=cache)
     entries = sorted((tmp_path / "c" / "pyc").glob("??/*"))
     old = time.time() - (pyccache.MAX_AGE_DAYS + 1) * 86400
     os.utime(entries[0], (old, old))
     mtimes = {p: p.stat().st_mtime for p in entries[1:]}
     again = fake_box(tmp_path / "again")
-    notes = add_bytecode(
-        again, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s2", cache_dir=tmp_path / "c"
-    )
+    notes = add_bytecode(again, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / "s2", pyc_cache=cache)
     assert notes[0].startswith("6 modules compiled (6 from the bytecode cache")  # linked, then found too old
     assert sorted((tmp_path / "c" / "pyc").glob("??/*")) == entries[1:]
     assert {p: p.stat().st_mtime for p in entries[1:]} == mtimes  # used, not touched
