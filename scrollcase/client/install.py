@@ -1,24 +1,61 @@
 """The reads an installer makes before it downloads an archive: the box index, this machine, the
 release manifest — each checked against the others, so a store whose files disagree is refused early.
 
-``scrollcase install`` (:mod:`scrollcase.commands.install`) strings these together with
-:func:`~scrollcase.client.select.select_release`, :func:`~scrollcase.client.download.download_archive`
-and :func:`~scrollcase.box.unpack.unpack_archive`; a host app can do the same from Python.
+``scrollcase install`` and ``upgrade`` (:mod:`scrollcase.commands.install`, :mod:`scrollcase.commands.upgrade`)
+string these together with :func:`~scrollcase.client.select.select_release`,
+:func:`~scrollcase.client.download.download_archive` and :func:`~scrollcase.box.unpack.unpack_archive`; a host
+app can do the same from Python.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.box.release import ReleaseManifest, ReleaseRelocation, parse_release
 from scrollcase.box.relocate import check_dest_length, prefix_text
 from scrollcase.box.unpack import absolute_as_given
-from scrollcase.client.select import Candidate, HostView
+from scrollcase.client.preflight import refuse, release_gpu_check
+from scrollcase.client.select import Candidate, HostView, Wanted
 from scrollcase.errors import IntegrityError, Problem, StoreError
 from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
+from scrollcase.host.gpucheck import GpuCheckResult
 from scrollcase.io.digest import sha256_bytes
+from scrollcase.progress import Emit, waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One box's releases in a store, this machine as they are chosen for, and what the command line wants."""
+
+    store: ReadableStore
+    box_id: str
+    index: BoxIndex
+    host: HostView
+    wanted: Wanted
+
+
+def read_offer(store: ReadableStore, box_id: str, wanted: Wanted, probes: HostProbes, progress: Emit) -> Offer:
+    """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
+    with waiting(progress, store.url):
+        index = read_box_index(store, box_id)
+    host = host_view(probes, needs_gpus(index, wanted.skip_gpu_check))
+    return Offer(store, box_id, index, host, wanted)
+
+
+def checked_manifest(offer: Offer, chosen: Candidate, progress: Emit) -> tuple[ReleaseManifest, GpuCheckResult]:
+    """The chosen release's manifest once this machine passed its GPU check (HostError, said before a byte
+    of the archive is downloaded, otherwise): on the manifest, with the GPUs the selection already saw."""
+    store = offer.store
+    with waiting(progress, store.url):
+        manifest = fetch_manifest(store, offer.box_id, chosen)
+    url = store.url_for(chosen.entry.release)
+    check = release_gpu_check(manifest, offer.host.gpus, offer.wanted.skip_gpu_check, url)
+    if check.errors:
+        raise refuse(manifest, check, "downloaded", "another target (--target)")
+    return manifest, check
 
 
 def read_box_index(store: ReadableStore, box_id: str) -> BoxIndex:

@@ -4,21 +4,29 @@ Each module defines ``register(subparsers, common)`` which adds its sub-parser a
 ``handler=handler(ITS_ARGS, run)``: argparse's Namespace becomes the command's typed, frozen arguments in
 one place (:meth:`CommandArgs.from_namespace`), then ``run(args, console) -> int`` parses nothing more,
 makes its library call and renders.  The CLI discovers every module here, so adding a command never means
-editing ``cli.py``.
+editing ``cli.py``.  What several commands share (options, arguments, renderings) lives here, so no command
+imports another.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Self, TypeAlias, TypeVar
 
-from scrollcase.errors import ResultShownError, ScrollcaseError
+from scrollcase.client.install import Offer, read_offer
+from scrollcase.client.select import Wanted
+from scrollcase.errors import ResultShownError, ScrollcaseError, UsageError
+from scrollcase.host.facts import HostProbes
+from scrollcase.store.factory import open_read_store
 
 if TYPE_CHECKING:
+    from scrollcase.box.unpack import UnpackResult
     from scrollcase.console import Console
+    from scrollcase.host.gpucheck import GpuCheckResult
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = "Callable[[argparse.Namespace, Console], int]"
@@ -83,3 +91,60 @@ def fail_after_result(console: Console, error: ScrollcaseError) -> NoReturn:
     if console.json_mode:
         raise ResultShownError(error)
     raise error
+
+
+STORE_ENV = "SCROLLCASE_STORE"
+
+
+@dataclass(frozen=True)
+class ReleaseArgs(CommandArgs):
+    """What install and upgrade both read: the store, and which of its releases may be chosen."""
+
+    store: str | None
+    endpoint_url: str | None
+    version: str | None
+    pre: bool
+    skip_gpu_check: bool
+
+
+def store_location(option: str | None) -> str:
+    """--store, else $SCROLLCASE_STORE."""
+    location = option if option is not None else os.environ.get(STORE_ENV)
+    if location is None:
+        raise UsageError(
+            "install needs --store",
+            fix=f"pass --store DIRECTORY|s3://bucket/prefix|https://host/path or set ${STORE_ENV}",
+        )
+    return location
+
+
+def offer_for(args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None) -> Offer:
+    """The releases of ``box_id`` in --store that the command line lets install and upgrade choose from."""
+    store = open_read_store(store_location(args.store), args.endpoint_url)
+    wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
+    return read_offer(store, box_id, wanted, probes or HostProbes(), console.progress)
+
+
+def report_gpu(console: Console, result: GpuCheckResult) -> None:
+    """The GPU check's findings on stderr: warnings always, the summary and notices as progress."""
+    console.progress(f"gpu check: {result.status}: {result.summary}")
+    for problem in result.problems:
+        if problem.severity == "warning":
+            print(problem.render(), file=console.stderr, flush=True)
+        elif problem.severity == "notice":
+            console.progress(problem.render())
+
+
+def unpack_json(result: UnpackResult, archive: Path, seconds: float) -> dict[str, object]:
+    """An unpack's result as unpack and install report it."""
+    return {
+        "archive": str(archive),
+        "dest": str(result.dest),
+        "size": result.size,
+        "sha256": result.sha256,
+        "files": result.files,
+        "entries": result.entries,
+        "uncompressedBytes": result.uncompressed_bytes,
+        "relocatedFiles": result.relocated_files,
+        "seconds": round(seconds, 3),
+    }

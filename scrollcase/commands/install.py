@@ -10,7 +10,6 @@ each release does or does not fit.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,23 +19,27 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import prepare_dest, unpack_archive
 from scrollcase.client.download import Download, download_archive
 from scrollcase.client.framecache import FrameCache, Pruned, fill_from_archive, keep_installed, pruned_json
-from scrollcase.client.install import check_dest_fits, fetch_manifest, host_view, needs_gpus, read_box_index
-from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
-from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
-from scrollcase.commands.unpack import check_identity, report_gpu, skipped_gpu_check, to_json
-from scrollcase.commands.unpack import refuse as refuse_unpack
+from scrollcase.client.install import Offer, check_dest_fits, checked_manifest
+from scrollcase.client.preflight import check_identity
+from scrollcase.client.select import Candidate, HostView, Selection, require_choice, select_release
+from scrollcase.commands import (
+    STORE_ENV,
+    ReleaseArgs,
+    SubParsers,
+    add_command,
+    handler,
+    offer_for,
+    report_gpu,
+    unpack_json,
+)
 from scrollcase.console import Console
-from scrollcase.errors import HostError, IntegrityError, UsageError
+from scrollcase.errors import IntegrityError, UsageError
 from scrollcase.host.facts import HostProbes
-from scrollcase.host.gpucheck import GpuCheckResult, gpu_check
-from scrollcase.progress import waiting
+from scrollcase.host.gpucheck import GpuCheckResult
 from scrollcase.store.base import ReadableStore
-from scrollcase.store.factory import open_read_store
-from scrollcase.store.index import BoxIndex
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"
-STORE_ENV = "SCROLLCASE_STORE"
 
 DESCRIPTION = """\
 Install the release of BOXID that fits this machine from STORE into DEST (which must not
@@ -51,17 +54,6 @@ relocated as `scrollcase unpack` does.  The archive's frames are kept in the fra
 `scrollcase upgrade` downloads only the frames that changed (frames no installed box uses any more
 are pruned).  --list shows every release and why it fits or not.
 """
-
-
-@dataclass(frozen=True)
-class ReleaseArgs(CommandArgs):
-    """What install and upgrade both read: the store, and which of its releases may be chosen."""
-
-    store: str | None
-    endpoint_url: str | None
-    version: str | None
-    pre: bool
-    skip_gpu_check: bool
 
 
 @dataclass(frozen=True)
@@ -98,7 +90,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
     dest = checked_dest(args)
-    offer = read_offer(args, args.box, args.target, console, probes)
+    offer = offer_for(args, args.box, args.target, console, probes)
     selection = select_release(offer.index, offer.host, offer.wanted)
     if dest is None:  # --list
         store, host = offer.store, offer.host
@@ -106,41 +98,6 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
         return 0
     chosen = require_choice(selection, offer.index, offer.wanted, offer.store.url)
     return install(args, dest, console, offer, chosen)
-
-
-@dataclass(frozen=True)
-class Offer:
-    """One box's releases in a store, this machine as they are chosen for, and what the command line wants."""
-
-    store: ReadableStore
-    box_id: str
-    index: BoxIndex
-    host: HostView
-    wanted: Wanted
-
-
-def read_offer(
-    args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None
-) -> Offer:
-    """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
-    store = open_read_store(location(args.store), args.endpoint_url)
-    with waiting(console.progress, store.url):
-        index = read_box_index(store, box_id)
-    wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
-    host = host_view(probes or HostProbes(), needs_gpus(index, args.skip_gpu_check))
-    return Offer(store, box_id, index, host, wanted)
-
-
-def checked_manifest(offer: Offer, chosen: Candidate, console: Console) -> tuple[ReleaseManifest, GpuCheckResult]:
-    """The chosen release's manifest once this machine passed its GPU check (HostError otherwise)."""
-    store = offer.store
-    with waiting(console.progress, store.url):
-        manifest = fetch_manifest(store, offer.box_id, chosen)
-    check = check_gpu(manifest, offer.host, offer.wanted.skip_gpu_check, store.url_for(chosen.entry.release))
-    if check.errors:
-        raise refuse(manifest, check)
-    report_gpu(console, check)
-    return manifest, check
 
 
 def checked_dest(args: InstallArgs) -> Path | None:
@@ -155,19 +112,10 @@ def checked_dest(args: InstallArgs) -> Path | None:
     return args.dest
 
 
-def location(option: str | None) -> str:
-    location = option if option is not None else os.environ.get(STORE_ENV)
-    if location is None:
-        raise UsageError(
-            "install needs --store",
-            fix=f"pass --store DIRECTORY|s3://bucket/prefix|https://host/path or set ${STORE_ENV}",
-        )
-    return location
-
-
 def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chosen: Candidate) -> int:
     check_dest_fits(dest, chosen.entry.relocation, "; nothing was downloaded")
-    manifest, check = checked_manifest(offer, chosen, console)
+    manifest, check = checked_manifest(offer, chosen, console.progress)
+    report_gpu(console, check)
     check_dest_fits(dest, manifest.relocation, "; nothing was downloaded")
     store = offer.store
     info = manifest.archive
@@ -194,23 +142,10 @@ def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chose
     pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
     seconds = time.monotonic() - start
     data = install_json(
-        manifest, store, download, args.keep_download, check, {**to_json(result, download.path, seconds)}
+        manifest, store, download, args.keep_download, check, {**unpack_json(result, download.path, seconds)}
     ) | {"cachePruned": pruned_json(pruned)}
     console.result(data, render_install(data))
     return 0
-
-
-def check_gpu(manifest: ReleaseManifest, host: HostView, skip: bool, source: str) -> GpuCheckResult:
-    """unpack's install-time check, on the manifest (authoritative) with the GPUs selection already saw."""
-    spec = manifest.target.spec
-    if skip and spec.is_cuda:
-        return skipped_gpu_check(manifest, source)
-    return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, host.gpus, source)
-
-
-def refuse(manifest: ReleaseManifest, result: GpuCheckResult) -> HostError:
-    """unpack's refusal, said before a byte of the archive is downloaded."""
-    return refuse_unpack(manifest, result, "downloaded", "another target (--target)")
 
 
 def install_json(

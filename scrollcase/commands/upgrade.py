@@ -13,7 +13,8 @@ from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
-from scrollcase.client.install import check_dest_fits
+from scrollcase.client.install import check_dest_fits, checked_manifest
+from scrollcase.client.preflight import check_identity
 from scrollcase.client.select import Candidate, require_choice, select_release, semver_key
 from scrollcase.client.upgrade import (
     Fetched,
@@ -25,9 +26,7 @@ from scrollcase.client.upgrade import (
     swap_in,
     upgrading,
 )
-from scrollcase.commands import SubParsers, add_command, handler
-from scrollcase.commands.install import ReleaseArgs, checked_manifest, read_offer
-from scrollcase.commands.unpack import check_identity
+from scrollcase.commands import ReleaseArgs, SubParsers, add_command, handler, offer_for, report_gpu
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError
 from scrollcase.host.facts import HostProbes
@@ -70,7 +69,7 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
     if recover_swap(dest):
         console.progress(f"put back {dest}: an earlier upgrade was killed while swapping folders")
     box = installed_box(dest)
-    offer = read_offer(args, box.boxId, box.targetId, console, probes)
+    offer = offer_for(args, box.boxId, box.targetId, console, probes)
     store = offer.store
     chosen = require_choice(select_release(offer.index, offer.host, offer.wanted), offer.index, offer.wanted, store.url)
     if chosen.version == box.version or (args.version is None and not _newer(chosen, box)):
@@ -78,7 +77,8 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
         console.result(data, f"{box.boxId} in {dest} is at {box.version}: nothing newer in {store.url}")
         return 0
     check_dest_fits(dest, chosen.entry.relocation, "; nothing was downloaded or changed")
-    manifest, _ = checked_manifest(offer, chosen, console)
+    manifest, check = checked_manifest(offer, chosen, console.progress)
+    report_gpu(console, check)
     check_dest_fits(dest, manifest.relocation, "; nothing was downloaded or changed")
     return _upgrade(args, console, store, manifest, box, dest)
 

@@ -18,7 +18,7 @@ from scrollcase.box.frames import check_frame_table
 from scrollcase.box.release import parse_release, release_json_schema
 from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.install import check_dest_fits
-from scrollcase.commands.unpack import check_identity
+from scrollcase.client.preflight import check_identity
 from scrollcase.errors import ScrollcaseError
 from tests.vectors.generate import CATALOGUE, KEPT, TOO_LONG_DEST, VECTORS, generate
 

@@ -1,0 +1,145 @@
+"""The checks an installer makes before a byte of an archive is extracted (or downloaded): which archive,
+size and sha256 to expect, box.json's identity against the release manifest, and this machine's GPUs.
+
+``scrollcase unpack`` runs them on a local release manifest or bare archive; ``scrollcase install`` and
+``upgrade`` on the manifest they fetched (:func:`~scrollcase.client.install.checked_manifest`).  The GPU
+check belongs to installing only: ``unpack_archive``, ``verify`` and the build's self-test unpack never
+ask for a GPU (CUDA boxes are built on CPU runners).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scrollcase.box.agreement import disagreements, shown
+from scrollcase.box.boxjson import BoxJson, parse_box_json
+from scrollcase.box.peek import read_member
+from scrollcase.box.release import ReleaseManifest, parse_release
+from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
+from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
+from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.io.files import ReadErrors, read_bytes
+from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
+
+
+def read_manifest(source: Path) -> ReleaseManifest | None:
+    """The release manifest when ``source`` is one (``*.json``); None for a bare archive."""
+    return _parse(source) if source.name.endswith(".json") else None
+
+
+def _parse(source: Path) -> ReleaseManifest:
+    return parse_release(_read(source), file=describe_path(source) or str(source))
+
+
+def expected_digest(
+    source: Path, sha256: str | None, size: int | None, manifest: ReleaseManifest | None = None
+) -> tuple[Path, int, str]:
+    """(archive path, expected size, expected sha256) from a manifest, an option or a sidecar."""
+    if source.name.endswith(".json"):
+        if sha256 or size is not None:
+            raise UsageError(
+                "--sha256/--size conflict with a release manifest, which already names them",
+                fix="drop --sha256/--size, or pass the .tar.zst instead of the manifest",
+            )
+        info = (manifest or _parse(source)).archive
+        return source.parent / info.name, info.size, info.sha256
+    digest = sha256 or _sidecar(source)
+    if not SHA256_HEX.match(digest):
+        raise UsageError(
+            f"--sha256 must be 64 hex digits (got {digest!r})",
+            fix="copy the digest from the release manifest or the .sha256 file",
+        )
+    actual = source.stat().st_size if source.is_file() else -1
+    return source, actual if size is None else size, digest.lower()
+
+
+_MANIFEST_FIX = "check the path of the release manifest"
+_READ_MANIFEST = ReadErrors(
+    UsageError, missing="cannot read {path}: {strerror}", missing_fix=_MANIFEST_FIX, fix=_MANIFEST_FIX
+)
+
+
+def _read(path: Path) -> bytes:
+    return read_bytes(path, _READ_MANIFEST, shown=describe_path(path))
+
+
+def _sidecar(archive: Path) -> str:
+    digest = read_sidecar(archive)
+    if digest is None:
+        raise UsageError(
+            f"no sha256 for {describe_path(archive)}: pass --sha256 or provide {describe_path(sidecar_path(archive))}",
+            fix="unpack the .release.json instead, or pass --sha256 HEX",
+        )
+    return digest
+
+
+def identity_problems(manifest: ReleaseManifest, box: BoxJson, file: str) -> list[Problem]:
+    """Where the archive's box.json names another box, version, target or DEST limit than the manifest."""
+    return [
+        Problem(
+            message="box.json and the release manifest disagree",
+            file=file,
+            key=key,
+            value=f"{shown(inside)!r} vs {shown(outside)!r}",
+            fix="unpack the release manifest built with this archive",
+        )
+        for key, inside, outside in disagreements(box, manifest)
+    ]
+
+
+def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
+    """IntegrityError, before a byte is extracted, when box.json names another release than the manifest.
+
+    Only the start of the archive is decompressed; its sha256 is checked by the unpack itself."""
+    inner = f"{describe_path(archive)}!box.json"
+    try:
+        data = read_member(archive, "box.json")
+        box = parse_box_json(data, inner) if data is not None else None
+    except (OSError, ValueError, ScrollcaseError):
+        return  # unreadable, corrupt or invalid: the unpack reports what is wrong (a wrong sha256 first)
+    problems = identity_problems(manifest, box, inner) if box is not None else []
+    if problems:
+        raise IntegrityError(
+            f"refusing to unpack: {describe_path(archive)} is not the box its release manifest describes",
+            problems=problems,
+            fix="unpack the archive and release manifest that `scrollcase build` wrote together",
+        )
+
+
+def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:
+    """unpack's GPU check for the release ``source`` names (the only I/O: nvidia-smi, for CUDA boxes)."""
+    if manifest is None:
+        return GpuCheckResult("skip", "a bare archive names no target: unpack its .release.json to check the GPU")
+    asks = manifest.target.spec.is_cuda and not skip  # CPU and metal boxes: nothing to ask
+    return release_gpu_check(manifest, gather_gpus(probes) if asks else GpuFacts(), skip, describe_path(source))
+
+
+def release_gpu_check(manifest: ReleaseManifest, gpus: GpuFacts, skip: bool, source: str) -> GpuCheckResult:
+    """The install-time check on the manifest (authoritative), against the GPUs ``gpus`` describes."""
+    spec = manifest.target.spec
+    if skip and spec.is_cuda:
+        return skipped_gpu_check(manifest, source)
+    return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, gpus, source)
+
+
+def skipped_gpu_check(manifest: ReleaseManifest, source: str) -> GpuCheckResult:
+    """``--skip-gpu-check`` for a CUDA box: no check, and a warning that says so."""
+    warning = Problem(
+        message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
+        "this machine's NVIDIA driver and GPUs; it may not run here",
+        file=source,
+        severity="warning",
+    )
+    return GpuCheckResult("skip", "skipped (--skip-gpu-check)", (warning,))
+
+
+def refuse(
+    manifest: ReleaseManifest, result: GpuCheckResult, not_done: str = "extracted", other: str = "another target"
+) -> HostError:
+    """The failed GPU check as the error, before anything was ``not_done``."""
+    return HostError(
+        f"refusing to install {manifest.boxId} {manifest.version} ({manifest.targetId}): this machine "
+        f"cannot run it; nothing was {not_done}",
+        problems=result.problems,
+        fix=f"fix the problems above, use the box for {other}, or {SKIP_FIX}",
+    )
