@@ -11,7 +11,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -111,18 +111,42 @@ def install_old(capsys: pytest.CaptureFixture[str], url: str, dest: Path) -> Non
     assert result["version"] == "1.0.0"
 
 
-def test_upgrade_downloads_only_the_changed_package(
-    server: tuple[str, ServerState],
-    releases: dict[str, SyntheticRelease],
-    host: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+class Installed(NamedTuple):
+    url: str
+    state: ServerState
+    dest: Path
+
+
+@pytest.fixture
+def installed(server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]) -> Installed:
+    """What most upgrades start from: 1.0.0 installed into HOST/box from the served store."""
     url, state = server
     dest = host / "box"
     install_old(capsys, url, dest)
-    before = state.sent_for(".tar.zst")
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    return Installed(url, state, dest)
+
+
+@pytest.fixture
+def bad_store(store_dir: Path, host: Path) -> Path:
+    """A copy of the store, for a test to damage."""
+    copy = host / "bad-store"
+    shutil.copytree(store_dir, copy)
+    return copy
+
+
+def upgrade(capsys: pytest.CaptureFixture[str], url: str, dest: Path, *options: str) -> Any:
+    """A successful ``upgrade --json``'s result."""
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, *options, str(dest))
     assert code == 0, err
+    return result
+
+
+def test_upgrade_downloads_only_the_changed_package(
+    installed: Installed, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, state, dest = installed
+    before = state.sent_for(".tar.zst")
+    result = upgrade(capsys, url, dest)
     expected, names = changed_bytes(releases)
     assert names == ["box.json", "wheel/pkg0-1.0"]  # the one package that changed, and the box's description
     sent = state.sent_for(".tar.zst") - before
@@ -138,17 +162,14 @@ def test_upgrade_downloads_only_the_changed_package(
 
 
 def test_rollback_with_version_downloads_nothing(
-    server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]
+    installed: Installed, host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, state = server
-    dest = host / "box"
-    install_old(capsys, url, dest)
+    url, state, dest = installed
     age_frame_cache(host)  # older than the prune's grace: only the pin of the kept previous tree keeps them
-    assert run_cli(capsys, "upgrade", "--store", url, "--keep-previous", str(dest))[0] == 0
+    upgrade(capsys, url, dest, "--keep-previous")
     assert installed_state(host / ".box.previous")[0] == "1.0.0"  # kept for an instant rollback
     before = state.sent_for(".tar.zst")
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, "--version", "1.0.0", str(dest))
-    assert code == 0, err
+    result = upgrade(capsys, url, dest, "--version", "1.0.0")
     assert result["to"] == "1.0.0" and result["bytesDownloaded"] == 0 == state.sent_for(".tar.zst") - before
     assert installed_state(dest)[0] == "1.0.0"
 
@@ -164,35 +185,26 @@ def cached_frames(host: Path) -> set[str]:
 
 
 def test_an_upgrade_prunes_the_frames_only_the_replaced_release_used_and_a_rollback_fetches_them(
-    server: tuple[str, ServerState],
-    releases: dict[str, SyntheticRelease],
-    host: Path,
-    capsys: pytest.CaptureFixture[str],
+    installed: Installed, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, state = server
-    dest = host / "box"
-    install_old(capsys, url, dest)
+    url, state, dest = installed
     old, new = ({f.sha256: f for f in releases[v].manifest.archive.frames or []} for v in ("1.0.0", "1.0.1"))
     assert cached_frames(host) == set(old)
     age_frame_cache(host)
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
-    assert code == 0, err
+    result = upgrade(capsys, url, dest)
     only_old = [f for sha, f in old.items() if sha not in new]
     assert cached_frames(host) == set(new)  # one copy of what is installed, not of every release downloaded
     assert result["cachePruned"] == {"frames": len(only_old), "bytes": sum(f.size for f in only_old)}
     before = state.sent_for(".tar.zst")
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, "--version", "1.0.0", str(dest))
-    assert code == 0, err
+    result = upgrade(capsys, url, dest, "--version", "1.0.0")
     assert result["bytesDownloaded"] == sum(f.size for f in only_old) == state.sent_for(".tar.zst") - before
     assert installed_state(dest)[0] == "1.0.0"
     assert result["cachePruned"] == {"frames": 0, "bytes": 0}  # 1.0.1's frames are young: the grace keeps them
 
 
 def test_a_tampered_frame_is_refused_and_dest_is_unchanged(
-    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+    bad_store: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad_store = host / "bad-store"
-    shutil.copytree(store_dir, bad_store)
     manifest = releases["1.0.1"].manifest
     frame = next(f for f in manifest.archive.frames or [] if f.name == "wheel/pkg0-1.0")
     archive = bad_store / manifest.keys.archive
@@ -213,15 +225,9 @@ def test_a_tampered_frame_is_refused_and_dest_is_unchanged(
 
 
 def test_an_interrupted_upgrade_leaves_the_old_install_and_a_rerun_completes(
-    server: tuple[str, ServerState],
-    releases: dict[str, SyntheticRelease],
-    host: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    installed: Installed, host: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url, state = server
-    dest = host / "box"
-    install_old(capsys, url, dest)
+    url, state, dest = installed
     old = installed_state(dest)
 
     def killed(*_: object) -> None:
@@ -235,21 +241,15 @@ def test_an_interrupted_upgrade_leaves_the_old_install_and_a_rerun_completes(
     monkeypatch.undo()
     monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(host / "cache"))
     before = state.sent_for(".tar.zst")
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
-    assert code == 0, err
+    result = upgrade(capsys, url, dest)
     assert result["bytesDownloaded"] == 0 == state.sent_for(".tar.zst") - before  # the frames were kept
     assert installed_state(dest)[0] == "1.0.1"
 
 
 def test_a_dead_server_mid_upgrade_keeps_the_fetched_frames(
-    server: tuple[str, ServerState],
-    releases: dict[str, SyntheticRelease],
-    host: Path,
-    capsys: pytest.CaptureFixture[str],
+    installed: Installed, releases: dict[str, SyntheticRelease], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, state = server
-    dest = host / "box"
-    install_old(capsys, url, dest)
+    url, state, dest = installed
     old = installed_state(dest)
     expected, _ = changed_bytes(releases)
     state.budget, state.budget_suffix = state.sent_for(".tar.zst") + 700, ".tar.zst"  # box.json's frame, then cut
@@ -258,18 +258,15 @@ def test_a_dead_server_mid_upgrade_keeps_the_fetched_frames(
     assert installed_state(dest) == old
     state.budget = None
     before = state.sent_for(".tar.zst")
-    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
-    assert code == 0, err
+    result = upgrade(capsys, url, dest)
     assert result["bytesDownloaded"] == state.sent_for(".tar.zst") - before < expected
     assert installed_state(dest)[0] == "1.0.1"
 
 
 def test_a_swap_killed_between_its_renames_is_put_back(
-    server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]
+    installed: Installed, host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url, _ = server
-    dest = host / "box"
-    install_old(capsys, url, dest)
+    url, _, dest = installed
     dest.replace(host / ".box.previous")  # the first rename happened, the second did not
     code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
     assert code == 0, err
@@ -277,10 +274,8 @@ def test_a_swap_killed_between_its_renames_is_put_back(
 
 
 def test_a_manifest_whose_frame_table_disagrees_is_refused_by_install(
-    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+    bad_store: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad_store = host / "bad-store"
-    shutil.copytree(store_dir, bad_store)
     manifest = releases["1.0.0"].manifest
     frames = list(manifest.archive.frames or [])
     frames[3] = frames[3].model_copy(update={"sha256": frames[4].sha256})
@@ -297,10 +292,8 @@ def test_a_manifest_whose_frame_table_disagrees_is_refused_by_install(
 
 
 def test_a_store_missing_the_archive_is_refused_and_dest_is_unchanged(
-    store_dir: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+    bad_store: Path, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad_store = host / "bad-store"
-    shutil.copytree(store_dir, bad_store)
     dest = host / "box"
     install_old(capsys, str(bad_store), dest)
     old = installed_state(dest)
