@@ -48,6 +48,7 @@ from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan
 from scrollcase.box.tarformat import FIXED_MTIME
 from scrollcase.box.unpack import absolute_as_given, unpack_archive
 from scrollcase.errors import BuildError, HostError, Problem, SelfTestError, describe_path
+from scrollcase.io import usercache
 from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.recipe.loader import RecipeDir
@@ -198,10 +199,10 @@ def plan_build(
         work_dir=state_dir / "work" / recipe.recipeId,
         package_cache=cache / "pkgs",
         asset_cache=cache / "assets",
-        wheel_cache=user_cache / "wheels",
-        unpacked_cache=user_cache / "unpacked",
-        pack_cache=user_cache / "packframes",
-        pyc_cache=user_cache / "pyc",
+        wheel_cache=user_cache / usercache.WHEELS,
+        unpacked_cache=user_cache / usercache.UNPACKED,
+        pack_cache=user_cache / usercache.PACK_FRAMES,
+        pyc_cache=user_cache / usercache.PYC,
         junit_path=junit or state_dir / "reports" / f"selftest-{recipe.recipeId}.xml",
         assets=tuple(sources),
         prune=tuple(recipe.prunePaths),

@@ -213,7 +213,7 @@ def add_bytecode(
         failed = set(result.failed)
         done = [rel for rel in todo if rel not in failed and (box_root / cache.pyc_for(rel)).is_file()]
         pyccache.store_compiled(box_root, cache, keys, done)
-        pyccache.prune(cache)
+        pyccache.prune(cache.root)
     return notes
 
 

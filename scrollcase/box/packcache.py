@@ -138,14 +138,14 @@ class PackCache:
                 return
             self._dirty = False
 
-    def prune(self, now: float | None = None) -> int:
-        """Remove the frames no pack has used (touched) for FRAME_MAX_AGE_DAYS; how many were removed."""
-        cutoff = (time.time() if now is None else now) - FRAME_MAX_AGE_DAYS * 86400
+    def prune(self, now: float | None = None, max_age_days: float = FRAME_MAX_AGE_DAYS) -> list[tuple[Path, int]]:
+        """Remove the frames no pack has used (touched) for ``max_age_days``; (path, bytes) of each removed."""
+        cutoff = (time.time() if now is None else now) - max_age_days * 86400
         removed = remove_older_than(digest_entries(self.root), cutoff)
         for path, _ in removed:
             if self.digests.pop(path.name, None) is not None:
                 self._dirty = True
-        return len(removed)
+        return removed
 
     def _trim_inodes(self) -> None:
         """At most MAX_INODES remembered digests: the ones this pack looked up last, then the newest others."""

@@ -91,7 +91,8 @@ def store_compiled(box_root: Path, cache: PycCache, keys: dict[str, str], compil
     return stored
 
 
-def prune(cache: PycCache, now: float | None = None) -> int:
-    """Remove the entries made more than MAX_AGE_DAYS ago; how many (what cannot be listed or removed stays)."""
-    cutoff = (time.time() if now is None else now) - MAX_AGE_DAYS * 86400
-    return len(remove_older_than(digest_entries(cache.root), cutoff))
+def prune(root: Path, now: float | None = None, max_age_days: float = MAX_AGE_DAYS) -> list[tuple[Path, int]]:
+    """Remove the entries below ``root`` made more than ``max_age_days`` ago; (path, bytes) of each removed
+    (what cannot be listed or removed stays)."""
+    cutoff = (time.time() if now is None else now) - max_age_days * 86400
+    return remove_older_than(digest_entries(root), cutoff)

@@ -31,6 +31,7 @@ from installer.sources import WheelContentElement, WheelSource
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scrollcase.box import wheelinstall
+from scrollcase.io import usercache
 from scrollcase.io.files import creating_dir
 from scrollcase.io.proc import usable_cores
 
@@ -235,6 +236,7 @@ class WheelCache:
         if cached is None or cached.stale_member() is not None:
             shutil.rmtree(folder, ignore_errors=True)  # never trusted: unpacked again from the wheel
             return None
+        usercache.touch(folder)  # used: an age prune (`scrollcase cache prune`) keeps it
         return cached
 
     def load_all(self, sha256s: Sequence[str], workers: int | None = None) -> dict[str, CachedWheel]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 from scrollcase.box.assets import fetching
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, IntegrityError, Problem
+from scrollcase.io import usercache
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import replacing
 from scrollcase.io.proc import usable_cores
@@ -149,6 +150,7 @@ def fetch_wheel(
     done = cache / source.sha256 / source.filename
     if done.is_file():
         if sha256_file(done)[0] == source.sha256:
+            usercache.touch(done.parent)  # used: an age prune (`scrollcase cache prune`) keeps it
             return done
         done.unlink()  # a damaged cache entry is fetched again, never trusted
     fetcher = fetchers.get(parts.scheme)

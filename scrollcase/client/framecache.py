@@ -34,6 +34,7 @@ from scrollcase.box.frames import FrameLike, iter_frame_bytes, table_problems
 from scrollcase.box.tarbuffer import HashingWriter
 from scrollcase.client.download import make_cache_dir
 from scrollcase.errors import IntegrityError
+from scrollcase.io import usercache
 from scrollcase.io.files import (
     cache_entry,
     digest_entries,
@@ -45,7 +46,7 @@ from scrollcase.io.files import (
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
-FRAMES = "frames"
+FRAMES = usercache.FRAMES
 PINS = "pins"
 PRUNE_GRACE_SECONDS = 3600.0
 

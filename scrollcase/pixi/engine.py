@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.errors import LockError, Problem, SolveError, UsageError, describe_path
+from scrollcase.io import usercache
 from scrollcase.io.files import user_cache_dir, write_atomic
 from scrollcase.pixi import pypi_lockfile
 from scrollcase.pixi.manifest import PixiManifest, load_manifest
@@ -263,10 +264,10 @@ def lock_pypi(
     def download(w: resolve.ResolvedWheel) -> Path:
         name = urllib.parse.unquote(w.url.rsplit("/", 1)[-1])
         return wheels.fetch_wheel(
-            wheels.WheelSource(w.name, w.version, w.url, name, w.sha256), cache / "wheels", fetchers
+            wheels.WheelSource(w.name, w.version, w.url, name, w.sha256), cache / usercache.WHEELS, fetchers
         )
 
-    meta = metadata.wheel_metadata(resolved, cache / "metadata", download)
+    meta = metadata.wheel_metadata(resolved, cache / usercache.METADATA, download)
     return PypiLock(pypi_plan.indexes, tuple(resolved), meta)
 
 

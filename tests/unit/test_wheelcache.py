@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from scrollcase.box.layout import box_layout
 from scrollcase.box.wheelcache import WheelCache, fill_all
 from scrollcase.box.wheels import install_wheels
 from scrollcase.errors import BuildError, IntegrityError
+from scrollcase.io import usercache
 from tests.support.wheels import make_wheel
 
 PLACEHOLDER = "/opt/placeholder/venv"
@@ -240,3 +242,17 @@ def test_replayed_and_recorded_wheels_in_one_install_share_files_and_claims(tmp_
     install_wheels(paths, LINUX, tmp_path / "direct", placeholder=PLACEHOLDER, arch="x86_64")
     install_wheels(unpacked, LINUX, tmp_path / "mixed", placeholder=PLACEHOLDER, arch="x86_64", workers=4)
     assert tree(tmp_path / "mixed") == tree(tmp_path / "direct")
+
+
+def test_a_used_entry_is_marked_used_so_an_age_prune_keeps_it(tmp_path: Path) -> None:
+    [wheel] = wheels(tmp_path / "wheels")[:1]
+    cache = WheelCache(tmp_path / "cache")
+    filled(cache, [wheel])
+    entry = cache.root / sha(wheel)
+    long_ago = time.time() - 90 * 86400
+    os.utime(entry, (long_ago, long_ago))
+    assert cache.load(sha(wheel)) is not None
+    assert usercache.remove_unused(cache.root, time.time() - 30 * 86400) == []
+    os.utime(entry, (long_ago, long_ago))  # not used since
+    assert [path for path, _ in usercache.remove_unused(cache.root, time.time() - 30 * 86400)] == [entry]
+    assert cache.load(sha(wheel)) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
+import time
 import zipfile
 from pathlib import Path
 from typing import BinaryIO
@@ -92,8 +93,11 @@ def test_remote_wheel_is_downloaded_once_into_a_sha_keyed_cache(tmp_path: Path) 
     source = _source(wheel, url="https://index.example/tiny-1.0-py3-none-any.whl")
     got = fetch_wheel(source, tmp_path / "cache", {"https": serve})
     assert got == tmp_path / "cache" / sha(wheel) / wheel.name and got.read_bytes() == wheel.read_bytes()
+    long_ago = time.time() - 90 * 86400
+    os.utime(got.parent, (long_ago, long_ago))
     assert fetch_wheel(source, tmp_path / "cache", {"https": serve}) == got
     assert len(calls) == 1
+    assert got.parent.stat().st_mtime > long_ago + 86400  # used: `scrollcase cache prune` keeps it
     got.write_bytes(b"bit rot")  # a damaged cache entry is downloaded again
     assert fetch_wheel(source, tmp_path / "cache", {"https": serve}).read_bytes() == wheel.read_bytes()
     assert len(calls) == 2
