@@ -212,3 +212,24 @@ def test_bytecode_cache_entries_older_than_the_max_age_are_pruned(tmp_path: Path
     assert sorted((tmp_path / "c" / "pyc").glob("??/*")) == entries[1:]
     assert {p: p.stat().st_mtime for p in entries[1:]} == mtimes  # used, not touched
     assert pycs(again) == pycs(first)
+
+
+@needs_311
+@pytest.mark.parametrize("cached", [False, True])
+def test_bytecode_that_folds_the_prefix_from_pieces_is_removed_and_never_cached(tmp_path: Path, cached: bool) -> None:
+    pieces = f"FOLDED = {'/opt/scrollcase/'!r} + {'_placehold'!r} * 18\n"  # the compiler folds it into PLACEHOLDER
+    cache = tmp_path / "cache" / "pyc" if cached else None
+    tag = sys.implementation.cache_tag
+    for build in ("first", "again"):
+        box = fake_box(tmp_path / build)
+        (box / STD / "site-packages/pkg/folded.py").write_text(pieces)
+        notes = add_bytecode(
+            box, LINUX, prune=[], placeholder=PLACEHOLDER, scratch=tmp_path / f"s-{build}", pyc_cache=cache
+        )
+        folded = f"{STD}/site-packages/pkg/__pycache__/folded.{tag}.pyc"
+        assert f"{folded} embeds the box prefix: removed" in notes
+        assert folded not in pycs(box) and len(pycs(box)) == 6
+        assert all(PLACEHOLDER.encode() not in data for data in pycs(box).values())
+    if cache is not None:
+        assert notes[0].startswith("7 modules compiled (6 from the bytecode cache")  # folded.py compiled again
+        assert len([p for p in cache.glob("??/*") if not p.name.startswith(".")]) == 6
