@@ -264,11 +264,11 @@ def execute_build(
     with stages.stage("assets", f"{len(plan.assets)} asset(s), weights {plan.weights}"):
         if plan.bundled:
             asset_mod.place_assets(plan.assets, plan.asset_cache, fetchers, plan.box_root)
+    reuse = PackCache.open(plan.pack_cache)  # its inode digests serve box.json's file list too
     with stages.stage("box.json", "describe the box and the files that embed its prefix"):
-        box = _describe_box(plan, gpu)
+        box = _describe_box(plan, gpu, reuse)
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
-        reuse = PackCache.open(plan.pack_cache)
         packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing, cache=reuse)
         packing.finish()
         progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
@@ -374,11 +374,15 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def _describe_box(plan: BuildPlan, gpu: evidence_mod.GpuEvidence | None) -> BoxJson:
+def _describe_box(plan: BuildPlan, gpu: evidence_mod.GpuEvidence | None, reuse: PackCache) -> BoxJson:
     """Write box.json into the box; what the later stages need of it: its identity and checks, not the
     file entries (23,000 models, 40 MiB in a torch runtime box, would be held through the pack stage)."""
-    digests = digest_tree(plan.box_root, skip=[BOX_JSON])
-    box = make_box_json(plan, scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER), gpu, digests)
+    digests = digest_tree(plan.box_root, skip=[BOX_JSON], known=reuse.file_digest)
+    clean = {f.path for f in digests.files if f.sha256 in reuse.clean}  # content an earlier scan read
+    carriers = scan_prefix_files(plan.box_root, BOX_PREFIX_PLACEHOLDER, clean)
+    hits = {c.path for c in carriers}
+    reuse.remember_clean(f.sha256 for f in digests.files if f.path not in hits)
+    box = make_box_json(plan, carriers, gpu, digests)
     write_atomic(plan.box_root / BOX_JSON, dump_box_json(box))
     return box.model_copy(update={"files": [], "links": []})
 

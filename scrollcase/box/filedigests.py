@@ -10,7 +10,7 @@ files are bound by the file system's latency more than by the CPU).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from scrollcase.io.digest import sha256_file
 from scrollcase.recipe.model import Sha256
 
 HASH_THREADS = min(8, (os.cpu_count() or 1) + 2)
+KnownDigest = Callable[[str, os.stat_result], str]
 
 
 class _Model(BaseModel):
@@ -67,17 +68,24 @@ def walk_tree(root: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[Box
     return sorted(files), sorted(links, key=lambda link: link.path)
 
 
-def digest_tree(root: Path, skip: Iterable[str] = ()) -> TreeDigests:
+def digest_tree(root: Path, skip: Iterable[str] = (), known: KnownDigest | None = None) -> TreeDigests:
     """Every regular file's size and sha256 (hashed in parallel) and every symlink below ``root``."""
     names, links = walk_tree(root, skip)
-    return TreeDigests(digest_files(root, names), tuple(links))
+    return TreeDigests(digest_files(root, names, known), tuple(links))
 
 
-def digest_files(root: Path, names: Iterable[str]) -> tuple[BoxFile, ...]:
-    """Size and sha256 of each named file below ``root``, in the order given."""
+def digest_files(root: Path, names: Iterable[str], known: KnownDigest | None = None) -> tuple[BoxFile, ...]:
+    """Size and sha256 of each named file below ``root``, in the order given.  ``known``: what gives a
+    file's sha256 from its path and ``lstat`` (the build's pack cache, which remembers the digests of
+    hard-linked files by inode: a rebuild then hashes only the files it wrote anew)."""
 
     def one(rel: str) -> BoxFile:
-        sha, size = sha256_file(root.joinpath(*rel.split("/")))
+        path = root.joinpath(*rel.split("/"))
+        if known is None:
+            sha, size = sha256_file(path)
+        else:
+            st = path.lstat()
+            sha, size = known(str(path), st), st.st_size
         return BoxFile(path=rel, size=size, sha256=sha)
 
     with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="scrollcase-digest") as pool:

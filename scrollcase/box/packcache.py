@@ -26,17 +26,21 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
 from scrollcase.box.units import Unit
 from scrollcase.io.files import cache_entry, digest_entries, remove_older_than, write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
 _FRAMES = "frames.json"  # key -> sha256 of the cached frame (a reused frame is not hashed again)
+# content sha256s known not to embed the box prefix placeholder (box.json's scan skips them); named by
+# the placeholder, so another placeholder starts another list
+_CLEAN = f"noprefix-{hashlib.sha256(BOX_PREFIX_PLACEHOLDER.encode()).hexdigest()[:12]}.json"
 MAX_INODES = 1_000_000  # ~100 MB of JSON at most: 40 boxes of 25,000 files
 FRAME_MAX_AGE_DAYS = 30
 
@@ -50,10 +54,16 @@ class PackCache:
     misses: int = 0
     _dirty: bool = False
     _seen: dict[str, None] = field(default_factory=dict)  # the inode keys this pack looked up, in order
+    clean: set[str] = field(default_factory=set)  # content sha256s without the placeholder
+    _clean_now: set[str] = field(default_factory=set)  # those of this build
 
     @classmethod
     def open(cls, root: Path) -> PackCache:
-        return cls(root, _load(root / _INODES), _load(root / _FRAMES))
+        return cls(root, _load(root / _INODES), _load(root / _FRAMES), clean=set(_load_list(root / _CLEAN)))
+
+    def remember_clean(self, digests: Iterable[str]) -> None:
+        """Content that does not embed the placeholder: a later build's scan need not read it again."""
+        self._clean_now.update(digests)
 
     def remember(self, key: str, frame_sha256: str) -> None:
         if self.digests.get(key) != frame_sha256:
@@ -130,6 +140,7 @@ class PackCache:
         """Write the indexes back (when anything changed), after pruning what is past the bounds."""
         self.prune()
         self._trim_inodes()
+        self._save_clean()
         if self._dirty:
             try:
                 write_atomic(self.root / _INODES, json.dumps(self.inodes, separators=(",", ":")).encode())
@@ -147,6 +158,15 @@ class PackCache:
                 self._dirty = True
         return removed
 
+    def _save_clean(self) -> None:
+        """This build's clean digests first, then earlier ones, at most MAX_INODES in all."""
+        if not self._clean_now or self._clean_now <= self.clean:
+            return
+        kept = self._clean_now | set(sorted(self.clean - self._clean_now)[: max(0, MAX_INODES - len(self._clean_now))])
+        with contextlib.suppress(OSError):
+            write_atomic(self.root / _CLEAN, json.dumps(sorted(kept)).encode())
+            self.clean = kept
+
     def _trim_inodes(self) -> None:
         """At most MAX_INODES remembered digests: the ones this pack looked up last, then the newest others."""
         if len(self.inodes) <= MAX_INODES:
@@ -161,6 +181,14 @@ class PackCache:
 def _inode(st: os.stat_result) -> str:
     """What a file's remembered digest is keyed by: its device, inode, size and mtime."""
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _load_list(path: Path) -> list[str]:
+    try:
+        loaded = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return []
+    return [d for d in loaded if isinstance(d, str)] if isinstance(loaded, list) else []
 
 
 def _load(path: Path) -> dict[str, str]:

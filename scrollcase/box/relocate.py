@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -61,8 +61,9 @@ class RelocationInfo(_Model):
 # ---------------------------------------------------------------- scanning (build time)
 
 
-def scan_prefix_files(root: Path, prefix: str) -> list[PrefixFile]:
-    """Every regular file under ``root`` that embeds ``prefix``, sorted by path.
+def scan_prefix_files(root: Path, prefix: str, clean: Container[str] = ()) -> list[PrefixFile]:
+    """Every regular file under ``root`` that embeds ``prefix``, sorted by path; the files named in
+    ``clean`` (root-relative) are known not to and are not read.
 
     conda-meta/*.json ``paths_data`` (``file_mode``) decides text vs binary for the files it lists;
     every other file is found by a byte scan and called binary when it contains a NUL byte.
@@ -71,6 +72,8 @@ def scan_prefix_files(root: Path, prefix: str) -> list[PrefixFile]:
     declared = _declared_modes(root)
     found: list[PrefixFile] = []
     for rel, full in _regular_files(root):
+        if rel in clean:
+            continue
         hit, has_nul = _scan_file(full, needle)
         if hit:
             mode = declared.get(rel) or ("binary" if has_nul else "text")

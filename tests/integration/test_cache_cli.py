@@ -37,10 +37,11 @@ def test_a_pruned_and_cleaned_cache_is_refilled_by_the_next_build_with_the_same_
     filled = held(cache, tmp_path)
     assert filled["pyc"] > 800 and filled["packframes"] > 3  # every module's bytecode, every unit's frame
 
+    frames = len(list((cache / "packframes").glob("??/*")))  # its indexes (*.json) are not entries
     pruned = result(scrollcase(cache, tmp_path, "cache", "prune", "--older-than", "0", "--json"))["pruned"]
 
     assert pruned["pyc"]["entries"] == filled["pyc"]  # all older than now
-    assert pruned["packframes"]["entries"] == filled["packframes"] - 2  # its two indexes are not entries
+    assert pruned["packframes"]["entries"] == frames > 3
     assert held(cache, tmp_path)["pyc"] == 0
 
     text = scrollcase(cache, tmp_path, "cache", "clean")

@@ -98,3 +98,28 @@ def test_remembered_digests_keep_those_looked_up_last(tmp_path: Path, monkeypatc
     cache.save()
     kept = list(PackCache.open(tmp_path / "cache").inodes)
     assert kept == ["old:2", *(packcache._inode(p.stat()) for p in files)]
+
+
+def test_content_known_not_to_embed_the_placeholder_is_remembered_across_builds(tmp_path: Path) -> None:
+    cache = PackCache.open(tmp_path / "packframes")
+    assert cache.clean == set()
+    cache.remember_clean(["a" * 64, "b" * 64])
+    cache.save()
+    again = PackCache.open(tmp_path / "packframes")
+    assert again.clean == {"a" * 64, "b" * 64}
+    again.save()  # nothing new: not written again
+    (tmp_path / "packframes" / packcache._CLEAN).write_text("{not json")
+    assert PackCache.open(tmp_path / "packframes").clean == set()  # a damaged list is an empty one
+
+
+def test_the_clean_list_keeps_this_builds_content_first_within_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(packcache, "MAX_INODES", 3)
+    cache = PackCache.open(tmp_path / "packframes")
+    cache.remember_clean(["1" * 64, "2" * 64, "3" * 64])
+    cache.save()
+    later = PackCache.open(tmp_path / "packframes")
+    later.remember_clean(["4" * 64, "5" * 64])
+    later.save()
+    assert PackCache.open(tmp_path / "packframes").clean == {"1" * 64, "4" * 64, "5" * 64}

@@ -150,6 +150,12 @@ def test_scan_uses_conda_meta_and_bytes(tmp_path: Path) -> None:
     ]
 
 
+def test_files_known_clean_are_not_read(tmp_path: Path) -> None:
+    root = _env(tmp_path / "box")
+    found = scan_prefix_files(root, BOX_PREFIX_PLACEHOLDER, clean={"venv/bin/tool"})
+    assert [f.path for f in found] == ["venv/lib/declared.txt", "venv/lib/libx.so"]  # the caller vouched for it
+
+
 def test_scan_finds_prefix_across_read_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(relocate, "_SCAN_CHUNK", 64)
     (tmp_path / "f").write_bytes(b"a" * 100 + P + b"b" * 100)
