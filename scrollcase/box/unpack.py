@@ -379,11 +379,13 @@ def unpack_archive(
     limits: Limits = DEFAULT_LIMITS,
     on_bytes: Callable[[int], None] | None = None,
     relocate_to: Path | None = None,
+    before_publish: Callable[[], None] | None = None,
 ) -> UnpackResult:
     """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
     ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
     the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
-    then swaps)."""
+    then swaps).  ``before_publish``: a last check, run once the tree is complete and before it becomes
+    ``dest``; what it raises leaves ``dest`` as it was."""
     label = describe_path(archive)
     _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
@@ -395,6 +397,8 @@ def unpack_archive(
         relocated = _relocate(tmp, where, label)
         installed.write_receipt(tmp, relocate.prefix_text(where))  # for verify --installed
         tmp.chmod(0o755)
+        if before_publish is not None:
+            before_publish()
         _publish(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from scrollcase.box.release import ReleaseManifest
-from scrollcase.box.unpack import prepare_dest, unpack_archive
+from scrollcase.box.unpack import prepare_dest
 from scrollcase.client.download import Download, download_archive
-from scrollcase.client.framecache import FrameCache, Pruned, fill_from_archive, keep_installed, pruned_json
+from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json, unpack_keeping_frames
 from scrollcase.client.install import Offer, check_dest_fits, checked_manifest
 from scrollcase.client.preflight import check_identity
 from scrollcase.client.select import Candidate, HostView, Selection, require_choice, select_release
@@ -127,12 +127,9 @@ def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chose
     try:
         check_identity(manifest, download.path)
         cache = FrameCache.default()
-        if info.frames:  # the frame table checked against the archive; its frames kept for `upgrade`
-            fill_from_archive(cache, download.path, info.frames, info.size, store.url_for(chosen.entry.release))
         meter = console.meter("unpacking", info.size)
-        result = unpack_archive(
-            download.path, dest, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter
-        )
+        source = store.url_for(chosen.entry.release)
+        result = unpack_keeping_frames(cache, download.path, dest, info, source, on_bytes=meter)  # and for `upgrade`
         meter.finish()
     except IntegrityError:
         download.path.unlink(missing_ok=True)  # a bad archive must not be reused from the cache

@@ -21,6 +21,7 @@ from scrollcase.client.framecache import (
     fetch_frames,
     fill_from_archive,
     keep_installed,
+    unpack_keeping_frames,
 )
 from scrollcase.errors import IntegrityError
 from scrollcase.store.local import LocalStore
@@ -265,3 +266,21 @@ def test_a_cache_that_cannot_be_listed_is_not_pruned(
     monkeypatch.setattr(Path, "iterdir", unlistable)
     assert cache.prune() == Pruned(0, 0)
     assert frames_before == len(list(cache.root.glob("??/*"))) == len(table(release))
+
+
+def test_unpacking_keeps_every_frame_of_the_archive_beside_the_tree(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    result = unpack_keeping_frames(cache, release.archive_path, tmp_path / "box", release.manifest.archive, "SRC")
+    assert result.dest == tmp_path / "box" and (tmp_path / "box" / "box.json").is_file()
+    assert cache.missing(table(release)) == []
+
+
+def test_a_frame_table_that_lies_about_one_frame_installs_nothing(tmp_path: Path, release: SyntheticRelease) -> None:
+    frames = table(release)  # the archive's own sha256 is right: only the table is wrong
+    frames[2] = frames[2].model_copy(update={"sha256": "0" * 64})
+    info = release.manifest.archive.model_copy(update={"frames": frames})
+    cache = FrameCache(tmp_path / "frames")
+    with pytest.raises(IntegrityError, match=f"refusing frame {frames[2].name!r} of SRC"):
+        unpack_keeping_frames(cache, release.archive_path, tmp_path / "box", info, "SRC")
+    assert list(tmp_path.iterdir()) == [tmp_path / "frames"]  # no DEST, no temp tree beside it
+    assert not cache.has(frames[2])
