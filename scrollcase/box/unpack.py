@@ -21,6 +21,7 @@ into the hidden temp sibling, and DEST appears by one rename after it matched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -135,6 +136,17 @@ class _Source:
                 self.error = str(exc)
 
 
+@dataclass(frozen=True)
+class _Opened:
+    """What the feed reads: the archive file (opened in the feed's thread), or a stream of its bytes."""
+
+    path: Path
+    stream: BinaryIO | None = None
+
+    def open(self) -> contextlib.AbstractContextManager[BinaryIO]:
+        return self.path.open("rb") if self.stream is None else contextlib.nullcontext(self.stream)
+
+
 @dataclass
 class _Feed:
     """Runs in its own thread: archive bytes -> sha256 + zstd -> queue of tar chunks.
@@ -143,7 +155,7 @@ class _Feed:
     more than OUT_CHUNK bytes however extreme the compression ratio (no memory bomb).
     """
 
-    path: Path
+    opened: _Opened
     chunks: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(_QUEUE_DEPTH))
     stop: threading.Event = field(default_factory=threading.Event)
     sha256: str = ""
@@ -153,7 +165,7 @@ class _Feed:
 
     def run(self) -> None:
         try:
-            with self.path.open("rb") as f:
+            with self.opened.open() as f:
                 source = _Source(f, self.on_bytes)
                 try:
                     self._decompress(source)
@@ -380,19 +392,24 @@ def unpack_archive(
     on_bytes: Callable[[int], None] | None = None,
     relocate_to: Path | None = None,
     before_publish: Callable[[], None] | None = None,
+    stream: BinaryIO | None = None,
 ) -> UnpackResult:
     """Verify and extract ``archive`` into ``dest`` (which must not exist, or be an empty folder).
     ``on_bytes`` is told each chunk of the archive as it is read (for a progress meter).  ``relocate_to``:
     the path the box will finally live at, when that is not ``dest`` (an upgrade unpacks beside DEST,
     then swaps).  ``before_publish``: a last check, run once the tree is complete and before it becomes
-    ``dest``; what it raises leaves ``dest`` as it was."""
+    ``dest``; what it raises leaves ``dest`` as it was.  ``stream``: the archive's bytes as they arrive,
+    read instead of the file ``archive`` (still being written: its size is known only at the end, and the
+    sha256 over what was read decides)."""
     label = describe_path(archive)
-    _check_size(archive, label, expected_size)
+    if stream is None:
+        _check_size(archive, label, expected_size)
     final = _prepare_dest(dest)
     remove_stale_temps(final)
     tmp = _make_temp(final)
     try:
-        result = _extract_verified(archive, label, tmp, final, expected_sha256.lower(), limits, on_bytes)
+        source = _Opened(archive, stream)
+        result = _extract_verified(source, expected_size, label, tmp, expected_sha256.lower(), limits, on_bytes)
         where = relocate_to.absolute() if relocate_to else final
         relocated = _relocate(tmp, where, label)
         installed.write_receipt(tmp, relocate.prefix_text(where))  # for verify --installed
@@ -501,19 +518,17 @@ def absolute_as_given(dest: Path) -> Path:
 
 
 def _extract_verified(
-    archive: Path,
+    source: _Opened,
+    size: int,
     label: str,
     tmp: Path,
-    final: Path,
     expected_sha256: str,
     limits: Limits,
     on_bytes: Callable[[int], None] | None = None,
 ) -> tuple[int, str, int, int, int]:
-    feed = _Feed(archive, on_bytes=on_bytes)
+    feed = _Feed(source, on_bytes=on_bytes)
     thread = threading.Thread(target=feed.run, name="scrollcase-unpack-feed", daemon=True)
-    budget = min(
-        limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(archive.stat().st_size, 1)))
-    )
+    budget = min(limits.max_total_bytes, max(limits.ratio_floor, int(limits.max_ratio * max(size, 1))))
     ex = _Extractor(str(tmp) + os.sep, limits, budget)
     reader = ChunkReader(feed.next_chunk)
     failure: ScrollcaseError | None = None

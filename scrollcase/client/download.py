@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,3 +225,60 @@ def locked(lock: Path) -> Iterator[None]:
         yield
     finally:
         lock.unlink(missing_ok=True)
+
+
+class Follower:
+    """Reads a file another thread is still appending to (a download's partial file): each read waits for
+    bytes until ``size`` were read, or until ``done`` is set and nothing more came.  An unpack reading it
+    runs beside the download, as ``curl | zstd -dc | tar -x`` does.  Whether what it read is the download
+    is told by :meth:`read_the_file` once the download is complete (a download that started over wrote
+    another file)."""
+
+    POLL_SECONDS = 0.005
+
+    def __init__(self, path: Path, size: int, done: threading.Event) -> None:
+        self.path = path
+        self.size = size
+        self.done = done
+        self.consumed = 0
+        self._fd: int | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        while self.consumed < self.size:
+            if self._fd is None and not self._open():
+                if self.done.is_set():
+                    return b""  # the download failed before its first byte
+                self.done.wait(self.POLL_SECONDS)
+                continue
+            assert self._fd is not None
+            want = self.size - self.consumed if n < 0 else min(n, self.size - self.consumed)
+            finished = self.done.is_set()  # before the read: bytes written before it was set are seen
+            data = os.read(self._fd, want)
+            if data:
+                self.consumed += len(data)
+                return data
+            if finished:
+                return b""
+            self.done.wait(self.POLL_SECONDS)
+        return b""
+
+    def read_the_file(self, path: Path) -> bool:
+        """Whether every byte read came from the file now at ``path`` (the complete download)."""
+        if self._fd is None or self.consumed != self.size:
+            return False
+        try:
+            return os.path.samestat(os.fstat(self._fd), path.stat())
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _open(self) -> bool:
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            return False
+        return True

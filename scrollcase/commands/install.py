@@ -17,10 +17,10 @@ from typing import Any
 
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import prepare_dest
-from scrollcase.client.download import Download, download_archive
-from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json, unpack_keeping_frames
+from scrollcase.client.download import Download, cache_paths
+from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import Offer, check_dest_fits, checked_manifest
-from scrollcase.client.preflight import check_identity
+from scrollcase.client.receive import receive_release
 from scrollcase.client.select import Candidate, HostView, Selection, require_choice, select_release
 from scrollcase.commands import (
     STORE_ENV,
@@ -121,19 +121,14 @@ def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chose
     info = manifest.archive
     console.progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
     start = time.monotonic()
-    download = download_archive(
-        store, manifest.keys.archive, size=info.size, sha256=info.sha256, meter=console.meter, progress=console.progress
-    )
-    try:
-        check_identity(manifest, download.path)
-        cache = FrameCache.default()
-        meter = console.meter("unpacking", info.size)
-        source = store.url_for(chosen.entry.release)
-        result = unpack_keeping_frames(cache, download.path, dest, info, source, on_bytes=meter)  # and for `upgrade`
-        meter.finish()
+    cache = FrameCache.default()
+    source = store.url_for(chosen.entry.release)
+    try:  # downloaded, unpacked and its frames kept (for `upgrade`) side by side
+        received = receive_release(store, manifest, dest, cache, source, meter=console.meter, progress=console.progress)
     except IntegrityError:
-        download.path.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
+        cache_paths(info.sha256).complete.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
         raise
+    download, result = received.download, received.unpacked
     if not args.keep_download:
         download.path.unlink(missing_ok=True)
     pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
