@@ -30,6 +30,10 @@ ATTEMPTS = 3  # tries within one run; each that got bytes earns the next
 DOWNLOADS = usercache.DOWNLOADS
 
 
+class Cancelled(Exception):  # noqa: N818 - the caller's own stop, not a failure of the store
+    """The download was stopped by its caller (the partial file is kept for a rerun)."""
+
+
 @dataclass(frozen=True)
 class CachePaths:
     complete: Path
@@ -62,8 +66,10 @@ def download_archive(
     meter: MeterFactory = silent_meter,
     progress: Callable[[str], None] = lambda _: None,
     attempts: int = ATTEMPTS,
+    cancel: threading.Event | None = None,
 ) -> Download:
-    """The archive at ``key`` as a checked file in the cache (fetched, resumed or already there)."""
+    """The archive at ``key`` as a checked file in the cache (fetched, resumed or already there).
+    ``cancel``: set by another thread to stop between chunks (:class:`Cancelled`; the partial file is kept)."""
     paths = cache_paths(sha256, cache_dir)
     if _complete(paths.complete, size):
         return Download(paths.complete, 0, 0, cached=True)
@@ -72,7 +78,7 @@ def download_archive(
         start = _partial_size(paths.partial, size)
         if start:
             progress(f"resuming the download at {start} of {size} bytes ({paths.partial})")
-        fetched = _fetch(store, key, paths.partial, size, sha256, meter, progress, attempts)
+        fetched = _fetch(store, key, paths.partial, size, sha256, meter, progress, attempts, cancel)
         finish_resumed(paths.partial, paths.complete)
     return Download(paths.complete, fetched, start, cached=False)
 
@@ -86,6 +92,7 @@ def _fetch(
     meter: MeterFactory,
     progress: Callable[[str], None],
     attempts: int,
+    cancel: threading.Event | None = None,
 ) -> int:
     """Append the missing bytes to ``partial`` until it holds ``size``, retrying while tries make progress."""
     digest, have = _hash_partial(partial)
@@ -94,7 +101,7 @@ def _fetch(
         tries += 1
         before = have
         try:
-            have = _append(store, key, partial, have, size, digest, meter)
+            have = _append(store, key, partial, have, size, digest, meter, cancel)
         except RangeNotSupportedError as exc:
             if not have:
                 raise
@@ -115,7 +122,14 @@ def _fetch(
 
 
 def _append(
-    store: ReadableStore, key: str, partial: Path, have: int, size: int, digest: hashlib._Hash, meter: MeterFactory
+    store: ReadableStore,
+    key: str,
+    partial: Path,
+    have: int,
+    size: int,
+    digest: hashlib._Hash,
+    meter: MeterFactory,
+    cancel: threading.Event | None = None,
 ) -> int:
     """One ranged read from ``have`` on, each chunk hashed, size-checked and written; the new length."""
     url = store.url_for(key)
@@ -125,6 +139,8 @@ def _append(
             partial.unlink(missing_ok=True)
             raise _size_mismatch(url, stream.total, size)
         for chunk in stream.chunks:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(f"the download of {url} was stopped at {have} of {size} bytes (kept)")
             if have + len(chunk) > size:
                 partial.unlink(missing_ok=True)
                 raise _size_mismatch(url, f"more than {size}", size)

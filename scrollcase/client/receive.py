@@ -26,7 +26,7 @@ from typing import BinaryIO, cast
 
 from scrollcase.box.release import ReleaseManifest
 from scrollcase.box.unpack import UnpackResult, unpack_archive
-from scrollcase.client.download import Download, Follower, cache_paths, download_archive
+from scrollcase.client.download import Cancelled, Download, Follower, cache_paths, download_archive
 from scrollcase.client.framecache import FrameCache, check_table, fill_from_archive, unpack_keeping_frames
 from scrollcase.client.preflight import check_identity
 from scrollcase.errors import ScrollcaseError
@@ -57,21 +57,34 @@ def receive_release(
         return _one_after_another(store, manifest, dest, cache, source, meter, progress)
     if info.frames:
         check_table(info.frames, info.size, source)  # the cheap part first: a bad table fails fast
-    done = threading.Event()
+    done, cancel = threading.Event(), threading.Event()
     follower = Follower(cache_paths(info.sha256).partial, info.size, done)
     with ThreadPoolExecutor(1, thread_name_prefix="scrollcase-download") as pool:
-        fetching = pool.submit(_fetch_and_keep, store, manifest, cache, source, meter, progress, done)
+        fetching = pool.submit(_fetch_and_keep, store, manifest, cache, source, meter, progress, done, cancel)
         try:
             unpacked = _unpack_following(manifest, dest, follower, fetching)
-        except ScrollcaseError:
-            download = fetching.result()  # the download's own error first: it says what went wrong
+        except ScrollcaseError as failed:
+            cancel.set()  # nothing more to wait for, unless the download is complete already
+            download = _finished(fetching, failed)
             if follower.read_the_file(download.path):
                 raise
             progress("the download started over meanwhile: unpacking the complete archive")
             unpacked = unpack_archive(download.path, dest, expected_size=info.size, expected_sha256=info.sha256)
+        except BaseException:
+            cancel.set()  # Ctrl-C: the download stops at its next chunk, its partial file kept
+            raise
         finally:
             follower.close()
         return Received(fetching.result(), unpacked)
+
+
+def _finished(fetching: Future[Download], failed: ScrollcaseError) -> Download:
+    """The download, when it completed; else its own error (it says what went wrong), or the unpack's
+    ``failed`` when the download was only stopped because of it."""
+    try:
+        return fetching.result()
+    except Cancelled:
+        raise failed from None
 
 
 def _unpack_following(
@@ -100,12 +113,19 @@ def _fetch_and_keep(
     meter: MeterFactory,
     progress: Callable[[str], None],
     done: threading.Event,
+    cancel: threading.Event,
 ) -> Download:
     """The download (its end told through ``done``), then box.json's identity and the frames kept."""
     info = manifest.archive
     try:
         download = download_archive(
-            store, manifest.keys.archive, size=info.size, sha256=info.sha256, meter=meter, progress=progress
+            store,
+            manifest.keys.archive,
+            size=info.size,
+            sha256=info.sha256,
+            meter=meter,
+            progress=progress,
+            cancel=cancel,
         )
     finally:
         done.set()

@@ -6,12 +6,13 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from scrollcase.client.download import cache_paths, download_archive, locked
+from scrollcase.client.download import Cancelled, cache_paths, download_archive, locked
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
 from scrollcase.store.base import CHUNK, RangeRead
 from scrollcase.store.http import HttpStore
@@ -287,3 +288,24 @@ def test_the_chunk_that_passes_the_size_is_refused(store_root: Path, tmp_path: P
     with pytest.raises(IntegrityError, match=f"holds more than {CHUNK + 1} bytes"):
         download_archive(SizelessStore(store_root), KEY, size=CHUNK + 1, sha256=SHA, cache_dir=tmp_path)
     assert list((tmp_path / "downloads").iterdir()) == []
+
+
+def test_a_download_stopped_by_its_caller_keeps_its_partial_for_a_rerun(store_root: Path, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    arrived: list[int] = []
+
+    def meter(label: str, total: int | None) -> Callable[[int], None]:
+        def told(n: int) -> None:
+            arrived.append(n)
+            cancel.set()  # the caller (an unpack that failed, Ctrl-C) stops it after the first chunk
+
+        return told
+
+    with pytest.raises(Cancelled, match="stopped at"):
+        download_archive(
+            LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path, meter=meter, cancel=cancel
+        )
+    partial = cache_paths(SHA, tmp_path).partial
+    assert partial.stat().st_size == sum(arrived) < len(DATA)
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert got.resumed_from == sum(arrived) and got.path.read_bytes() == DATA
