@@ -5,9 +5,10 @@
 cache is always right (a killed run leaves only a ``.part`` temp, removed by the next).  ``install`` fills
 it from the archive it downloaded (which is also where it checks the manifest's frame table against the
 archive); ``upgrade`` reads the missing frames from the store with ranged reads, checks each against the
-new manifest's table as it arrives, and reassembles the archive from the cache, whose whole sha256 is
-checked before anything is unpacked.  The relocated tree in DEST no longer matches the archive, so the
-cache is what an installer keeps of a release.
+new manifest's table as it arrives, and unpacks the archive the cached frames make, read frame after
+frame (:class:`FrameStream`: never written whole), its whole sha256 checked before the new tree is used.
+The relocated tree in DEST no longer matches the archive, so the cache is what an installer keeps of a
+release.
 
 What it keeps is what the installed boxes use: every ``install`` and ``upgrade`` pins the frames of the
 release it put in a folder (``pins/<key of the folder>.json``, kept also for ``.<DEST>.previous`` when an
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -42,7 +43,6 @@ from scrollcase.io.files import (
     cache_entry,
     digest_entries,
     remove_older_than,
-    replacing,
     user_cache_dir,
     write_atomic,
 )
@@ -281,20 +281,26 @@ def fetch_frames(
     return fetched
 
 
-def assemble(cache: FrameCache, frames: Sequence[FrameLike], out: Path, size: int, sha256: str, source: str) -> Path:
-    """Concatenate the frames from the cache into ``out``; IntegrityError unless the whole is ``sha256``."""
-    make_cache_dir(out.parent, "frame cache")
-    with replacing(out) as partial, partial.open("xb") as raw:
-        dest = HashingWriter(raw)
-        for frame in frames:
-            with cache.path_for(frame.sha256).open("rb") as piece:
-                while data := piece.read(1 << 20):
-                    dest.write(data)
-        if dest.size != size or dest.sha.hexdigest() != sha256:
-            raise IntegrityError(
-                f"the archive reassembled from the frames of {source} is {dest.size} bytes with sha256 "
-                f"{dest.sha.hexdigest()}, the release manifest says {size} bytes with sha256 {sha256}; "
-                "nothing was installed",
-                fix="the release manifest's frame table does not describe its archive: republish the release",
-            )
-    return out
+class FrameStream:
+    """The archive the frames make, read frame after frame from the cache (never written whole): what an
+    upgrade unpacks, its sha256 checked by the unpack as it reads."""
+
+    def __init__(self, cache: FrameCache, frames: Sequence[FrameLike]) -> None:
+        self._paths = [cache.path_for(frame.sha256) for frame in frames]
+        self._current: BinaryIO | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        while True:
+            if self._current is None:
+                if not self._paths:
+                    return b""
+                self._current = self._paths.pop(0).open("rb")
+            data = self._current.read(n)
+            if data or n == 0:
+                return data
+            self.close()
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None

@@ -6,8 +6,10 @@ Order of events (``scrollcase upgrade``, :mod:`scrollcase.commands.upgrade`):
 2. the release is chosen as ``install`` chooses, restricted to DEST's target;
 3. the new manifest's frame table against the frame cache (:mod:`scrollcase.client.framecache`): the
    missing frames are read from the store with ranged reads, each checked against the table as it
-   arrives, then the archive is reassembled from the cache and its whole sha256 checked;
-4. it is unpacked into ``.<DEST>.upgrade`` beside DEST, relocated to DEST's path;
+   arrives;
+4. the archive the cached frames make is unpacked into ``.<DEST>.upgrade`` beside DEST, relocated to
+   DEST's path, read frame after frame from the cache (:func:`unpack_from_frames`: never written whole)
+   and its whole sha256 checked as it is read;
 5. the swap: DEST becomes ``.<DEST>.previous``, the new tree becomes DEST (two renames on one file
    system); the previous tree is deleted unless it is kept for a rollback;
 6. the new release's frames are pinned for DEST and the frame cache pruned
@@ -21,16 +23,20 @@ no DEST but a complete ``.<DEST>.previous``: :func:`recover_swap` (run first by 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from scrollcase.box.boxjson import BoxJson, parse_box_json
 from scrollcase.box.layout import BOX_JSON
 from scrollcase.box.release import ArchiveFrame, ReleaseManifest
-from scrollcase.client.download import cache_paths, locked
-from scrollcase.client.framecache import FrameCache, assemble, fetch_frames
+from scrollcase.box.units import BOX_JSON_UNIT
+from scrollcase.box.unpack import UnpackResult, unpack_archive
+from scrollcase.client.download import locked
+from scrollcase.client.framecache import FrameCache, FrameStream, fetch_frames
+from scrollcase.client.preflight import check_identity
 from scrollcase.errors import BuildError, ScrollcaseError, UsageError, describe_path
 from scrollcase.io import files
 from scrollcase.progress import MeterFactory, silent_meter
@@ -82,7 +88,7 @@ def upgrading(dest: Path) -> Iterator[Siblings]:
 
 @dataclass(frozen=True)
 class Fetched:
-    archive: Path
+    archive: Path | None  # the whole archive, for a release without a frame table; else the frames are cached
     frames_total: int
     frames_fetched: int
     bytes_fetched: int
@@ -93,16 +99,43 @@ def fetch_release(
     manifest: ReleaseManifest,
     frames: list[ArchiveFrame],
     cache: FrameCache,
-    cache_dir: Path | None = None,
     meter: MeterFactory = silent_meter,
 ) -> Fetched:
-    """The new archive in the download cache, built from cached frames plus the missing ones fetched."""
+    """Every frame of the new release in the cache: the missing ones fetched, each checked as it arrives."""
     missing = cache.missing(frames)
     fetched = fetch_frames(store, manifest.keys.archive, missing, cache, meter)
+    return Fetched(None, len(frames), len(missing), fetched)
+
+
+def unpack_from_frames(
+    cache: FrameCache,
+    manifest: ReleaseManifest,
+    staging: Path,
+    relocate_to: Path,
+    source: str,
+    on_bytes: Callable[[int], None] | None = None,
+) -> UnpackResult:
+    """Unpack the archive the cached frames make into ``staging``, never writing it whole (an upgrade of the
+    torch box needed 2.6 GB more disk and time for that): box.json's frame is checked against the manifest
+    first, and the unpack's sha256 over the frames, as it reads them, is the reassembled archive's."""
+    frames = list(manifest.archive.frames or [])
+    box_json = next((f for f in frames if f.name == BOX_JSON_UNIT), None)
+    if box_json is not None:
+        check_identity(manifest, cache.path_for(box_json.sha256))
+    stream = FrameStream(cache, frames)
     info = manifest.archive
-    out = cache_paths(info.sha256, cache_dir).complete
-    assemble(cache, frames, out, info.size, info.sha256, store.url_for(manifest.keys.archive))
-    return Fetched(out, len(frames), len(missing), fetched)
+    try:
+        return unpack_archive(
+            Path(f"{source} (reassembled from the frame cache)"),
+            staging,
+            expected_size=info.size,
+            expected_sha256=info.sha256,
+            on_bytes=on_bytes,
+            relocate_to=relocate_to,
+            stream=cast("BinaryIO", stream),
+        )
+    finally:
+        stream.close()
 
 
 def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:

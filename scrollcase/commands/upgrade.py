@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.release import ReleaseManifest
-from scrollcase.box.unpack import unpack_archive
+from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import check_dest_fits, checked_manifest
@@ -24,12 +24,14 @@ from scrollcase.client.upgrade import (
     installed_box,
     recover_swap,
     swap_in,
+    unpack_from_frames,
     upgrading,
 )
 from scrollcase.commands import ReleaseArgs, SubParsers, add_command, handler, offer_for, report_gpu
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError
 from scrollcase.host.facts import HostProbes
+from scrollcase.progress import ByteMeter
 from scrollcase.store.base import ReadableStore
 
 NAME = "upgrade"
@@ -39,8 +41,9 @@ DESCRIPTION = """\
 Move the box installed in DEST to the newest release of the same box and target in STORE (or to
 --version V, older ones too: that is how a host rolls back).  Only the archive frames missing from the
 frame cache ($SCROLLCASE_CACHE_DIR/frames, filled by install and upgrade) are downloaded, each checked
-against the release manifest's frame table; the reassembled archive's sha256 is checked, it is unpacked
-beside DEST and swapped in.  DEST stays the old, working install until the new one is complete.
+against the release manifest's frame table; the archive the frames make is unpacked beside DEST, its
+sha256 checked as it is read from the frame cache, and swapped in.  DEST stays the old, working install
+until the new one is complete.
 """
 
 
@@ -100,17 +103,16 @@ def _upgrade(
     with upgrading(dest) as sib:
         clear_staging(sib)
         fetched = _fetch(store, manifest, console)
+        meter = console.meter("unpacking", manifest.archive.size)
         try:
-            check_identity(manifest, fetched.archive)
-            info = manifest.archive
-            meter = console.meter("unpacking", info.size)
-            result = unpack_archive(
-                fetched.archive, sib.staging, expected_size=info.size, expected_sha256=info.sha256,
-                on_bytes=meter, relocate_to=dest,
-            )  # fmt: skip
-            meter.finish()
+            result = _unpack(fetched, manifest, sib.staging, dest, store.url_for(manifest.keys.archive), meter)
+        except IntegrityError:
+            console.progress("nothing was changed in DEST")
+            raise
         finally:
-            fetched.archive.unlink(missing_ok=True)  # the frames stay in the frame cache
+            if fetched.archive is not None:
+                fetched.archive.unlink(missing_ok=True)
+        meter.finish()
         old_frames = FrameCache.default().pinned(dest)
         previous = swap_in(Siblings(dest), args.keep_previous)
         pruned = _keep_frames(manifest, dest, previous, old_frames)
@@ -118,6 +120,19 @@ def _upgrade(
     data["cachePruned"] = pruned_json(pruned)
     console.result(data, _render(data))
     return 0
+
+
+def _unpack(
+    fetched: Fetched, manifest: ReleaseManifest, staging: Path, dest: Path, source: str, meter: ByteMeter
+) -> UnpackResult:
+    """Into ``staging``, relocated to ``dest``: streamed from the frame cache, or the whole archive downloaded."""
+    if fetched.archive is None:
+        return unpack_from_frames(FrameCache.default(), manifest, staging, dest, source, on_bytes=meter)
+    check_identity(manifest, fetched.archive)
+    info = manifest.archive
+    return unpack_archive(
+        fetched.archive, staging, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter, relocate_to=dest
+    )
 
 
 def _fetch(store: ReadableStore, manifest: ReleaseManifest, console: Console) -> Fetched:

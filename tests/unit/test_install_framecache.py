@@ -4,7 +4,7 @@ from a directory store and reassembled, each frame checked against the manifest'
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -16,8 +16,8 @@ from scrollcase.box.release import ArchiveFrame
 from scrollcase.client.framecache import (
     PRUNE_GRACE_SECONDS,
     FrameCache,
+    FrameStream,
     Pruned,
-    assemble,
     fetch_frames,
     fill_from_archive,
     keep_installed,
@@ -152,30 +152,26 @@ def test_fetch_refuses_a_store_whose_bytes_differ(tmp_path: Path, release: Synth
     assert cache.missing(table(release)) == table(release)[2:]  # the frames before it are kept
 
 
-def test_assemble_rebuilds_the_archive(tmp_path: Path, release: SyntheticRelease) -> None:
+def test_the_frames_read_in_turn_are_the_archive(tmp_path: Path, release: SyntheticRelease) -> None:
     cache = FrameCache(tmp_path / "frames")
     fill(cache, release)
-    info = release.manifest.archive
-    out = tmp_path / "out" / "again.tar.zst"
-    assert assemble(cache, table(release), out, info.size, info.sha256, "SRC") == out
-    assert out.read_bytes() == release.archive_path.read_bytes()
+    for size in (1, 1000, 1 << 20, -1):
+        stream = FrameStream(cache, table(release))
+        read = functools.partial(stream.read, size)
+        assert b"".join(iter(read, b"")) == release.archive_path.read_bytes()
+        stream.close()
 
 
-@pytest.mark.parametrize("wrong", ["larger", "smaller", "sha256 below", "sha256 above", "both"])
-def test_assemble_refuses_a_whole_other_than_the_manifest(
-    tmp_path: Path, release: SyntheticRelease, wrong: str
-) -> None:
+def test_a_frame_gone_from_the_cache_is_an_oserror_naming_it(tmp_path: Path, release: SyntheticRelease) -> None:
     cache = FrameCache(tmp_path / "frames")
     fill(cache, release)
-    info = release.manifest.archive
-    size = info.size + {"larger": 1, "smaller": -1, "both": 1}.get(wrong, 0)
-    sha = {"sha256 below": "0" * 64, "sha256 above": "f" * 64, "both": hashlib.sha256(b"x").hexdigest()}.get(
-        wrong, info.sha256
-    )
-    out = tmp_path / "again.tar.zst"
-    with pytest.raises(IntegrityError, match=f"reassembled from the frames of SRC is {info.size} bytes"):
-        assemble(cache, table(release), out, size, sha, "SRC")
-    assert list(tmp_path.iterdir()) == [cache.root]  # nothing left beside it
+    gone = table(release)[1]
+    cache.path_for(gone.sha256).unlink()
+    stream = FrameStream(cache, table(release))
+    with pytest.raises(FileNotFoundError, match=gone.sha256):
+        while stream.read(1 << 16):
+            pass
+    stream.close()
 
 
 def aged(cache: FrameCache, seconds: float = 2 * PRUNE_GRACE_SECONDS) -> None:

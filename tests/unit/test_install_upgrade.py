@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from scrollcase.box.boxjson import dump_box_json
-from scrollcase.client.download import cache_paths
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.upgrade import (
     Fetched,
@@ -20,6 +19,7 @@ from scrollcase.client.upgrade import (
     installed_box,
     recover_swap,
     swap_in,
+    unpack_from_frames,
     upgrading,
 )
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError
@@ -109,17 +109,28 @@ def test_fetch_release_fetches_only_the_frames_the_cache_lacks(
     (store_root / new.manifest.keys.archive).parent.mkdir(parents=True)
     (store_root / new.manifest.keys.archive).write_bytes(new.archive_path.read_bytes())
     frames = list(new.manifest.archive.frames or [])
-    got = fetch_release(LocalStore(store_root), new.manifest, frames, cache, tmp_path / "cache")
-    assert got.archive == cache_paths(new.manifest.archive.sha256, tmp_path / "cache").complete
-    assert got.archive.read_bytes() == new.archive_path.read_bytes()
+    got = fetch_release(LocalStore(store_root), new.manifest, frames, cache)
+    assert got.archive is None and cache.missing(frames) == []  # the archive is never written whole
     have = {f.sha256 for f in old.manifest.archive.frames or []}
     assert (got.frames_total, got.frames_fetched) == (len(frames), len([f for f in frames if f.sha256 not in have]))
     assert got.bytes_fetched == new_frame_bytes(old, new) > 0
-    again = fetch_release(LocalStore(store_root), new.manifest, frames, cache, tmp_path / "cache")
+    again = fetch_release(LocalStore(store_root), new.manifest, frames, cache)
     assert (again.frames_fetched, again.bytes_fetched) == (0, 0)
 
 
-def test_fetch_release_refuses_frames_that_do_not_make_the_archive(
+def test_the_release_is_unpacked_from_the_cached_frames(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
+    new = releases["1.0.1"]
+    cache = FrameCache(tmp_path / "frames")
+    info = new.manifest.archive
+    fill_from_archive(cache, new.archive_path, info.frames or [], info.size, "new")
+    staging, dest = tmp_path / ".box.upgrade", tmp_path / "box"
+    result = unpack_from_frames(cache, new.manifest, staging, dest, "SRC")
+    assert result.dest == staging and result.sha256 == info.sha256
+    assert installed_box(staging).version == "1.0.1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".box.upgrade", "frames"]  # no archive written
+
+
+def test_frames_that_do_not_make_the_archive_unpack_nothing(
     tmp_path: Path, releases: dict[str, SyntheticRelease]
 ) -> None:
     new = releases["1.0.1"]
@@ -127,8 +138,24 @@ def test_fetch_release_refuses_frames_that_do_not_make_the_archive(
     info = new.manifest.archive
     fill_from_archive(cache, new.archive_path, info.frames or [], info.size, "new")
     lying = new.manifest.model_copy(update={"archive": info.model_copy(update={"sha256": "0" * 64})})
-    with pytest.raises(IntegrityError, match="reassembled"):
-        fetch_release(LocalStore(tmp_path / "store"), lying, list(info.frames or []), cache, tmp_path / "cache")
+    with pytest.raises(IntegrityError, match=r"SRC \(reassembled from the frame cache\): sha256 is"):
+        unpack_from_frames(cache, lying, tmp_path / ".box.upgrade", tmp_path / "box", "SRC")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
+def test_a_box_json_frame_of_another_release_is_refused_before_unpacking(
+    tmp_path: Path, releases: dict[str, SyntheticRelease]
+) -> None:
+    old, new = releases["1.0.0"], releases["1.0.1"]
+    cache = FrameCache(tmp_path / "frames")
+    info = new.manifest.archive
+    fill_from_archive(cache, old.archive_path, old.manifest.archive.frames or [], old.manifest.archive.size, "old")
+    old_box_json = next(f for f in old.manifest.archive.frames or [] if f.name == "box.json")
+    frames = [old_box_json if f.name == "box.json" else f for f in info.frames or []]  # a table naming 1.0.0's
+    mixed = new.manifest.model_copy(update={"archive": info.model_copy(update={"frames": frames})})
+    with pytest.raises(IntegrityError, match="is not the box its release manifest describes"):
+        unpack_from_frames(cache, mixed, tmp_path / ".box.upgrade", tmp_path / "box", "SRC")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
 
 
 def test_swap_in_moves_the_old_tree_aside(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
