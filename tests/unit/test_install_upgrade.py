@@ -34,6 +34,14 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SyntheticRel
     return {v: write_framed_release(work, v, payload=30_000, packages=3) for v in ("1.0.0", "1.0.1")}
 
 
+def cache_holding(root: Path, release: SyntheticRelease) -> FrameCache:
+    """A frame cache filled from ``release``'s archive, as its install left it."""
+    cache = FrameCache(root)
+    info = release.manifest.archive
+    fill_from_archive(cache, release.archive_path, info.frames or [], info.size, release.manifest.version)
+    return cache
+
+
 def a_box(folder: Path, release: SyntheticRelease, marker: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "box.json").write_bytes(dump_box_json(box_json_for(release.manifest)))
@@ -102,9 +110,7 @@ def test_fetch_release_fetches_only_the_frames_the_cache_lacks(
     tmp_path: Path, releases: dict[str, SyntheticRelease]
 ) -> None:
     old, new = releases["1.0.0"], releases["1.0.1"]
-    cache = FrameCache(tmp_path / "frames")
-    info = old.manifest.archive
-    fill_from_archive(cache, old.archive_path, old.manifest.archive.frames or [], info.size, "old")
+    cache = cache_holding(tmp_path / "frames", old)
     store_root = tmp_path / "store"
     (store_root / new.manifest.keys.archive).parent.mkdir(parents=True)
     (store_root / new.manifest.keys.archive).write_bytes(new.archive_path.read_bytes())
@@ -120,9 +126,7 @@ def test_fetch_release_fetches_only_the_frames_the_cache_lacks(
 
 def test_the_release_is_unpacked_from_the_cached_frames(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
     new = releases["1.0.1"]
-    cache = FrameCache(tmp_path / "frames")
-    info = new.manifest.archive
-    fill_from_archive(cache, new.archive_path, info.frames or [], info.size, "new")
+    cache, info = cache_holding(tmp_path / "frames", new), new.manifest.archive
     staging, dest = tmp_path / ".box.upgrade", tmp_path / "box"
     result = unpack_from_frames(cache, new.manifest, staging, dest, "SRC")
     assert result.dest == staging and result.sha256 == info.sha256
@@ -134,9 +138,7 @@ def test_frames_that_do_not_make_the_archive_unpack_nothing(
     tmp_path: Path, releases: dict[str, SyntheticRelease]
 ) -> None:
     new = releases["1.0.1"]
-    cache = FrameCache(tmp_path / "frames")
-    info = new.manifest.archive
-    fill_from_archive(cache, new.archive_path, info.frames or [], info.size, "new")
+    cache, info = cache_holding(tmp_path / "frames", new), new.manifest.archive
     lying = new.manifest.model_copy(update={"archive": info.model_copy(update={"sha256": "0" * 64})})
     with pytest.raises(IntegrityError, match=r"SRC \(reassembled from the frame cache\): sha256 is"):
         unpack_from_frames(cache, lying, tmp_path / ".box.upgrade", tmp_path / "box", "SRC")
@@ -147,9 +149,7 @@ def test_a_box_json_frame_of_another_release_is_refused_before_unpacking(
     tmp_path: Path, releases: dict[str, SyntheticRelease]
 ) -> None:
     old, new = releases["1.0.0"], releases["1.0.1"]
-    cache = FrameCache(tmp_path / "frames")
-    info = new.manifest.archive
-    fill_from_archive(cache, old.archive_path, old.manifest.archive.frames or [], old.manifest.archive.size, "old")
+    cache, info = cache_holding(tmp_path / "frames", old), new.manifest.archive
     old_box_json = next(f for f in old.manifest.archive.frames or [] if f.name == "box.json")
     frames = [old_box_json if f.name == "box.json" else f for f in info.frames or []]  # a table naming 1.0.0's
     mixed = new.manifest.model_copy(update={"archive": info.model_copy(update={"frames": frames})})
