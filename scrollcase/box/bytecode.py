@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from scrollcase.box import pyccache
+from scrollcase.box import paths, pyccache
 from scrollcase.box.layout import BoxLayout
 from scrollcase.errors import BuildError, Problem
 from scrollcase.io import proc
@@ -123,11 +123,11 @@ def scan_sources(
     """(the carriers of ``placeholder``, each source's sha256 when ``digests``) from one read per source:
     a rebuild reads ~11,000 sources, and reading them once for each costed 0.2 s."""
     needle = placeholder.encode("utf-8")
-    root = os.fspath(box_root)
+    base = f"{box_root}{os.sep}"
     carriers: set[str] = set()
     sha256s: dict[str, str] = {}
     for rel in sources:
-        with open(f"{root}{os.sep}{rel.replace('/', os.sep)}", "rb") as source:  # noqa: PTH123 - 11,000 files
+        with open(paths.native_path(base, rel), "rb") as source:  # noqa: PTH123 - 11,000 files
             data = source.read()
         if needle in data:
             carriers.add(rel)

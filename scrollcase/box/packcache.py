@@ -33,6 +33,7 @@ from typing import BinaryIO
 
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
 from scrollcase.box.units import Unit
+from scrollcase.io import usercache
 from scrollcase.io.files import cache_entry, digest_entries, remove_older_than, write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
@@ -112,8 +113,7 @@ class PackCache:
         except OSError:
             return None
         if ok:
-            with contextlib.suppress(OSError):  # a read-only cache is still read
-                os.utime(path)
+            usercache.touch(path)  # a read-only cache is still read
         return path if ok else None
 
     def put(self, key: str, frame: bytes) -> None:

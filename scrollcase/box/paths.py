@@ -125,8 +125,10 @@ def check_windows_name(name: str) -> None:
             raise UnsafePath(f"{part!r} ends with a dot or space, which Windows drops")
 
 
-def native_path(base: str, name: str, sep: str = os.sep) -> str:
-    """``base`` (ending in ``sep``) joined with the POSIX member ``name`` in the platform's form."""
+def native_path(base: str, name: str, sep: str | None = None) -> str:
+    """``base`` (ending in ``sep``, the platform's ``os.sep`` unless given) joined with the POSIX member
+    ``name`` in the platform's form."""
+    sep = os.sep if sep is None else sep  # looked up per call, not frozen when the module loads
     return base + (name if sep == "/" else name.replace("/", sep))
 
 

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from scrollcase.box import paths
 from scrollcase.io import proc
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import cache_entry_from, digest_entries, link_or_copy, remove_older_than
@@ -77,23 +78,16 @@ def link_cached(
         rel: cache.key(rel, sha256s[rel] if sha256s and rel in sha256s else sha256_file(box_root / rel)[0])
         for rel in sources
     }
-    targets = {rel: _native(box_root, cache.pyc_for(rel)) for rel in keys}
+    base = f"{box_root}{os.sep}"
+    targets = {rel: paths.native_path(base, cache.pyc_for(rel)) for rel in keys}  # strings: 11,000 of them
     _make_dirs({target.rpartition(os.sep)[0] for target in targets.values()})
     missing: list[str] = []
     for rel, key in keys.items():
-        entry = cache.entry(key)
         try:
-            os.link(entry, targets[rel])
-        except OSError:  # another file system, or not cached (or not placeable): linked, copied or compiled
-            try:
-                link_or_copy(entry, Path(targets[rel]))
-            except OSError:
-                missing.append(rel)
+            link_or_copy(cache.entry(key), targets[rel])
+        except OSError:  # not cached (or not placeable): compiled as on a first build
+            missing.append(rel)
     return missing, keys
-
-
-def _native(root: Path, rel: str) -> str:
-    return f"{root}{os.sep}{rel.replace('/', os.sep)}"
 
 
 def _make_dirs(folders: Iterable[str]) -> None:

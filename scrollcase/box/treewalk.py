@@ -62,7 +62,7 @@ class TreeFiles:
         self._fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if _FD_WALK else None
 
     def path(self, name: str) -> str:
-        return f"{self.root}{os.sep}{name.replace('/', os.sep)}"
+        return paths.native_path(f"{self.root}{os.sep}", name)
 
     def lstat(self, name: str) -> os.stat_result:
         if self._fd is None:

@@ -99,8 +99,7 @@ class FrameCache:
         for frame in frames:
             if frame.sha256 not in seen:
                 if self.has(frame):
-                    with contextlib.suppress(OSError):  # a read-only cache: only the grace is lost
-                        os.utime(self.path_for(frame.sha256))
+                    usercache.touch(self.path_for(frame.sha256))  # a read-only cache: only the grace is lost
                 else:
                     out.append(frame)
             seen.add(frame.sha256)

@@ -53,12 +53,13 @@ def receive_release(
     """Download the release's archive into the download cache and unpack it into ``dest``, its frames
     kept in ``cache`` (``source``: the manifest's URL, for errors)."""
     info = manifest.archive
-    if not _can_follow() or cache_paths(info.sha256).complete.is_file():
+    paths = cache_paths(info.sha256)
+    if not _can_follow() or paths.complete.is_file():
         return _one_after_another(store, manifest, dest, cache, source, meter, progress)
     if info.frames:
         check_table(info.frames, info.size, source)  # the cheap part first: a bad table fails fast
     done, cancel = threading.Event(), threading.Event()
-    follower = Follower(cache_paths(info.sha256).partial, info.size, done)
+    follower = Follower(paths.partial, info.size, done)
     with ThreadPoolExecutor(1, thread_name_prefix="scrollcase-download") as pool:
         fetching = pool.submit(_fetch_and_keep, store, manifest, cache, source, meter, progress, done, cancel)
         try:
@@ -96,7 +97,7 @@ def _unpack_following(
         fetching.result()  # the download's, box.json's or the frame table's refusal, before DEST appears
 
     return unpack_archive(
-        cache_paths(info.sha256).partial,
+        follower.path,
         dest,
         expected_size=info.size,
         expected_sha256=info.sha256,

@@ -221,17 +221,17 @@ def cache_entry_from(source: Path, target: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-def link_or_copy(source: Path, target: Path) -> None:
+def link_or_copy(source: str | Path, target: str | Path) -> None:
     """``target`` as a hard link to ``source`` where the two share a file system, else a copy of it."""
     try:
         os.link(source, target)
     except OSError:
-        if not source.is_file():
+        if not os.path.isfile(source):  # noqa: PTH113 - str or Path, as os.link takes them
             raise
         shutil.copyfile(source, target)
 
 
-_DIGEST_NAME = re.compile(r"[0-9a-f]{64}")
+DIGEST_NAME = re.compile(r"[0-9a-f]{64}")  # a content-addressed cache entry: a lowercase sha256
 
 
 def digest_entries(root: Path) -> list[Path]:
@@ -243,7 +243,7 @@ def digest_entries(root: Path) -> list[Path]:
             for folder in sorted(root.iterdir())
             if len(folder.name) == 2 and folder.is_dir()
             for entry in sorted(folder.iterdir())
-            if _DIGEST_NAME.fullmatch(entry.name) and entry.name.startswith(folder.name)
+            if DIGEST_NAME.fullmatch(entry.name) and entry.name.startswith(folder.name)
         ]
     except OSError:
         return []

@@ -10,7 +10,6 @@ one), never half-deleted.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from scrollcase.io.files import remove_stale_temps, temp_path
+from scrollcase.io.files import DIGEST_NAME, remove_stale_temps, temp_path
 
 WHEELS = "wheels"
 UNPACKED = "unpacked"
@@ -28,7 +27,6 @@ PYC = "pyc"
 FRAMES = "frames"
 DOWNLOADS = "downloads"
 REMOVING = ".removing"  # the suffix of a folder renamed aside to be deleted
-_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,7 @@ def remove_unused(folder: Path, cutoff: float) -> list[tuple[Path, int]]:
 
 def _digest_folders(folder: Path) -> list[Path]:
     try:
-        return sorted(p for p in folder.iterdir() if _DIGEST.fullmatch(p.name) and p.is_dir())
+        return sorted(p for p in folder.iterdir() if DIGEST_NAME.fullmatch(p.name) and p.is_dir())
     except OSError:
         return []
 
