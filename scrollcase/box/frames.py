@@ -146,6 +146,8 @@ class FrameSink:
         self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
         self._buffer = memoryview(bytearray(_HASH_READ))  # what a cached frame is hashed through
+        self._copies = 0  # copy_frame calls not handled yet
+        self._copies_lock = threading.Lock()
         self._writer = threading.Thread(target=self._write_all, name="scrollcase-pack-write", daemon=True)
         self._thread = threading.Thread(target=self._run, name="scrollcase-pack-sink", daemon=True)
         self._writer.start()
@@ -177,15 +179,22 @@ class FrameSink:
 
     def copy_frame(
         self,
-        source: Path,
+        source: Path | Future[Path],
         name: str,
         uncompressed_size: int,
         *,
         known: str | None = None,
         on_record: Callable[[FrameRecord], None] | None = None,
     ) -> None:
-        """A whole frame from a file (the pack cache), copied in its place by the sink's threads."""
+        """A whole frame from a file (the pack cache), copied in its place by the sink's threads; a file
+        still being written (a future) is waited for when the sink gets there."""
+        with self._copies_lock:
+            self._copies += 1
         self._put(("copy", source, name, uncompressed_size, known, on_record))
+
+    def copying(self) -> bool:
+        """Whether frames given to :meth:`copy_frame` are still waiting to be copied (the sink is behind)."""
+        return self._copies > 0
 
     def wait(self) -> None:
         """Until every byte given so far is hashed and written (before a tee file is closed)."""
@@ -225,6 +234,9 @@ class FrameSink:
                 finally:
                     if item[0] in _HOLDING_BYTES:
                         self._room.release()
+                    elif item[0] == "copy":
+                        with self._copies_lock:
+                            self._copies -= 1
                     self._queue.task_done()
         finally:
             self._writes.put(None)
@@ -298,7 +310,7 @@ class FrameSink:
             self._end(item[2], item[3], lambda record: item[4](record, data))
         elif kind == "copy":
             self._known, self._tee = item[4], None
-            self._copy(item[1])
+            self._copy(item[1].result() if isinstance(item[1], Future) else item[1])
             self._end(item[2], item[3], item[5])
         elif kind == "begin":
             self._known, self._tee = item[1], item[2]

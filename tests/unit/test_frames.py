@@ -286,6 +286,30 @@ def test_cached_frames_never_wait_for_room_but_bytes_do(tmp_path: Path) -> None:
     assert [f.name for f in sink.frames] == ["first", *(f"cached-{i}" for i in range(50)), "late"]
 
 
+def test_a_frame_still_being_written_is_copied_in_its_place_when_ready(tmp_path: Path) -> None:
+    """copy_frame of a future (a changed unit compressed aside): the sink waits for it in stream order, the
+    frames after it queued meanwhile; copying() says whether the sink still has copies to make."""
+    later, aside = tmp_path / "later", tmp_path / "aside"
+    later.write_bytes(b"L" * 10)
+    out = io.BytesIO()
+    sink = FrameSink(out)
+    assert not sink.copying()
+    pending: Future[Path] = Future()
+    sink.copy_frame(pending, "aside", 5)
+    sink.copy_frame(later, "later", 10)
+    assert sink.copying()
+    aside.write_bytes(b"A" * 5)
+    pending.set_result(aside)
+    sink.wait()
+    assert not sink.copying()
+    sink.close()
+    assert out.getvalue() == b"A" * 5 + b"L" * 10
+    assert [(f.name, f.offset, f.sha256) for f in sink.frames] == [
+        ("aside", 0, hashlib.sha256(b"A" * 5).hexdigest()),
+        ("later", 5, hashlib.sha256(b"L" * 10).hexdigest()),
+    ]
+
+
 def test_a_cached_frame_cut_short_while_it_is_copied_is_an_error_naming_it(tmp_path: Path) -> None:
     source = tmp_path / "cached"
     source.write_bytes(b"x" * 100)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import zstandard
 
-from scrollcase.box import packcache
+from scrollcase.box import archive, packcache
 from scrollcase.box.archive import pack_tree
+from scrollcase.box.frames import FrameSink
 from scrollcase.box.packcache import PackCache
+from scrollcase.box.units import Unit
+from scrollcase.errors import BuildError
+from scrollcase.io.files import DIGEST_NAME
 from tests.support.framedbox import SITE, make_framed_box
 
 
@@ -123,3 +129,66 @@ def test_the_clean_list_keeps_this_builds_content_first_within_its_bound(
     later.remember_clean(["4" * 64, "5" * 64])
     later.save()
     assert PackCache.open(tmp_path / "packframes").clean == {"1" * 64, "4" * 64, "5" * 64}
+
+
+def _two_builds(tmp_path: Path) -> tuple[Path, Path]:
+    """A first build's tree and the next one's, in which pkg0 (a 5 MB unit: streamed, not pooled) changed."""
+    base = make_framed_box(tmp_path / "base", version="1.0.0", payload=5_000_000, packages=4)
+    first = _linked_copy(base, tmp_path / "build1")
+    second = make_framed_box(tmp_path / "next", version="1.0.1", payload=5_000_000, packages=4)
+    return first, second
+
+
+def test_a_changed_unit_compressed_aside_while_the_sink_copies_gives_the_fresh_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the sink is still copying when the packer meets a changed unit depends on timing, so the
+    test says it is: every big unit not in the cache then goes aside, the rebuild's and a cold pack's."""
+    first, second = _two_builds(tmp_path)
+    pack_tree(first, tmp_path / "1.tar.zst", cache=PackCache.open(tmp_path / "cache"))
+    went_aside: list[str] = []
+    compress = archive._Aside._compress
+
+    def noted(self: archive._Aside, entry: object, out: object, unit: Unit, *rest: object) -> Path:
+        went_aside.append(unit.name)
+        return compress(self, entry, out, unit, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(archive._Aside, "_compress", noted)
+    monkeypatch.setattr(FrameSink, "copying", lambda self: True)
+    warm = PackCache.open(tmp_path / "cache")
+    rebuilt = pack_tree(second, tmp_path / "2.tar.zst", cache=warm)
+    monkeypatch.undo()
+    fresh = pack_tree(second, tmp_path / "2-fresh.tar.zst")
+    assert rebuilt.sha256 == fresh.sha256 and rebuilt.frames == fresh.frames
+    assert went_aside == ["wheel/pkg0-1.0"]  # box.json and dirs are small: compressed in the pool
+    assert warm.misses == 2
+    changed = next(f for f in fresh.frames if f.name == "wheel/pkg0-1.0")
+    key = next(k for k, digest in warm.digests.items() if digest == changed.sha256)
+    assert warm.path_for(key).stat().st_size == changed.size  # the aside frame is the cache entry
+    assert PackCache.open(tmp_path / "cache").digests[key] == changed.sha256
+
+
+def test_a_unit_that_fails_aside_fails_the_pack_and_caches_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _two_builds(tmp_path)
+    pack_tree(first, tmp_path / "1.tar.zst", cache=PackCache.open(tmp_path / "cache"))
+    before = set((tmp_path / "cache").rglob("*"))
+    members = archive._members
+
+    def failing(unit: Unit, *rest: object) -> None:
+        if threading.current_thread().name.startswith("scrollcase-pack-aside"):
+            raise BuildError(f"cannot read a file of {unit.name}", fix="test")
+        members(unit, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(archive, "_members", failing)
+    monkeypatch.setattr(FrameSink, "copying", lambda self: True)
+    with pytest.raises(BuildError, match=r"cannot read a file of wheel/pkg0-1\.0"):
+        pack_tree(second, tmp_path / "2.tar.zst", cache=PackCache.open(tmp_path / "cache"))
+    assert not (tmp_path / "2.tar.zst").exists()
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("2.tar.zst")] == []  # no temp left either
+    added = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p not in before]
+    assert all(DIGEST_NAME.fullmatch(p.name) for p in added)  # entries only: the aside unit's temp is gone
+    small = [len(zstandard.ZstdDecompressor().decompress(p.read_bytes())) for p in added]
+    assert len(small) <= 2 and max(small, default=0) < 1 << 20  # dirs' and box.json's frames, not pkg0's
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("scrollcase-pack")]  # all joined
