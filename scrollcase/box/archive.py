@@ -56,6 +56,22 @@ class PackResult:
     frames: tuple[FrameRecord, ...] = ()  # the archive's frames, in order (see box/frames.py)
 
 
+@dataclass(frozen=True)
+class UnhashedPack:
+    """What :func:`pack_tree_unhashed` wrote: a :class:`PackResult` but for the archive's sha256, which
+    whoever reads the archive back computes (:meth:`hashed` then completes it)."""
+
+    path: Path
+    size: int
+    files: int
+    entries: int
+    uncompressed_bytes: int
+    frames: tuple[FrameRecord, ...]
+
+    def hashed(self, sha256: str) -> PackResult:
+        return PackResult(self.path, self.size, sha256, self.files, self.entries, self.uncompressed_bytes, self.frames)
+
+
 def normalised_mode(kind: str, st_mode: int) -> int:
     """The one mode a member gets in a box, whatever its mode on disk (only the executable bit counts)."""
     if kind == "dir" or (kind == "file" and st_mode & 0o111):
@@ -466,6 +482,38 @@ def pack_tree(
     Written to a temp file beside ``out`` and renamed, so ``out`` is either complete or untouched; links
     are checked before the rename.  ``on_bytes`` is told each chunk of tar data packed (a progress meter).
     """
+    packed, sha256 = _pack(root, out, level=level, threads=threads, on_bytes=on_bytes, cache=cache, digest=True)
+    assert sha256 is not None
+    return packed.hashed(sha256)
+
+
+def pack_tree_unhashed(
+    root: Path,
+    out: Path,
+    *,
+    level: int = DEFAULT_LEVEL,
+    threads: int = -1,
+    on_bytes: Callable[[int], None] | None = None,
+    cache: PackCache | None = None,
+) -> UnhashedPack:
+    """:func:`pack_tree` without the archive's own sha256 (each frame's is still in the frame table), for a
+    caller that reads the whole archive back anyway and hashes it there: the build, whose self-test
+    unpacks it.  The archive is then hashed once, not twice; and a rebuild's pack, which copies the
+    unchanged units' frames from the cache, no longer reads them to hash them (most of its time)."""
+    packed, _ = _pack(root, out, level=level, threads=threads, on_bytes=on_bytes, cache=cache, digest=False)
+    return packed
+
+
+def _pack(
+    root: Path,
+    out: Path,
+    *,
+    level: int,
+    threads: int,
+    on_bytes: Callable[[int], None] | None,
+    cache: PackCache | None,
+    digest: bool,
+) -> tuple[UnhashedPack, str | None]:
     plan = plan_pack(root)
     tree = PathTree(str(root))
     workers = (os.cpu_count() or 1) if threads < 0 else max(threads, 1)
@@ -475,7 +523,7 @@ def pack_tree(
             ThreadPoolExecutor(workers, thread_name_prefix="scrollcase-pack") as pool,
             tree.call("", TreeFiles, str(root)) as files,
         ):
-            sink = FrameSink(raw)
+            sink = FrameSink(raw, digest=digest)
             stream = TarBuffer(cast("zstandard.ZstdCompressionWriter", None), on_bytes)
             writer = _Writer(plan, tree, files, sink, stream, level, threads, pool, cache)
             try:
@@ -495,4 +543,5 @@ def pack_tree(
         check_links(root, plan.links)
     entries = sum(len(u.members) for u in plan.units)
     total = sum(f.uncompressed_size for f in sink.frames)
-    return PackResult(out, sink.size, sink.sha.hexdigest(), writer.files, entries, total, tuple(sink.frames))
+    packed = UnhashedPack(out, sink.size, writer.files, entries, total, tuple(sink.frames))
+    return packed, sink.sha.hexdigest() if digest else None

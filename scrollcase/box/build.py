@@ -25,7 +25,7 @@ from scrollcase.box import evidence as evidence_mod
 from scrollcase.box import install, selftest, wheelcache
 from scrollcase.box import sbom as sbom_mod
 from scrollcase.box import wheels as wheels_mod
-from scrollcase.box.archive import PackResult, pack_tree
+from scrollcase.box.archive import PackResult, UnhashedPack, pack_tree_unhashed
 from scrollcase.box.boxjson import BoxAsset, BoxJson, dump_box_json
 from scrollcase.box.filedigests import TreeDigests, digest_tree
 from scrollcase.box.frames import frame_table
@@ -269,12 +269,17 @@ def execute_build(
         box = _describe_box(plan, gpu, reuse)
     with stages.stage("pack", f"{plan.recipe.archive_name}"):
         packing = meter("packing", tree_bytes(plan.box_root))
-        packed = pack_tree(plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing, cache=reuse)
+        written = pack_tree_unhashed(
+            plan.box_root, plan.work_dir / plan.recipe.archive_name, on_bytes=packing, cache=reuse
+        )
         packing.finish()
-        progress(f"      {packed.files} files, {packed.size / 1e6:.1f} MB, sha256 {packed.sha256[:16]}...")
-        progress(f"      {reuse.hits} of {len(packed.frames) - 1} frames reused from {plan.pack_cache}")
-    with stages.stage("self-test", "unpack the archive and run the checks with the box's own interpreter"):
-        report = self_test_archive(plan, packed.path, packed.size, packed.sha256, box, meter)
+        progress(f"      {written.files} files, {written.size / 1e6:.1f} MB")
+        progress(f"      {reuse.hits} of {len(written.frames) - 1} frames reused from {plan.pack_cache}")
+    with stages.stage(
+        "self-test", "unpack the archive (its sha256 computed) and run the checks with the box's own interpreter"
+    ):
+        report, packed = self_test_archive(plan, written, box, meter)
+        progress(f"      archive sha256 {packed.sha256[:16]}...")
     with stages.stage("release", f"{plan.out_dir}/ (archive, SBOM, release manifest)"):
         sbom = make_box_sbom(plan, locked, packed.sha256)
         manifest = make_manifest(
@@ -413,20 +418,24 @@ def make_box_json(
 
 
 def self_test_archive(
-    plan: BuildPlan, archive: Path, size: int, sha256: str, box: BoxJson, meter: MeterFactory = silent_meter
-) -> SelfTestReport:
-    """Unpack (which relocates) into the work folder and run the recipe's checks; JUnit either way."""
+    plan: BuildPlan, written: UnhashedPack, box: BoxJson, meter: MeterFactory = silent_meter
+) -> tuple[SelfTestReport, PackResult]:
+    """Unpack (which relocates) into the work folder and run the recipe's checks; JUnit either way.
+
+    The unpack reads every byte of the archive, so the archive's sha256 is computed there, over the bytes
+    the checks then run from, and not also by the pack (:func:`~scrollcase.box.archive.pack_tree_unhashed`)."""
     dest = plan.work_dir / "check"
-    unpacking = meter("unpacking", size)
-    unpack_archive(archive, dest, expected_size=size, expected_sha256=sha256, on_bytes=unpacking)
+    unpacking = meter("unpacking", written.size)
+    unpacked = unpack_archive(written.path, dest, expected_size=written.size, expected_sha256=None, on_bytes=unpacking)
     unpacking.finish()
+    packed = written.hashed(unpacked.sha256)
     recipe_file = describe_path(plan.recipe_dir.recipe_file)
     report, error = run_self_test(
         dest, box, recipe_file=recipe_file, recipe_text=_read_text(plan.recipe_dir.recipe_file), junit=plan.junit_path
     )
     if error is not None:
         raise error
-    return report
+    return report, packed
 
 
 def run_self_test(

@@ -126,12 +126,14 @@ class FrameSink:
     system shares blocks; elsewhere a plain read and write) while the sink hashes it through one reused
     buffer, so a rebuild's copy and hash take the time of one of them.  Every call keeps the stream's
     order; an error on either thread (a full disk) is raised by the next call, and by
-    :meth:`close`.
+    :meth:`close`.  With ``digest=False`` the archive's sha256 is left to whoever reads it back (the
+    build's self-test unpack).
     """
 
-    def __init__(self, out: BinaryIO, depth: int = 8) -> None:  # 8 writes or small frames: at most ~48 MiB
+    def __init__(self, out: BinaryIO, depth: int = 8, *, digest: bool = True) -> None:  # 8 writes: at most ~48 MiB
         self.out = out
-        self.sha = hashlib.sha256()
+        self.sha = hashlib.sha256()  # the archive's, unless ``digest`` is False (the caller hashes it later)
+        self._digest = digest
         self.size = 0
         self.frames: list[FrameRecord] = []
         # Only items that hold bytes wait for room: a rebuild's packer queues every cached frame at once and
@@ -293,7 +295,8 @@ class FrameSink:
             )
 
     def _hash(self, data: bytes | memoryview) -> None:
-        self.sha.update(data)
+        if self._digest:
+            self.sha.update(data)
         self.size += len(data)
 
     def _data(self, data: bytes | memoryview) -> None:
@@ -320,15 +323,20 @@ class FrameSink:
     def _copy(self, source: Path) -> None:
         """Hand the frame to the writer first, then hash it: the kernel copies it while this thread hashes
         the same pages (a frame of the torch box is up to 800 MB: one after the other, they took twice as
-        long).  The hash reads the same open file at its own positions (:class:`_PositionalReader`)."""
+        long).  The hash reads the same open file at its own positions (:class:`_PositionalReader`); a frame
+        whose digest is known, in an archive packed without its own, is not read at all."""
         raw = source.open("rb", buffering=0)
+        hashing = self._digest or self._known is None
         try:
             length = os.fstat(raw.fileno()).st_size
-            reader = _PositionalReader(raw, source)
+            reader = _PositionalReader(raw, source) if hashing else None
         except BaseException:
             raw.close()
             raise
         self._writes.put((_Span(cast("BinaryIO", raw), length, str(source)), None, False))
+        if reader is None:  # neither the archive's digest nor the frame's to compute: only the writer's copy
+            self.size += length
+            return
         frame = hashlib.sha256() if self._known is None else None  # the writer does not see these bytes
         with contextlib.closing(reader):
             done = 0

@@ -387,7 +387,7 @@ def unpack_archive(
     dest: Path,
     *,
     expected_size: int,
-    expected_sha256: str,
+    expected_sha256: str | None,
     limits: Limits = DEFAULT_LIMITS,
     on_bytes: Callable[[int], None] | None = None,
     relocate_to: Path | None = None,
@@ -400,7 +400,9 @@ def unpack_archive(
     then swaps).  ``before_publish``: a last check, run once the tree is complete and before it becomes
     ``dest``; what it raises leaves ``dest`` as it was.  ``stream``: the archive's bytes as they arrive,
     read instead of the file ``archive`` (still being written: its size is known only at the end, and the
-    sha256 over what was read decides)."""
+    sha256 over what was read decides).  ``expected_sha256`` None: only the build's own archive, packed
+    without its digest (:func:`~scrollcase.box.archive.pack_tree_unhashed`): the sha256 over what was read
+    is the result's, and becomes the release manifest's."""
     label = describe_path(archive)
     if stream is None:
         _check_size(archive, label, expected_size)
@@ -409,7 +411,8 @@ def unpack_archive(
     tmp = _make_temp(final)
     try:
         source = _Opened(archive, stream)
-        result = _extract_verified(source, expected_size, label, tmp, expected_sha256.lower(), limits, on_bytes)
+        expected = expected_sha256.lower() if expected_sha256 is not None else None
+        result = _extract_verified(source, expected_size, label, tmp, expected, limits, on_bytes)
         where = relocate_to.absolute() if relocate_to else final
         relocated = _relocate(tmp, where, label)
         installed.write_receipt(tmp, relocate.prefix_text(where))  # for verify --installed
@@ -522,7 +525,7 @@ def _extract_verified(
     size: int,
     label: str,
     tmp: Path,
-    expected_sha256: str,
+    expected_sha256: str | None,
     limits: Limits,
     on_bytes: Callable[[int], None] | None = None,
 ) -> tuple[int, str, int, int, int]:
@@ -573,12 +576,17 @@ def _drain(chunks: queue.Queue[bytes | None]) -> None:
 
 
 def _verdict(
-    feed: _Feed, label: str, expected_sha256: str, failure: ScrollcaseError | None, ex: _Extractor, consumed: int
+    feed: _Feed,
+    label: str,
+    expected_sha256: str | None,
+    failure: ScrollcaseError | None,
+    ex: _Extractor,
+    consumed: int,
 ) -> tuple[int, str, int, int, int]:
     """A wrong digest outranks every other finding: the bytes are simply not the promised archive."""
     if not feed.sha256:  # the archive could not be read through (a folder, a read error): there is no digest
         raise IntegrityError(f"archive {label}: {feed.error}", fix="check the path, or download the archive again")
-    if feed.sha256 != expected_sha256:
+    if expected_sha256 is not None and feed.sha256 != expected_sha256:
         raise IntegrityError(
             f"archive {label}: sha256 is {feed.sha256}, expected {expected_sha256}",
             fix="the archive is corrupt or not this release: download it again",

@@ -80,6 +80,8 @@ def test_build_writes_archive_sbom_and_release_only(built: BuildResult) -> None:
     assert names == sorted([built.archive.name, built.plan.sbom_path.name, built.release.name])
     manifest = json.loads(built.release.read_text())
     assert manifest["archive"]["sha256"] == built.manifest.archive.sha256
+    # packed without its digest, hashed by the self-test's unpack: the manifest's is the file's own
+    assert built.manifest.archive.sha256 == hashlib.sha256(built.archive.read_bytes()).hexdigest()
     assert manifest["selfTest"]["passed"] is True
     assert [c["kind"] for c in manifest["selfTest"]["checks"]] == [
         "entrypoint",

@@ -182,8 +182,8 @@ def test_pack_tree_on_a_full_disk_raises_enospc_and_leaves_no_archive(
     (tree / "venv" / "big.bin").write_bytes(os.urandom(6 << 20))  # a streamed unit
     real = archive.FrameSink
 
-    def full(out: Any) -> FrameSink:
-        sink = real(out)
+    def full(out: Any, **options: Any) -> FrameSink:
+        sink = real(out, **options)
         sink.out = _FullDisk(room=1 << 20)
         return sink
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import shutil
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 import zstandard
 
-from scrollcase.box import archive, packcache
+from scrollcase.box import archive, frames, packcache
 from scrollcase.box.archive import pack_tree
 from scrollcase.box.frames import FrameSink
 from scrollcase.box.packcache import PackCache
@@ -192,3 +195,32 @@ def test_a_unit_that_fails_aside_fails_the_pack_and_caches_nothing(
     small = [len(zstandard.ZstdDecompressor().decompress(p.read_bytes())) for p in added]
     assert len(small) <= 2 and max(small, default=0) < 1 << 20  # dirs' and box.json's frames, not pkg0's
     assert not [t.name for t in threading.enumerate() if t.name.startswith("scrollcase-pack")]  # all joined
+
+
+def test_a_pack_without_the_archives_digest_writes_the_same_bytes_and_reads_no_known_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pack_tree_unhashed (the build's: its self-test's unpack hashes the archive) writes what pack_tree writes,
+    frame table included, cold and from the cache; a rebuild then never reads a frame whose digest is known."""
+    first, second = _two_builds(tmp_path)
+    cold = archive.pack_tree_unhashed(first, tmp_path / "1.tar.zst", cache=PackCache.open(tmp_path / "cache"))
+    hashed = pack_tree(first, tmp_path / "1-hashed.tar.zst")
+    assert cold.hashed(hashed.sha256) == dataclasses.replace(hashed, path=cold.path)
+    assert (tmp_path / "1.tar.zst").read_bytes() == (tmp_path / "1-hashed.tar.zst").read_bytes()
+
+    opened: list[str] = []
+
+    class Reader(frames._PositionalReader):
+        def __init__(self, raw: BinaryIO, path: Path) -> None:
+            opened.append(path.name)
+            super().__init__(raw, path)
+
+    monkeypatch.setattr(frames, "_PositionalReader", Reader)
+    warm = PackCache.open(tmp_path / "cache")
+    known = set(warm.digests)
+    rebuilt = archive.pack_tree_unhashed(second, tmp_path / "2.tar.zst", cache=warm)
+    fresh = pack_tree(second, tmp_path / "2-fresh.tar.zst")
+    assert rebuilt.hashed(fresh.sha256) == dataclasses.replace(fresh, path=rebuilt.path)
+    assert hashlib.sha256((tmp_path / "2.tar.zst").read_bytes()).hexdigest() == fresh.sha256
+    assert warm.hits == len(fresh.frames) - 1 - 2 and known
+    assert not known & set(opened)  # a frame whose digest is known is not read (a changed one aside may be)

@@ -122,6 +122,17 @@ def test_round_trip_of_a_packed_tree(tmp_path: Path, work: Path) -> None:
     assert sorted(p.name for p in work.iterdir()) == ["b.tar.zst", "dest"]
 
 
+def test_without_an_expected_digest_the_result_gives_it_and_every_other_check_still_runs(work: Path) -> None:
+    """The build's self-test unpacks its archive before its sha256 is known (pack_tree_unhashed)."""
+    c = craft(work, [_file("f", b"1")])
+    result = unpack_archive(c.path, work / "dest", expected_size=c.size, expected_sha256=None)
+    assert result.sha256 == c.sha256 == hashlib.sha256(c.path.read_bytes()).hexdigest()
+    hostile = craft(work, [_file("../escape", b"x")])
+    with pytest.raises(IntegrityError, match="escape"):
+        unpack_archive(hostile.path, work / "dest2", expected_size=hostile.size, expected_sha256=None)
+    assert not (work / "dest2").exists()
+
+
 def test_foreign_tar_with_hardlinks_implicit_dirs_and_pax(work: Path) -> None:
     c = craft(
         work,
