@@ -544,4 +544,4 @@ def _pack(
     entries = sum(len(u.members) for u in plan.units)
     total = sum(f.uncompressed_size for f in sink.frames)
     packed = UnhashedPack(out, sink.size, writer.files, entries, total, tuple(sink.frames))
-    return packed, sink.sha.hexdigest() if digest else None
+    return packed, sink.sha.hexdigest() if sink.sha is not None else None

@@ -132,8 +132,8 @@ class FrameSink:
 
     def __init__(self, out: BinaryIO, depth: int = 8, *, digest: bool = True) -> None:  # 8 writes: at most ~48 MiB
         self.out = out
-        self.sha = hashlib.sha256()  # the archive's, unless ``digest`` is False (the caller hashes it later)
-        self._digest = digest
+        # the archive's; None when ``digest`` is False (the caller hashes it as it reads it back)
+        self.sha: hashlib._Hash | None = hashlib.sha256() if digest else None
         self.size = 0
         self.frames: list[FrameRecord] = []
         # Only items that hold bytes wait for room: a rebuild's packer queues every cached frame at once and
@@ -295,7 +295,7 @@ class FrameSink:
             )
 
     def _hash(self, data: bytes | memoryview) -> None:
-        if self._digest:
+        if self.sha is not None:
             self.sha.update(data)
         self.size += len(data)
 
@@ -326,7 +326,7 @@ class FrameSink:
         long).  The hash reads the same open file at its own positions (:class:`_PositionalReader`); a frame
         whose digest is known, in an archive packed without its own, is not read at all."""
         raw = source.open("rb", buffering=0)
-        hashing = self._digest or self._known is None
+        hashing = self.sha is not None or self._known is None
         try:
             length = os.fstat(raw.fileno()).st_size
             reader = _PositionalReader(raw, source) if hashing else None
