@@ -33,6 +33,7 @@ class ServerState:
     status: int | None = None  # every GET is answered with this error status when set (401, 403, 500...)
     range_shift: int = 0  # a broken server: the Content-Range of a 206 starts this many bytes off
     length_header: str | None = None  # a Content-Length sent instead of the true one (a 200 only)
+    hold: threading.Event | None = None  # when set: every GET waits (at most 30 s) for it before answering
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def take(self, path: str, wanted: int) -> int:
@@ -61,6 +62,8 @@ class RangeHandler(SimpleHTTPRequestHandler):
         wanted = self.headers.get("Range")
         state.requests.append(f"GET {self.path} {wanted or '-'}")
         state.encodings.append(self.headers.get("Accept-Encoding") or "-")
+        if state.hold is not None:
+            state.hold.wait(30)
         if state.status is not None:
             self.send_error(state.status)
             return

@@ -92,16 +92,30 @@ def test_an_install_unpacks_while_it_downloads_and_keeps_every_frame(release: Sy
 
 @POSIX_ONLY
 def test_a_download_that_starts_over_is_unpacked_again_from_the_complete_file(
-    release: SyntheticRelease, tmp_path: Path
+    release: SyntheticRelease, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     partial = cache_paths(release.manifest.archive.sha256).partial
     partial.parent.mkdir(parents=True)
     partial.write_bytes(release.archive_path.read_bytes()[:1000])  # a server without Range: started over
+    opened = threading.Event()
+
+    class OpenTold(Follower):
+        def _open(self) -> bool:
+            found = super()._open()
+            if found:
+                opened.set()
+            return found
+
+    # The server answers only once the unpack reads the old partial file, so the download's new file
+    # always comes after it (under load the download could otherwise start over before the first read).
+    monkeypatch.setattr("scrollcase.client.receive.Follower", OpenTold)
     said: list[str] = []
-    with serve(store_with(release, tmp_path / "store"), ServerState(honour_range=False)) as server:
+    state = ServerState(honour_range=False, hold=opened)
+    with serve(store_with(release, tmp_path / "store"), state) as server:
         got = receive_release(
             HttpStore(server.url), release.manifest, tmp_path / "box", FrameCache.default(), "SRC", progress=said.append
         )
+    assert opened.is_set()
     assert any("started over meanwhile" in line for line in said)
     assert (tmp_path / "box" / "box.json").is_file() and got.download.downloaded == release.manifest.archive.size
 
