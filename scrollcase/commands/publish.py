@@ -11,8 +11,11 @@ from scrollcase.box.release import load_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, describe_path
+from scrollcase.github import report
+from scrollcase.store.base import Store
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
-from scrollcase.store.publish import PublishResult, publish, size_note
+from scrollcase.store.publish import PublishResult, Upload, publish, size_note
+from scrollcase.store.s3 import S3Store
 
 NAME = "publish"
 HELP = "publish a release to a directory or S3 bucket"
@@ -83,8 +86,65 @@ def run(args: PublishArgs, console: Console) -> int:
     if not result.dry_run:
         index = store.url_for(result.plan.index_key)
         console.progress(f"updated {index}" if result.index_written else f"{index} already lists this release")
+    env = report.RunnerEnv.from_environ()
+    report.set_outputs(publish_outputs(result, store), env)
+    report.write_summary(report.render_summary([summary_table(result, store)], report.summary_room(env)), env)
     console.result(result.to_json(), render(result))
     return 0
+
+
+def object_key(store: Store, key: str) -> str:
+    """The key as the store itself names it: below an S3 store's prefix; a folder store's keys are its paths'."""
+    return store.object_key(key) if isinstance(store, S3Store) else key
+
+
+def publish_outputs(result: PublishResult, store: Store) -> dict[str, object]:
+    """Step outputs: each object's full key (prefix included) and URL, and what this run did."""
+    keys = {step.kind: step.key for step in result.plan.uploads} | {"index": result.plan.index_key}
+    outputs: dict[str, object] = {}
+    for kind in ("archive", "release", "sbom", "index"):
+        key = keys.get(kind)
+        outputs[f"{kind}-key"] = object_key(store, key) if key else ""
+        outputs[f"{kind}-url"] = store.url_for(key) if key else ""
+    outputs["store"] = store.url
+    outputs["published"] = "dry-run" if result.dry_run else ("true" if result.uploaded else "already")
+    outputs["objects"] = [
+        {"kind": s.kind, "key": object_key(store, s.key), "status": status(result, s)} for s in result.plan.uploads
+    ]
+    return outputs
+
+
+def status(result: PublishResult, step: Upload) -> str:
+    """What this run did with one object: uploaded, reused (bytes copied from earlier releases), already there."""
+    if step.action == "skip":
+        return "would skip: already there" if result.dry_run else "already there"
+    verb = "would upload" if result.dry_run else "uploaded"
+    if not result.dry_run and step.key not in result.uploaded:
+        return "already there (written by a concurrent publisher)"
+    if step.bytes_reused:
+        reused = "would reuse" if result.dry_run else "reused"
+        return f"{reused} {step.bytes_reused} of {step.size} bytes from earlier releases, {verb} the rest"
+    return verb
+
+
+def summary_table(result: PublishResult, store: Store) -> report.SummaryTable:
+    plan = result.plan
+    rows = [[s.kind, f"`{store.url_for(s.key)}`", status(result, s), str(s.size)] for s in plan.uploads]
+    index = (
+        ("would update" if plan.index_action == "update" else "already lists this release")
+        if result.dry_run
+        else ("updated" if result.index_written else "already lists this release")
+    )
+    rows.append(["index", f"`{store.url_for(plan.index_key)}`", index, ""])
+    lead = f"{'dry run: ' if result.dry_run else ''}{result.bytes_line()}"
+    if not result.dry_run and not result.uploaded and not result.index_written:
+        lead = "already published with identical bytes: nothing was written. " + lead
+    return report.SummaryTable(
+        title=f"scrollcase publish {plan.release} -> {result.store}",
+        columns=["Object", "Location", "Status", "Bytes"],
+        rows=rows,
+        lead=lead,
+    )
 
 
 def _progress_before_index(console: Console) -> Callable[[str], None]:

@@ -202,6 +202,10 @@ class S3Store:
     def url_for(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._full(key)}"
 
+    def object_key(self, key: str) -> str:
+        """The object's key in the bucket: ``key`` below the store's prefix (what S3 URLs and the API name)."""
+        return self._full(key)
+
     def _full(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
 

@@ -12,6 +12,7 @@ import pytest
 
 from scrollcase.box.release import dump_release
 from scrollcase.store.index import parse_index
+from tests.support.outputs import read_outputs
 from tests.support.releases import write_release
 from tests.support.s3servers import S3Server, s3_client
 
@@ -274,3 +275,68 @@ def test_defect7_silent_endpoint_fails_within_a_minute_naming_it(tmp_path: Path)
     assert done.returncode == 9, done.stderr
     assert endpoint in json.loads(done.stdout)["message"]
     assert "still waiting for s3://bucket/p: 5 s" in done.stderr  # not a silent minute
+
+
+# ------------------------------------------------------------ issue 30: outputs and summary for the publish action
+
+
+def runner_files(tmp_path: Path, name: str) -> tuple[dict[str, str], Path, Path]:
+    output, summary = tmp_path / f"{name}.output", tmp_path / f"{name}.summary"
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)}
+    return env, output, summary
+
+
+def test_outputs_name_the_real_keys_under_the_store_prefix(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
+    """archive-key/release-key include the store's prefix: the bucket serves them under exactly that key."""
+    bucket = weed_bucket
+    release = write_release(tmp_path / "dist", size=10_000)
+    env = {
+        "AWS_ACCESS_KEY_ID": weed.access_key,
+        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    args = (str(release.manifest_path), "--to", f"s3://{bucket}/team/boxes-prod", "--endpoint-url", weed.endpoint)
+    runner, output, summary = runner_files(tmp_path, "first")
+    done = scrollcase(*args, cwd=tmp_path, env={**env, **runner})
+    assert done.returncode == 0, done.stderr
+    outputs = read_outputs(output.read_text(encoding="utf-8"))
+    client = s3_client(weed)
+    assert outputs["archive-key"] == f"team/boxes-prod/{release.manifest.keys.archive}"
+    assert client.get_object(Bucket=bucket, Key=outputs["archive-key"])["Body"].read() == (
+        release.archive_path.read_bytes()
+    )
+    assert json.loads(client.get_object(Bucket=bucket, Key=outputs["release-key"])["Body"].read()) == json.loads(
+        dump_release(release.manifest)
+    )
+    assert client.head_object(Bucket=bucket, Key=outputs["index-key"])["ContentLength"] > 0
+    assert outputs["archive-url"] == f"s3://{bucket}/{outputs['archive-key']}"
+    assert outputs["store"] == f"s3://{bucket}/team/boxes-prod" and outputs["published"] == "true"
+    assert {o["status"] for o in json.loads(outputs["objects"])} == {"uploaded"}
+    text = summary.read_text(encoding="utf-8")
+    assert f"| archive | `s3://{bucket}/{outputs['archive-key']}` | uploaded | {release.manifest.archive.size} |" in text, text
+    assert "| index |" in text and "| updated |" in text
+
+    runner, output, summary = runner_files(tmp_path, "again")
+    again = scrollcase(*args, cwd=tmp_path, env={**env, **runner})
+    assert again.returncode == 0, again.stderr
+    outputs = read_outputs(output.read_text(encoding="utf-8"))
+    assert outputs["published"] == "already"
+    assert {o["status"] for o in json.loads(outputs["objects"])} == {"already there"}
+    text = summary.read_text(encoding="utf-8")
+    assert "already published with identical bytes: nothing was written" in text
+    assert "| uploaded |" not in text and "| already lists this release |" in text, text
+
+
+def test_summary_of_a_dry_run_and_a_folder_store(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = tmp_path / "store"
+    runner, output, summary = runner_files(tmp_path, "dry")
+    done = scrollcase(str(release.manifest_path), "--to", str(store), "--dry-run", cwd=tmp_path, env=runner)
+    assert done.returncode == 0, done.stderr
+    outputs = read_outputs(output.read_text(encoding="utf-8"))
+    assert outputs["published"] == "dry-run" and not store.exists()
+    assert outputs["archive-key"] == release.manifest.keys.archive  # a folder store has no prefix
+    assert outputs["archive-url"] == str(store / release.manifest.keys.archive)
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith(f"### scrollcase publish demo-box 1.0.0 linux-x86_64-cuda12.4 -> {store}")
+    assert "dry run: would send" in text and text.count("| would upload |") == 3, text
