@@ -8,6 +8,7 @@ file seek) instead of starting over.  Transport is injected: a :class:`Fetcher` 
 from __future__ import annotations
 
 import http.client
+import os
 import shutil
 import urllib.error
 import urllib.parse
@@ -16,12 +17,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 from scrollcase.box.release import ReleaseAsset
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import finish_resumed, resume_path
+from scrollcase.recipe.jsonpos import JsonPath, render_path
+from scrollcase.recipe.loader import locate_in_recipe
 from scrollcase.recipe.model import Asset
 
 if TYPE_CHECKING:  # boto3-stubs: types only
@@ -39,11 +42,70 @@ class AssetSource:
     box_path: str  # relative to the box root: <modelCacheSubdir>/<asset path>
     sha256: str
     size: int
+    index: int = 0  # its place in recipe.json's ``assets`` list
+    recipe_file: Path | None = None  # the recipe.json declaring it: problems point at its lines
+
+    def problem(self, field: str, message: str, fix: str, value: str | None = None) -> Problem:
+        """A problem located at this asset's ``field`` (``size``, ``sha256``, ``path``) in recipe.json,
+        or at ``assetBaseUrl`` for that field name: the line a user edits to fix it."""
+        path: JsonPath = (field,) if field == "assetBaseUrl" else ("assets", self.index, field)
+        file, line, column = locate_in_recipe(self.recipe_file, path) if self.recipe_file else (None, None, None)
+        return Problem(
+            message=message, file=file, line=line, column=column, key=render_path(path), value=value, fix=fix
+        )
 
 
 class Fetcher(Protocol):
     def __call__(self, url: str, out: BinaryIO, offset: int) -> None:
-        """Write the bytes of ``url`` from ``offset`` on to ``out`` (positioned at ``offset``)."""
+        """Write the bytes of ``url`` from ``offset`` on to ``out`` (positioned at ``offset``).  A fetcher
+        that learns the full size of the file before copying it passes it to :func:`announce_size`."""
+
+
+def announce_size(out: BinaryIO, total: int) -> None:
+    """Tell an asset download the full size its source reports, before any byte is copied: a size other
+    than recipe.json's stops the download there (a wrong size is known without fetching the file, and
+    a file shorter than declared is not taken for a broken transfer).  Other writers ignore it."""
+    if isinstance(out, AssetSink):
+        out.expect_total(total)
+
+
+class WrongSizeError(Exception):
+    """The source is not the size recipe.json declares: ``total`` bytes when it said so, else more."""
+
+    def __init__(self, total: int | None) -> None:
+        super().__init__(total)
+        self.total = total
+
+
+class AssetSink:
+    """The part file an asset downloads into, held to the size recipe.json declares: never more
+    bytes than that are written, and a source that reports another size is refused before copying."""
+
+    def __init__(self, out: BinaryIO, offset: int, size: int) -> None:
+        self.out, self.position, self.size = out, offset, size
+        self.total: int | None = None  # the full size the source reported, if it did
+
+    def expect_total(self, total: int) -> None:
+        self.total = total
+        if total != self.size:
+            raise WrongSizeError(total)
+
+    def write(self, data: Any) -> int:
+        if self.position + len(data) > self.size:
+            raise WrongSizeError(self.total)
+        written = self.out.write(data)
+        self.position += written
+        return written
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        self.position = self.out.seek(position, whence)
+        return self.position
+
+    def truncate(self, size: int | None = None) -> int:
+        return self.out.truncate(size)
+
+    def tell(self) -> int:
+        return self.position
 
 
 def asset_url(base: str, path: str) -> str:
@@ -51,10 +113,15 @@ def asset_url(base: str, path: str) -> str:
     return base.rstrip("/") + "/" + urllib.parse.quote(path)
 
 
-def plan_assets(base_url: str, model_cache_subdir: str, assets: Sequence[Asset]) -> list[AssetSource]:
+def plan_assets(
+    base_url: str, model_cache_subdir: str, assets: Sequence[Asset], recipe_file: Path | None = None
+) -> list[AssetSource]:
+    """Where each asset comes from and goes; ``recipe_file`` (the recipe.json declaring them) locates problems."""
     return [
-        AssetSource(a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}", a.sha256, a.size)
-        for a in assets
+        AssetSource(
+            a.name, asset_url(base_url, a.path), f"{model_cache_subdir}/{a.path}", a.sha256, a.size, i, recipe_file
+        )
+        for i, a in enumerate(assets)
     ]
 
 
@@ -80,61 +147,93 @@ def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher
         part.unlink()
         offset = 0
     fetcher = _fetcher_for(source, fetchers)
+    total: int | None = None
     if offset < source.size:
-        with part.open("ab" if offset else "wb") as out:
-            _transfer(fetcher, source, out, offset)
-    _verify(part, source, progressed=part.stat().st_size > offset)
+        try:
+            with part.open("ab" if offset else "wb") as out:
+                sink = AssetSink(out, offset, source.size)
+                _transfer(fetcher, source, sink, offset)
+        except WrongSizeError as wrong:
+            part.unlink(missing_ok=True)  # bytes of another file: resuming would only extend them
+            raise size_error(source, wrong.total) from None
+        total = sink.total
+    _verify(part, source, progressed=part.stat().st_size > offset, total=total)
     return finish_resumed(part, done)
 
 
-def _transfer(fetcher: Fetcher, source: AssetSource, out: BinaryIO, offset: int) -> None:
+def _transfer(fetcher: Fetcher, source: AssetSource, sink: AssetSink, offset: int) -> None:
     what = f"downloading asset {source.name!r} failed or was interrupted"
     fix = "rerun the build: the partial download is kept and resumed"
-    with fetching(what, f"assets.{source.name}", source.url, fix):
-        fetcher(source.url, out, offset)
+    with fetching(what, f"assets.{source.name}", source.url, fix, at=lambda p: _at_path(source, p)):
+        fetcher(source.url, cast("BinaryIO", sink), offset)
+
+
+def _at_path(source: AssetSource, problem: Problem) -> Problem:
+    """A transfer's problem at the asset's ``path`` line: a 404 is most often a path the user changed."""
+    return source.problem("path", problem.message, problem.fix or "", problem.value)
 
 
 @contextmanager
-def fetching(what: str, key: str, url: str, fix: str) -> Iterator[None]:
-    """A fetcher's network or file error as a BuildError saying ``what`` failed, located at ``key``."""
+def fetching(what: str, key: str, url: str, fix: str, at: Callable[[Problem], Problem] | None = None) -> Iterator[None]:
+    """A fetcher's network or file error as a BuildError saying ``what`` failed, located at ``key``
+    (or where ``at`` places the problem)."""
     try:
         yield
     except (OSError, http.client.HTTPException) as exc:
         problem = Problem(message=str(exc) or type(exc).__name__, key=key, value=url, fix=fix)
-        raise BuildError(what, problems=[problem]) from None
+        raise BuildError(what, problems=[at(problem) if at else problem]) from None
 
 
-def _verify(part: Path, source: AssetSource, *, progressed: bool) -> None:
+def size_error(source: AssetSource, total: int | None) -> IntegrityError:
+    """The asset is another size than recipe.json's ``size`` (``total`` bytes, or more when unknown)."""
+    has = f"{total} bytes" if total is not None else f"more than {source.size} bytes"
+    new_size = f'"size": {total}' if total is not None else '"size" to its size in bytes'
+    fix = (
+        f'if {source.url} is the file you want, set {new_size} and its "sha256" '
+        f"(`sha256sum`); otherwise restore the file the recipe was written for"
+    )
+    message = f"the file at {source.url} is {has}, not the {source.size} this field declares"
+    return IntegrityError(
+        f"asset {source.name!r} does not match its size in recipe.json",
+        problems=[source.problem("size", message, fix, value=str(source.size))],
+    )
+
+
+def digest_error(source: AssetSource, digest: str) -> IntegrityError:
+    """The asset has recipe.json's size but another sha256."""
+    fix = (
+        f'if {source.url} is the file you want, set "sha256": "{digest}"; '
+        "otherwise restore the file the recipe was written for"
+    )
+    message = f"the file at {source.url} has sha256 {digest}, not the one this field declares"
+    return IntegrityError(
+        f"asset {source.name!r} does not match its sha256 in recipe.json",
+        problems=[source.problem("sha256", message, fix, value=source.sha256)],
+    )
+
+
+def _verify(part: Path, source: AssetSource, *, progressed: bool, total: int | None) -> None:
     size = part.stat().st_size
-    if size < source.size and progressed:  # the connection ended early: keep the part, resume later
+    # Shorter than declared is a broken transfer only when more bytes may come: the source said it has
+    # the declared size, or said nothing and sent bytes.  A source that sent nothing more has ended.
+    if size < source.size and (total == source.size or (total is None and progressed)):
         raise BuildError(
             f"downloading asset {source.name!r} was interrupted",
             problems=[
-                Problem(
-                    message=f"got {size} of {source.size} bytes",
-                    key=f"assets.{source.name}",
-                    value=source.url,
-                    fix="rerun the build: the partial download is kept and resumed",
+                source.problem(
+                    "path",
+                    f"got {size} of {source.size} bytes from {source.url}",
+                    "rerun the build: the partial download is kept and resumed",
                 )
             ],
         )
-    digest = sha256_file(part)[0] if size == source.size else None
-    if digest == source.sha256:
-        return
-    part.unlink()  # wrong bytes: resuming would only extend them
-    got = f"{size} bytes" if digest is None else f"sha256 {digest}"
-    want = f"{source.size} bytes" if digest is None else f"sha256 {source.sha256}"
-    raise IntegrityError(
-        f"asset {source.name!r} from {source.url} does not match the recipe",
-        problems=[
-            Problem(
-                message=f"expected {want}",
-                key=f"assets.{source.name}",
-                value=got,
-                fix="fix sha256/size in recipe.json, or the file at the URL",
-            )
-        ],
-    )
+    if size != source.size:
+        part.unlink()
+        raise size_error(source, size)
+    digest = sha256_file(part)[0]
+    if digest != source.sha256:
+        part.unlink()  # wrong bytes: resuming would only extend them
+        raise digest_error(source, digest)
 
 
 def _fetcher_for(source: AssetSource, fetchers: Mapping[str, Fetcher]) -> Fetcher:
@@ -143,11 +242,11 @@ def _fetcher_for(source: AssetSource, fetchers: Mapping[str, Fetcher]) -> Fetche
         raise BuildError(
             f"no way to fetch {scheme}:// assets here",
             problems=[
-                Problem(
-                    message=f"asset {source.name!r} needs a {scheme} client",
-                    key="assetBaseUrl",
+                source.problem(
+                    "assetBaseUrl",
+                    f"asset {source.name!r} needs a {scheme} client",
+                    "configure credentials for that store, or host the assets over https or file://",
                     value=source.url,
-                    fix="configure credentials for that store, or host the assets over https or file://",
                 )
             ],
         )
@@ -174,6 +273,7 @@ def place_assets(
 def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
     path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
     with path.open("rb") as src:
+        announce_size(out, os.fstat(src.fileno()).st_size)
         src.seek(offset)
         shutil.copyfileobj(src, out, CHUNK)
 
@@ -192,9 +292,24 @@ def http_fetcher(timeout: float = 60.0, opener: Callable[..., Any] = urllib.requ
             if offset and response.status != 206:
                 out.seek(0)  # server ignored Range: start over
                 out.truncate()
+                offset = 0
+            total = full_size(response.headers.get("Content-Range"), response.headers.get("Content-Length"), offset)
+            if total is not None:
+                announce_size(out, total)
             shutil.copyfileobj(response, out, CHUNK)
 
     return fetch
+
+
+def full_size(content_range: str | None, content_length: str | None, offset: int) -> int | None:
+    """The whole file's size from a response's headers: ``Content-Range: bytes a-b/TOTAL`` of a range
+    answer, else ``offset`` + ``Content-Length``; None when the server did not say (chunked, ``*``)."""
+    if content_range:
+        total = content_range.rpartition("/")[2].strip()
+        return int(total) if total.isdigit() else None
+    if content_length and content_length.strip().isdigit():
+        return offset + int(content_length)
+    return None
 
 
 def s3_fetcher(client: S3Client) -> Fetcher:
@@ -205,12 +320,16 @@ def s3_fetcher(client: S3Client) -> Fetcher:
         key = urllib.parse.unquote(parts.path.lstrip("/"))
         try:
             if offset:
-                body = client.get_object(Bucket=parts.netloc, Key=key, Range=f"bytes={offset}-")["Body"]
+                answer = client.get_object(Bucket=parts.netloc, Key=key, Range=f"bytes={offset}-")
             else:
-                body = client.get_object(Bucket=parts.netloc, Key=key)["Body"]
+                answer = client.get_object(Bucket=parts.netloc, Key=key)
         except Exception as exc:  # botocore's ClientError and friends
             raise OSError(f"S3 get_object failed: {exc}") from None
-        shutil.copyfileobj(body, out, CHUNK)
+        length = answer.get("ContentLength")
+        total = full_size(answer.get("ContentRange"), None if length is None else str(length), offset)
+        if total is not None:
+            announce_size(out, total)
+        shutil.copyfileobj(answer["Body"], out, CHUNK)
 
     return fetch
 

@@ -188,7 +188,7 @@ def plan_build(
     recipe = recipe_dir.recipe
     check_host(recipe.target.platform, recipe.target.arch, recipe.target_id, host or host_platform())
     layout = box_layout(recipe.pythonEntryPoint, recipe.target.platform, recipe.pythonVersion, recipe.modelCacheSubdir)
-    sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets)
+    sources = asset_mod.plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets, recipe_dir.recipe_file)
     cache = cache_dir or state_dir / "cache"
     user_cache = cache_dir or user_cache_dir()  # GBs: kept across builds
     return BuildPlan(

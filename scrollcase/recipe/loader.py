@@ -406,6 +406,20 @@ def read_recipe_bytes(path: Path, limit: int = MAX_RECIPE_BYTES, shown: str | No
     return data
 
 
+def locate_in_recipe(file: Path, path: JsonPath) -> tuple[str, int | None, int | None]:
+    """recipe.json as messages name it, and the line and column of the value at ``path`` in it: where a
+    problem found later (a download, a digest) points on the user's diff.  (None, None) for the
+    position when the file can no longer be read or parsed: the problem still names the file."""
+    shown = describe_path(file)
+    try:
+        text = _decode(read_recipe_bytes(file, shown=shown), shown)
+        json.loads(text)  # the position map needs well-formed JSON
+    except (RecipeError, ValueError):
+        return shown, None, None
+    line, column = position_map(text).value_at(path) or (None, None)
+    return shown, line, column
+
+
 def check_recipe_dir(path: Path) -> tuple[Recipe | None, list[Problem]]:
     """Everything ``validate`` checks for one folder (or recipe.json path): the file and the folder.
     The recipe is returned whenever recipe.json itself is valid, even if the folder has problems."""

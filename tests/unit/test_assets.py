@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
 from scrollcase.box import assets
-from scrollcase.errors import BuildError, IntegrityError
+from scrollcase.errors import BuildError, IntegrityError, Problem
+from scrollcase.github import paths, report
 from scrollcase.recipe.model import Asset
 
 DATA = bytes(range(256)) * 4000  # ~1 MB
@@ -140,13 +142,132 @@ def test_unknown_scheme_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_source_shorter_than_recipe_says_is_an_integrity_error(server: str, tmp_path: Path) -> None:
-    """The server has nothing past its end (416 on resume): retrying cannot help."""
+    """The server says how big the file is: a short file is a size mismatch on the first run, never
+    "interrupted … rerun the build"."""
     short = assets.AssetSource("w", f"{server}/w.bin", "x", hashlib.sha256(DATA + b"!").hexdigest(), len(DATA) + 1)
-    with pytest.raises(BuildError, match="interrupted"):
+    with pytest.raises(IntegrityError, match="does not match its size") as caught:
         assets.fetch_asset(short, tmp_path, assets.default_fetchers())
-    with pytest.raises(IntegrityError, match="does not match"):
-        assets.fetch_asset(short, tmp_path, assets.default_fetchers())
+    assert f"is {len(DATA)} bytes" in caught.value.render()
     assert list(tmp_path.iterdir()) == []
+
+
+# --- asset problems located in recipe.json -----------------------------------------------------------
+
+
+def recipe_sources(tmp_path: Path, base_url: str, declared: list[tuple[str, bytes, int]]) -> list[assets.AssetSource]:
+    """A recipe.json (written as people do: one key per line) declaring (path, digest-of, size) assets,
+    and the sources the build plans from it."""
+    entries = [
+        Asset(name=f"a{i}", path=path, sha256=hashlib.sha256(data).hexdigest(), size=size)
+        for i, (path, data, size) in enumerate(declared)
+    ]
+    recipe = tmp_path / "recipes" / "m" / "recipe.json"
+    recipe.parent.mkdir(parents=True)
+    body = {"recipeId": "m", "assetBaseUrl": base_url, "assets": [e.model_dump() for e in entries]}
+    recipe.write_text(json.dumps(body, indent=2) + "\n")
+    return assets.plan_assets(base_url, "model-cache/m", entries, recipe)
+
+
+def line_of(recipe: Path, index: int, field: str) -> int:
+    """The 1-based line of the ``index``-th occurrence of ``"field":`` in recipe.json."""
+    lines = [n for n, text in enumerate(recipe.read_text().splitlines(), 1) if f'"{field}":' in text]
+    return lines[index]
+
+
+def only_problem(error: BaseException) -> Problem:
+    assert isinstance(error, IntegrityError | BuildError)
+    [problem] = error.problems
+    return problem
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "w.bin").write_bytes(DATA)
+    (folder / "other.bin").write_bytes(DATA)
+    return folder
+
+
+@pytest.mark.parametrize("declared", [len(DATA) - 1, len(DATA) + 1, 10, 10 * len(DATA)])
+@pytest.mark.parametrize("transport", ["file", "http"])
+def test_a_wrong_size_is_named_at_its_recipe_line_on_the_first_run(
+    transport: str, declared: int, store: Path, server: str, tmp_path: Path
+) -> None:
+    base = store.as_uri() if transport == "file" else server
+    [_, src] = recipe_sources(tmp_path, base, [("other.bin", DATA, len(DATA)), ("w.bin", DATA, declared)])
+    cache = tmp_path / "cache"
+    with pytest.raises(IntegrityError, match=r"does not match its size in recipe\.json") as caught:
+        assets.fetch_asset(src, cache, assets.default_fetchers())
+    problem = only_problem(caught.value)
+    assert problem.file is not None and problem.file.endswith("recipes/m/recipe.json")
+    assert problem.line == line_of(tmp_path / "recipes/m/recipe.json", 1, "size")
+    assert problem.key == "assets[1].size"
+    assert f"is {len(DATA)} bytes, not the {declared}" in problem.message
+    assert f'"size": {len(DATA)}' in (problem.fix or "")
+    assert list(cache.iterdir()) == []  # nothing kept to resume: the file is another one
+
+
+def test_a_file_longer_than_declared_is_not_read_past_the_declared_size(store: Path, tmp_path: Path) -> None:
+    """A source that says nothing of its size (a custom transport) is cut off at recipe.json's size."""
+    [src] = recipe_sources(tmp_path, store.as_uri(), [("w.bin", DATA, 1000)])
+    written: list[int] = []
+
+    def quiet(url: str, out: BinaryIO, offset: int) -> None:
+        for start in range(offset, len(DATA), 100):
+            written.append(out.write(DATA[start : start + 100]))
+
+    with pytest.raises(IntegrityError, match="size") as caught:
+        assets.fetch_asset(src, tmp_path / "cache", {"file": quiet})
+    assert sum(written) == 1000 and "more than 1000 bytes" in only_problem(caught.value).message
+
+
+@pytest.mark.parametrize("transport", ["file", "http"])
+def test_a_wrong_digest_is_named_at_its_sha256_line(transport: str, store: Path, server: str, tmp_path: Path) -> None:
+    base = store.as_uri() if transport == "file" else server
+    [src] = recipe_sources(tmp_path, base, [("w.bin", DATA[::-1], len(DATA))])
+    with pytest.raises(IntegrityError, match=r"sha256 in recipe\.json") as caught:
+        assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers())
+    problem = only_problem(caught.value)
+    assert problem.line == line_of(tmp_path / "recipes/m/recipe.json", 0, "sha256")
+    assert problem.key == "assets[0].sha256"
+    assert f'"sha256": "{hashlib.sha256(DATA).hexdigest()}"' in (problem.fix or "")
+
+
+def test_a_missing_asset_is_named_at_its_path_line(server: str, tmp_path: Path) -> None:
+    [src] = recipe_sources(tmp_path, server, [("missing", DATA, len(DATA))])
+    with pytest.raises(BuildError) as caught:
+        assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers())
+    problem = only_problem(caught.value)
+    assert "404" in problem.message and problem.key == "assets[0].path"
+    assert problem.line == line_of(tmp_path / "recipes/m/recipe.json", 0, "path")
+
+
+def test_a_broken_transfer_stays_interrupted_and_resumes(server: str, tmp_path: Path) -> None:
+    """The server said the declared size and sent less: the network's fault, so the part is kept."""
+    RangeHandler.cut_after = 300_000
+    [src] = recipe_sources(tmp_path, server, [("w.bin", DATA, len(DATA))])
+    with pytest.raises(BuildError, match="interrupted") as caught:
+        assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers())
+    assert only_problem(caught.value).file is not None
+    assert assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers()).read_bytes() == DATA
+
+
+def test_asset_problems_annotate_recipe_json_lines_on_github(store: Path, tmp_path: Path) -> None:
+    [src] = recipe_sources(tmp_path, store.as_uri(), [("w.bin", DATA, 5)])
+    with pytest.raises(IntegrityError) as caught:
+        assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers())
+    [problem] = paths.located(caught.value.problems, root=tmp_path)
+    text = report.annotation(problem)
+    line = line_of(tmp_path / "recipes/m/recipe.json", 0, "size")
+    assert text.startswith(f"::error file=recipes/m/recipe.json,line={line},")
+
+
+def test_size_from_headers() -> None:
+    assert assets.full_size("bytes 10-19/20", "10", 10) == 20
+    assert assets.full_size("bytes 10-19/*", "10", 10) is None
+    assert assets.full_size(None, "30", 0) == 30
+    assert assets.full_size(None, None, 0) is None
 
 
 @pytest.fixture
