@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 from scrollcase.box.release import ReleaseAsset
-from scrollcase.errors import BuildError, IntegrityError, Problem
+from scrollcase.errors import BuildError, IntegrityError, Problem, describe_path
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import finish_resumed, resume_path
 from scrollcase.recipe.jsonpos import JsonPath, render_path
 from scrollcase.recipe.loader import locate_in_recipe
-from scrollcase.recipe.model import Asset
+from scrollcase.recipe.model import Asset, Recipe
 
 if TYPE_CHECKING:  # boto3-stubs: types only
     from mypy_boto3_s3 import S3Client
@@ -195,7 +195,7 @@ def size_error(source: AssetSource, total: int | None) -> IntegrityError:
     message = f"the file at {source.url} is {has}, not the {source.size} this field declares"
     return IntegrityError(
         f"asset {source.name!r} does not match its size in recipe.json",
-        problems=[source.problem("size", message, fix, value=str(source.size))],
+        problems=[source.problem("size", message, fix)],
     )
 
 
@@ -208,7 +208,7 @@ def digest_error(source: AssetSource, digest: str) -> IntegrityError:
     message = f"the file at {source.url} has sha256 {digest}, not the one this field declares"
     return IntegrityError(
         f"asset {source.name!r} does not match its sha256 in recipe.json",
-        problems=[source.problem("sha256", message, fix, value=source.sha256)],
+        problems=[source.problem("sha256", message, fix)],
     )
 
 
@@ -267,12 +267,42 @@ def place_assets(
     return placed
 
 
+def local_asset_problems(recipe: Recipe, recipe_file: Path) -> list[Problem]:
+    """What ``validate`` tells of file:// assets before any build: each file exists, has recipe.json's
+    size and then its sha256, every problem at the line that declares it.  Remote assets are the build's."""
+    if urllib.parse.urlsplit(recipe.assetBaseUrl).scheme != "file":
+        return []
+    problems: list[Problem] = []
+    for source in plan_assets(recipe.assetBaseUrl, recipe.modelCacheSubdir, recipe.assets, recipe_file):
+        problems.extend(_local_problems(source))
+    return problems
+
+
+def _local_problems(source: AssetSource) -> Sequence[Problem]:
+    path = file_url_path(source.url)
+    try:
+        size = path.stat().st_size if path.is_file() else None
+    except OSError:
+        size = None
+    if size is None:
+        fix = "put the asset there, or fix this path or assetBaseUrl"
+        return [source.problem("path", f"no file at {describe_path(path)}", fix, value=source.url)]
+    if size != source.size:
+        return size_error(source, size).problems
+    digest = sha256_file(path)[0]
+    return digest_error(source, digest).problems if digest != source.sha256 else []
+
+
 # --- transports ------------------------------------------------------------------------------------
 
 
+def file_url_path(url: str) -> Path:
+    """The local path of a ``file://`` URL."""
+    return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+
+
 def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
-    path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
-    with path.open("rb") as src:
+    with file_url_path(url).open("rb") as src:
         announce_size(out, os.fstat(src.fileno()).st_size)
         src.seek(offset)
         shutil.copyfileobj(src, out, CHUNK)

@@ -66,9 +66,13 @@ def targets_to_check(paths: Sequence[str], root: Path) -> list[Path]:
 
 
 def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
+    from scrollcase.box.assets import local_asset_problems  # the build's rules for assets, loaded when used
+
     outcomes: list[RecipeOutcome[None]] = []
     for file in files:
         recipe, problems = check_recipe_dir(file)
+        if recipe is not None:  # file:// assets: their size and sha256, before any build
+            problems = [*problems, *local_asset_problems(recipe, file / RECIPE_FILE if file.is_dir() else file)]
         recipe_id = recipe.recipeId if recipe is not None else None
         outcomes.append(RecipeOutcome(describe_path(file), recipe_id, tuple(problems)))
     return outcomes
