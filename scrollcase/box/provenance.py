@@ -33,3 +33,10 @@ def provenance_from_env(env: Mapping[str, str]) -> BuildProvenance | None:
     if not all(values.values()):
         return None
     return BuildProvenance(**values)
+
+
+def describe_provenance(provenance: BuildProvenance | None) -> str:
+    """One line naming where a release was built, for messages: its repository, ref, commit and run."""
+    if provenance is None:
+        return "a build outside GitHub Actions (no provenance)"
+    return f"{provenance.repository} {provenance.ref} at {provenance.commit[:12]} (run {provenance.runId})"

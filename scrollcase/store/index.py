@@ -101,13 +101,26 @@ def merge_entry(index: BoxIndex | None, box_id: str, version: str, entry: IndexE
         return None
     if existing is not None:
         raise ConflictError(
-            f"index {index_key(box_id)} already lists {box_id} {version} {entry.targetId} with sha256 "
-            f"{existing.sha256} ({existing.size} bytes), not {entry.sha256} ({entry.size} bytes)",
+            f"index {index_key(box_id)} already lists {box_id} {version} {entry.targetId} with another entry: "
+            f"{entry_differences(existing, entry)}",
             fix="releases are immutable: bump the version in recipe.json and rebuild",
         )
     versions = {v: dict(targets) for v, targets in current.versions.items()}
     versions.setdefault(version, {})[entry.targetId] = entry
     return current.model_copy(update={"versions": versions})
+
+
+def entry_differences(listed: IndexEntry, new: IndexEntry) -> str:
+    """What differs between the listed entry and this publish's: the archive's sha256 and size when they
+    do, else the fields that do (``releaseSha256`` alone: another release manifest of the same archive)."""
+    if (listed.sha256, listed.size) != (new.sha256, new.size):
+        return (
+            f"its archive has sha256 {listed.sha256} ({listed.size} bytes) in the index, this publish's "
+            f"{new.sha256} ({new.size} bytes)"
+        )
+    old_fields, new_fields = listed.model_dump(mode="json"), new.model_dump(mode="json")
+    names = sorted(name for name in old_fields if old_fields[name] != new_fields[name])
+    return f"the same archive (sha256 {new.sha256}), but {', '.join(names)} differ"
 
 
 def dump_index(index: BoxIndex) -> bytes:

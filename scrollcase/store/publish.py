@@ -5,12 +5,15 @@ has one), then the release manifest, then the box index.  A reader that sees a m
 always fetch its archive and SBOM, and an interrupted publish leaves at most an archive without a
 manifest, which a rerun completes.
 Every object is created with create-if-absent semantics: an existing key with the same bytes is
-skipped (republishing is a no-op), with different bytes it is a ConflictError.
+skipped (republishing is a no-op), with different bytes it is a ConflictError.  One exception: a
+release manifest that differs from the stored one only in ``provenance`` (the same archive rebuilt by a
+later tag's run) is "already published": the stored manifest stays, and this publish writes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,6 +25,7 @@ from scrollcase.box.boxjson import BoxJson
 from scrollcase.box.evidence import evidence_problems
 from scrollcase.box.frames import check_frame_table
 from scrollcase.box.peek import read_box_json
+from scrollcase.box.provenance import BuildProvenance, describe_provenance
 from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
@@ -107,7 +111,9 @@ class RemoteState:
     ``index``: the index as read (None: there is none yet); ``index_file``: where it is, for messages;
     ``dangling``: index entries whose archive or release manifest is missing from the store;
     ``earlier``: the framed archives of other releases of the box that the new archive may copy bytes from
-    (best first); ``notes``: earlier releases passed over, and why.
+    (best first); ``notes``: earlier releases passed over, and why; ``stored_release``: the release
+    manifest the store holds under this release's key when its bytes are not this publish's (None: absent,
+    the same bytes, or not a release manifest).
     """
 
     objects: Mapping[str, ObjectInfo | None]
@@ -117,6 +123,7 @@ class RemoteState:
     dangling: tuple[str, ...] = ()
     earlier: tuple[EarlierArchive, ...] = ()
     notes: tuple[str, ...] = ()
+    stored_release: ReleaseManifest | None = None
 
 
 @dataclass(frozen=True)
@@ -129,10 +136,24 @@ class PublishPlan:
     index_entry: IndexEntry
     index_action: Literal["update", "skip"]
     warnings: tuple[str, ...] = ()  # found while planning, nothing to refuse for (dangling index entries)
+    # The stored release manifest that stays in place of this build's, which differs from it only in
+    # provenance (a later tag rebuilt the same archive); None when this build's manifest is the one published.
+    kept: ReleaseManifest | None = None
+    provenance: BuildProvenance | None = None  # this build's, as its manifest records it
 
     @property
     def release(self) -> str:
         return f"{self.box_id} {self.version} {self.target_id}"
+
+    def already_published_notice(self) -> str | None:
+        """What a publish of a release the store already holds (but for provenance) says; None otherwise."""
+        if self.kept is None:
+            return None
+        return (
+            f"{self.release} is already published: the store keeps the release built by "
+            f"{describe_provenance(self.kept.provenance)}; this build ({describe_provenance(self.provenance)}) "
+            "has the same archive and differs only in provenance, so nothing of it is published"
+        )
 
     @property
     def bytes_to_upload(self) -> int:
@@ -147,7 +168,7 @@ class PublishPlan:
         return sum(u.bytes_reused for u in self.uploads)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "release": {"boxId": self.box_id, "version": self.version, "targetId": self.target_id},
             "uploads": [u.to_json() for u in self.uploads],
             "bytesToUpload": self.bytes_to_upload,
@@ -155,7 +176,12 @@ class PublishPlan:
             "bytesReused": self.bytes_reused,
             "index": {"key": self.index_key, "action": self.index_action},
             "warnings": list(self.warnings),
+            "alreadyPublished": self.kept is not None,
         }
+        if self.kept is not None:
+            kept = self.kept.provenance
+            out["keptProvenance"] = kept.model_dump(mode="json") if kept else None
+        return out
 
 
 def release_label(manifest: ReleaseManifest) -> str:
@@ -282,21 +308,12 @@ def plan_publish(
     check_sbom(manifest, sbom, manifest_file)
     if remote.index is not None:
         check_index_box(remote.index, manifest.boxId, remote.index_file)
-    release_bytes = dump_release(manifest)
-    sidecar = sidecar_text(archive.sha256, manifest.archive.name)
-    wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [
-        ("archive", manifest.keys.archive, archive.size, archive.sha256, None),
-        ("sha256", manifest.keys.sha256, len(sidecar), sha256_bytes(sidecar), sidecar),
-        *[("sbom", key, len(sbom), sha256_bytes(sbom), sbom) for key in [sbom_key(manifest)] if key and sbom],
-        ("release", manifest.keys.release, len(release_bytes), sha256_bytes(release_bytes), release_bytes),
-    ]
-    uploads = tuple(
-        _decide(manifest, kind, key, size, sha, data, remote.objects.get(key)) for kind, key, size, sha, data in wanted
-    )
+    kept = kept_release(manifest, remote)
+    uploads = _uploads(manifest, archive, remote, sbom, kept)
     if uploads[0].action == "upload" and remote.earlier:
         pieces = layout(archive.size, plan_reuse(manifest.archive.frames or [], remote.earlier))
         uploads = (replace(uploads[0], pieces=pieces), *uploads[1:])
-    entry = entry_for(manifest)
+    entry = _index_entry(manifest, remote, kept)
     # A disagreeing entry for this (version, target) is a ConflictError now, not after the uploads.
     listed = merge_entry(remote.index, manifest.boxId, manifest.version, entry) is None if remote.index else False
     warnings = (
@@ -310,8 +327,76 @@ def plan_publish(
         uploads=uploads,
         index_key=index_key(manifest.boxId),
         index_entry=entry,
-        index_action="skip" if (listed or remote.index_lists_release) else "update",
+        index_action="skip" if (listed or (remote.index_lists_release and kept is None)) else "update",
         warnings=warnings,
+        kept=kept,
+        provenance=manifest.provenance,
+    )
+
+
+def _uploads(
+    manifest: ReleaseManifest,
+    archive: LocalArchive,
+    remote: RemoteState,
+    sbom: bytes | None,
+    kept: ReleaseManifest | None,
+) -> tuple[Upload, ...]:
+    """Each object of the release, in publish order, to upload or skip (a ConflictError when the store
+    holds other bytes).  With ``kept``, the stored release manifest stays as it is."""
+    release_bytes = dump_release(manifest)
+    sidecar = sidecar_text(archive.sha256, manifest.archive.name)
+    wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [
+        ("archive", manifest.keys.archive, archive.size, archive.sha256, None),
+        ("sha256", manifest.keys.sha256, len(sidecar), sha256_bytes(sidecar), sidecar),
+        *[("sbom", key, len(sbom), sha256_bytes(sbom), sbom) for key in [sbom_key(manifest)] if key and sbom],
+        ("release", manifest.keys.release, len(release_bytes), sha256_bytes(release_bytes), release_bytes),
+    ]
+    uploads = []
+    for kind, key, size, sha, data in wanted:
+        existing = remote.objects.get(key)
+        if kind == "release" and kept is not None and existing is not None:
+            reason = (
+                f"already published by {describe_provenance(kept.provenance)}; this build differs in provenance only"
+            )
+            uploads.append(Upload(kind, key, existing.size, existing.sha256 or sha, "skip", reason))
+            continue
+        if kind != "archive" and kept is None and remote.stored_release is not None:
+            # The stored manifest says best what differs (its sidecar or SBOM would only name other bytes).
+            raise release_conflict(manifest, manifest.keys.release, remote.stored_release)
+        uploads.append(_decide(manifest, kind, key, size, sha, data, existing))
+    return tuple(uploads)
+
+
+def _index_entry(manifest: ReleaseManifest, remote: RemoteState, kept: ReleaseManifest | None) -> IndexEntry:
+    """The index entry of the release as published: this build's, or the kept manifest's (whose bytes the
+    store holds, so its digest is the stored object's)."""
+    if kept is None:
+        return entry_for(manifest)
+    stored = remote.objects.get(kept.keys.release)
+    entry = entry_for(kept)
+    if stored is not None and stored.sha256 is not None:
+        entry = entry.model_copy(update={"releaseSha256": stored.sha256})
+    return entry
+
+
+def kept_release(manifest: ReleaseManifest, remote: RemoteState) -> ReleaseManifest | None:
+    """The stored release manifest when it differs from ``manifest`` only in ``provenance`` (None otherwise).
+
+    A later tag that rebuilds an unchanged recipe makes a byte-identical archive whose manifest names
+    another tag, commit and run: that release is already published, and the first provenance stays."""
+    stored = remote.stored_release
+    if stored is None or stored.keys.release != manifest.keys.release:
+        return None
+    return stored if manifest_differences(stored, manifest) == [] else None
+
+
+def manifest_differences(stored: ReleaseManifest, new: ReleaseManifest) -> list[str]:
+    """The top-level fields in which two release manifests differ, ``provenance`` aside (sorted)."""
+    old_fields, new_fields = json.loads(dump_release(stored)), json.loads(dump_release(new))
+    return sorted(
+        name
+        for name in old_fields.keys() | new_fields.keys()
+        if name != "provenance" and old_fields.get(name) != new_fields.get(name)
     )
 
 
@@ -363,17 +448,49 @@ def _decide(
         return Upload(kind, key, size, sha, "upload", "not in the store yet", data)
     if existing.size == size and existing.sha256 == sha:
         return Upload(kind, key, size, sha, "skip", "identical bytes already published", data)
-    raise conflict(manifest, key, existing, size, sha)
+    raise conflict(manifest, key, existing, size, sha, kind)
 
 
-def conflict(manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: int, sha: str) -> ConflictError:
+_BUMP = (
+    "published releases are immutable: bump `version` in recipes/{recipe}/recipe.json (now {version}), rebuild "
+    "and publish the new version (or publish to a different store/prefix)"
+)
+
+
+def bump_fix(manifest: ReleaseManifest) -> str:
+    return _BUMP.format(recipe=manifest.recipeId, version=manifest.recipeVersion)
+
+
+def conflict(
+    manifest: ReleaseManifest, key: str, existing: ObjectInfo, size: int, sha: str, kind: ObjectKind = "archive"
+) -> ConflictError:
+    """A key that holds other bytes than this publish's: which key, both sizes and digests, and the fix."""
     theirs = f"sha256 {existing.sha256}" if existing.sha256 else "an unknown sha256"
+    what = "its archive " if kind == "archive" else ""
+    ours = "this build's archive is" if kind == "archive" else "this publish has"
     return ConflictError(
-        f"release {release_label(manifest)} is already published with different bytes: {key} holds "
-        f"{existing.size} bytes with {theirs}, this publish has {size} bytes with sha256 {sha}",
-        fix="published releases are immutable: bump `version` in recipe.json, rebuild and publish the new "
-        "version (or publish to a different store/prefix)",
+        f"release {release_label(manifest)} is already published with different bytes: {what}{key} holds "
+        f"{existing.size} bytes with {theirs} (stored), {ours} {size} bytes with sha256 {sha} (new)",
+        fix=bump_fix(manifest),
     )
+
+
+def release_conflict(manifest: ReleaseManifest, key: str, stored: ReleaseManifest) -> ConflictError:
+    """The stored release manifest is another than this build's, and not only in provenance: what differs."""
+    label = release_label(manifest)
+    if (stored.archive.size, stored.archive.sha256) != (manifest.archive.size, manifest.archive.sha256):
+        message = (
+            f"release {label} is already published with another archive: {key} names {stored.archive.size} bytes "
+            f"with sha256 {stored.archive.sha256} (stored), this build's archive is {manifest.archive.size} bytes "
+            f"with sha256 {manifest.archive.sha256} (new)"
+        )
+    else:
+        fields = ", ".join(manifest_differences(stored, manifest))
+        message = (
+            f"release {label} is already published with the same archive (sha256 {manifest.archive.sha256}) but "
+            f"another release manifest: {key} differs from this build's in {fields} (provenance aside)"
+        )
+    return ConflictError(message, fix=bump_fix(manifest))
 
 
 # ----------------------------------------------------------------------------------------- executors
@@ -410,6 +527,7 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
             blob = store.get_bytes(key)
             info = ObjectInfo(key, len(blob.data), sha256_bytes(blob.data), blob.etag) if blob else None
         objects[key] = info
+    stored_release = read_stored_release(store, manifest, objects.get(manifest.keys.release))
     key = index_key(manifest.boxId)
     blob = store.get_bytes(key)
     current = parse_index(blob.data, store.url_for(key)) if blob else None
@@ -417,7 +535,13 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
         manifest
     )
     if current is None or current.boxId != manifest.boxId:
-        return RemoteState(objects=objects, index_lists_release=listed, index=current, index_file=store.url_for(key))
+        return RemoteState(
+            objects=objects,
+            index_lists_release=listed,
+            index=current,
+            index_file=store.url_for(key),
+            stored_release=stored_release,
+        )
     missing = missing_keys(store, current)
     earlier: tuple[EarlierArchive, ...] = ()
     notes: tuple[str, ...] = ()
@@ -431,7 +555,23 @@ def read_remote_state(store: Store, manifest: ReleaseManifest) -> RemoteState:
         dangling=dangling_entries(current, missing),
         earlier=earlier,
         notes=notes,
+        stored_release=stored_release,
     )
+
+
+def read_stored_release(store: Store, manifest: ReleaseManifest, info: ObjectInfo | None) -> ReleaseManifest | None:
+    """The release manifest the store holds under this release's key, when its bytes are not this build's
+    (to tell a rebuild that differs only in provenance from a conflict); None when absent, the same bytes,
+    or not a release manifest (the conflict then names its digest)."""
+    if info is None or info.sha256 == sha256_bytes(dump_release(manifest)):
+        return None
+    blob = store.get_bytes(manifest.keys.release)
+    if blob is None:
+        return None
+    try:
+        return parse_release(blob.data, store.url_for(manifest.keys.release))
+    except IntegrityError:
+        return None
 
 
 def missing_keys(store: Store, index: BoxIndex) -> set[str]:
@@ -582,7 +722,17 @@ def publish(
     for step in plan.uploads:  # in order: archive, sidecar, SBOM, manifest
         if step.action != "upload":
             continue
-        transfer = _execute_upload(store, manifest, step, archive, progress, meter)
+        try:
+            transfer = _execute_upload(store, manifest, step, archive, progress, meter)
+        except ConflictError:
+            if step.kind != "release":
+                raise
+            # Another publisher wrote its manifest first: plan again against it, which raises the conflict
+            # unless it differs from ours only in provenance (then it is kept, as if it had been there before).
+            with waiting(progress, store.url):
+                remote = read_remote_state(store, manifest)
+            plan = replace(plan_publish(manifest, archive, remote, manifest_file, sbom), uploads=plan.uploads)
+            continue
         if transfer is not None:
             uploaded.append(step.key)
             moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)
