@@ -30,7 +30,7 @@ from typing import Any
 
 import zstandard
 
-from scrollcase.box.archive import pack_tree
+from scrollcase.box.archive import PackResult, pack_tree, plan_pack
 from scrollcase.box.boxjson import BoxJson, dump_box_json
 from scrollcase.box.filedigests import digest_tree
 from scrollcase.box.frames import frame_table
@@ -58,6 +58,7 @@ CATALOGUE = "vectors.json"
 VERSION = "1.0.0"
 TARGET = Target(platform="linux", arch="x86_64", accelerator="cpu")
 TARGET_ID = "linux-x86_64-cpu"
+FRAMES = "frames.json"  # beside a valid vector's manifest: what its frames hold
 KEPT = ("README.md", "generate.py", "__init__.py")  # hand-written files of tests/vectors/, never generated
 LONG_DEST = "/srv/" + "long/" * 37 + "box"  # 193 + 3 = 196 bytes: exactly the placeholder's length
 TOO_LONG_DEST = "/srv/" + "too-long/" * 27 + "box"  # 251 bytes
@@ -277,6 +278,8 @@ def make_valid(out: Path, vector: Valid) -> dict[str, Any]:
         relocation = RelocationInfo(placeholder=PH, files=scan_prefix_files(root, PH))
         (root / "box.json").write_bytes(dump_box_json(make_box_json(vector.name, relocation, root)))
         packed = pack_tree(root, folder / archive_name(vector.name))
+        frames = folder / FRAMES
+        frames.write_bytes(canonical_json(frame_contents(root, packed)))
         box = make_box_json(vector.name, relocation, root)
         info = ArchiveInfo(
             name=packed.path.name, size=packed.size, sha256=packed.sha256, frames=frame_table(packed.frames)
@@ -291,8 +294,29 @@ def make_valid(out: Path, vector: Valid) -> dict[str, Any]:
         "description": vector.description,
         "release": release.relative_to(out).as_posix(),
         "archive": packed.path.relative_to(out).as_posix(),
+        "frames": frames.relative_to(out).as_posix(),
         "installs": installs,
     }
+
+
+def frame_contents(root: Path, packed: PackResult) -> dict[str, Any]:
+    """``frames.json``: the tar stream all frames decompress to (size, sha256), and per frame of the table
+    the members the packer planned for it (docs/format.md §3.2), for a reader that ignores frames and one
+    that decompresses each frame on its own (tests/unit/test_format_doc.py runs both)."""
+    data = packed.path.read_bytes()
+    stream = b"".join(
+        zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.size]) for f in packed.frames
+    )
+    planned = {unit.name: unit.members for unit in plan_pack(root).units}
+    rows = [
+        {
+            "name": frame.name,
+            "uncompressedSize": frame.uncompressed_size,
+            "members": [{"path": m.name, "type": m.kind} for m in planned.get(frame.name, ())],
+        }
+        for frame in packed.frames
+    ]
+    return {"stream": {"size": len(stream), "sha256": sha256_bytes(stream)}, "frames": rows}
 
 
 def _write_install(folder: Path, root: Path, relocation: RelocationInfo, install: Install) -> dict[str, Any]:
@@ -483,7 +507,7 @@ REFUSED = (
     ),
     Refused(
         "frame-table",
-        "the demo archive, with a manifest whose frame table gives one frame another sha256",
+        "the demo archive, with a manifest whose frame table gives the box.json frame another sha256",
         "frames",
         "IntegrityError",
         8,
