@@ -25,6 +25,7 @@ from scrollcase.pixi.classify import (
     pypi_torch_releases,
     pytorch_index,
 )
+from scrollcase.pixi.engine import OVERRIDES_ENV, channel_url
 from scrollcase.pixi.lockfile import LockedPackage, LockFile
 from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.pixi.rattler_errors import rattler_exceptions
@@ -144,21 +145,42 @@ def format_problems(inp: LockCheckInput) -> list[Problem]:
 
 
 def channel_problems(inp: LockCheckInput) -> list[Problem]:
+    """The lock was solved with the channels pixi.toml names (overrides applied), located at pixi.toml's
+    ``channels`` line: the edit that made the lock stale is there, or in the overrides."""
     env = inp.lock.environments[inp.environment]
     locked = tuple(c.rstrip("/") + "/" for c in env.channels)
     if locked == inp.channels:
         return []
+    overridden = inp.channels != tuple(channel_url(c) for c in inp.manifest.channels)
+    asks = "pixi.toml with this run's channel overrides" if overridden else "pixi.toml"
     return [
         Problem(
             message=f"the lock is stale: it was solved with channels [{', '.join(locked)}] "
-            f"but pixi.toml asks for [{', '.join(inp.channels)}]",
-            file=inp.lock.file,
-            line=env.line,
-            key=f"environments.{inp.environment}.channels",
+            f"but {asks} asks for [{', '.join(inp.channels)}] ({inp.lock.file}:{env.line})",
+            file=inp.manifest.file,
+            line=inp.manifest.line_of("channels", "workspace"),
+            key="workspace.channels",
             value=", ".join(locked),
-            fix=_relock(inp),
+            fix=_channel_fix(inp, locked),
         )
     ]
+
+
+def _channel_fix(inp: LockCheckInput, locked: Sequence[str]) -> str:
+    """Re-lock; or, when the lock holds a mirror of the same channels, name the override that reads it."""
+    relock = _relock(inp)
+    if len(locked) != len(inp.channels) or len(locked) != len(inp.manifest.channels):
+        return relock
+    pairs = [
+        f"{name}={url}"
+        for name, wanted, url in zip(inp.manifest.channels, inp.channels, locked, strict=True)
+        if wanted != url
+    ]
+    return (
+        f"{relock}; or, if the lock was solved from a mirror on purpose, give lock-check (and build) the same "
+        f"override: {OVERRIDES_ENV}={','.join(pairs)} (or --channel-override {' --channel-override '.join(pairs)}; "
+        "docs/locks.md, Channel overrides)"
+    )
 
 
 # The record's build number: the lock model keeps none, and no spec made from pixi.toml names one.
@@ -217,33 +239,24 @@ def dependency_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) 
         verdict = spec_matches(spec, locked)
         if verdict is True:
             continue
+        held = f"{locked.name} {locked.version} {locked.build or ''}".rstrip()
+        where = f"{inp.lock.file}:{_at(inp, locked)}"
         if verdict is False:
-            message = (
-                f"the lock is stale: pixi.toml asks for {spec} but the lock holds "
-                f"{locked.name} {locked.version} {locked.build or ''}".rstrip()
-            )
+            message = f"the lock is stale: pixi.toml asks for {spec} but the lock holds {held} ({where})"
         else:
             message = f"cannot check {spec} against the lock: {verdict}"
-        problems.append(
-            Problem(
-                message=message,
-                file=inp.lock.file,
-                line=locked.line or locked.entry_line,
-                key=dep.name,
-                value=f"{locked.name} {locked.version} {locked.build or ''}".rstrip(),
-                fix=_relock(inp),
-            )
-        )
+        problems.append(_manifest_problem(inp, dep, message, held))
     return problems
 
 
-def _manifest_problem(inp: LockCheckInput, dep: Dependency, message: str, spec: str) -> Problem:
+def _manifest_problem(inp: LockCheckInput, dep: Dependency, message: str, value: str) -> Problem:
+    """A stale lock named at the pixi.toml line of the dependency that differs: the line the user edited."""
     return Problem(
         message=message,
         file=inp.manifest.file,
         line=inp.manifest.line_of(dep.name, dep.table),
         key=f"{dep.table}.{dep.name}",
-        value=spec,
+        value=value,
         fix=_relock(inp),
     )
 

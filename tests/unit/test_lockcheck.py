@@ -119,11 +119,15 @@ def test_stale_after_a_manifest_edit_points_at_pixi_toml() -> None:
     assert problems[0].file == "recipes/d/pixi.toml" and problems[0].line == 13
 
 
-def test_stale_version_pin_points_at_the_locked_record() -> None:
+def test_a_stale_version_pin_points_at_the_pixi_toml_line_that_changed() -> None:
+    """The user edited pixi.toml, not pixi.lock: the annotation lands on their diff; the lock's record is
+    named in the message."""
     problems = check(lock_text(*GOOD), MANIFEST.replace('python = "3.11.*"', 'python = "3.12.*"'))
     assert len(problems) == 1 and "stale" in problems[0].message
-    assert problems[0].file == "recipes/d/pixi.lock" and problems[0].line == 12
+    assert problems[0].file == "recipes/d/pixi.toml" and problems[0].line == 10
+    assert problems[0].key == "dependencies.python" and "(recipes/d/pixi.lock:12)" in problems[0].message
     assert problems[0].value == "python 3.11.9 h9e4cc4f_1_cpython"
+    assert "scrollcase lock demo-linux-x86_64-cuda12.4" in (problems[0].fix or "")
 
 
 def test_missing_platform() -> None:
@@ -440,7 +444,7 @@ def test_the_build_stage_checks_only_the_locked_accelerator() -> None:
     stale_cpu = lock_text(GOOD[0], "linux-64/pytorch-2.5.1-cpu_mkl_py311_h2_100.conda", GOOD[2])
     manifest = parse_manifest(MANIFEST.replace('"3.11.*"', '"3.12.*"').replace('build = "cuda*"', 'build = "*"'))
     inp = LockCheckInput("demo", CUDA, manifest, parse_lock(stale_cpu, "recipes/d/pixi.lock"), (CF,))
-    assert [p.key for p in check_lock(inp).problems] == ["python", "torch"]
+    assert [p.key for p in check_lock(inp).problems] == ["dependencies.python", "torch"]
     (problem,) = locked_accelerator_problems(inp)  # not the stale python pin: build only guards the accelerator
     assert problem.key == "torch" and "CPU build" in problem.message
     good = LockCheckInput("demo", CUDA, manifest, parse_lock(lock_text(*GOOD)), (CF,))
@@ -490,11 +494,25 @@ def test_a_lock_solved_with_fewer_channels_than_pixi_toml_asks_for_is_stale() ->
     pytorch = "https://conda.anaconda.org/pytorch/"
     inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD)), (CF, pytorch))
     (problem,) = check_lock(inp).problems
-    assert (
-        problem.message
-        == f"the lock is stale: it was solved with channels [{CF}] but pixi.toml asks for [{CF}, {pytorch}]"
+    assert problem.message == (
+        f"the lock is stale: it was solved with channels [{CF}] but pixi.toml with this run's channel "
+        f"overrides asks for [{CF}, {pytorch}] (pixi.lock:3)"
     )
-    assert problem.key == "environments.default.channels" and problem.value == CF
+    assert problem.key == "workspace.channels" and problem.value == CF
+    assert (problem.file, problem.line) == ("pixi.toml", 3)
+
+
+MIRROR = "file:///srv/mirror/conda-forge/"
+
+
+def test_a_lock_solved_from_a_mirror_names_the_override_that_reads_it() -> None:
+    inp = LockCheckInput("demo", CUDA, parse_manifest(MANIFEST), parse_lock(lock_text(*GOOD, channel=MIRROR)), (CF,))
+    (problem,) = check_lock(inp).problems
+    assert problem.message.startswith(f"the lock is stale: it was solved with channels [{MIRROR}] but pixi.toml asks")
+    assert (problem.file, problem.line, problem.key) == ("pixi.toml", 3, "workspace.channels")
+    fix = problem.fix or ""
+    assert "scrollcase lock demo" in fix and f"SCROLLCASE_CHANNEL_OVERRIDES=conda-forge={MIRROR}" in fix
+    assert f"--channel-override conda-forge={MIRROR}" in fix
 
 
 # --- conda dependencies --------------------------------------------------------------------------------
@@ -515,7 +533,7 @@ def test_a_dependency_pinned_to_a_channel_must_be_locked_from_it() -> None:
     pinned = MANIFEST.replace('build = "cuda*" }', 'build = "cuda*", channel = "conda-forge" }')
     assert check(lock_text(*GOOD), pinned) == []
     problems = check(lock_text(*GOOD), pinned.replace('channel = "conda-forge"', 'channel = "pytorch"'))
-    assert [(p.key, p.value) for p in problems] == [("pytorch", "pytorch 2.5.1 cuda124_py311_h1_300")]
+    assert [(p.key, p.value) for p in problems] == [("dependencies.pytorch", "pytorch 2.5.1 cuda124_py311_h1_300")]
     assert problems[0].message.startswith('the lock is stale: pixi.toml asks for pytorch::pytorch[version="2.*"')
 
 
@@ -524,7 +542,7 @@ def test_packages_locked_from_a_path_are_checked_by_name_and_version_only() -> N
     text = with_local_packages(lock_text(*GOOD))
     assert check(text, manifest) == []  # a path has no channel URL to compare
     stale = check(text, manifest.replace('version = "1.0"', 'version = "2.*"'))
-    assert [(p.key, p.value) for p in stale] == [("mypkg", "mypkg 1.0 h0_0")]
+    assert [(p.key, p.value) for p in stale] == [("dependencies.mypkg", "mypkg 1.0 h0_0")]
 
 
 def test_every_dependency_is_checked_past_a_missing_one_and_a_good_one() -> None:
@@ -533,10 +551,10 @@ def test_every_dependency_is_checked_past_a_missing_one_and_a_good_one() -> None
     )
     manifest = manifest.replace('cuda-version = "12.4.*"', 'cuda-version = "12.8.*"')
     problems = check(lock_text(*GOOD), manifest)
-    assert [p.key for p in problems] == ["dependencies.numpy", "python", "cuda-version"]
+    assert [p.key for p in problems] == ["dependencies.numpy", "dependencies.python", "dependencies.cuda-version"]
     assert problems[1].message == (
         'the lock is stale: pixi.toml asks for python[version="3.12.*"] but the lock holds '
-        "python 3.11.9 h9e4cc4f_1_cpython"
+        "python 3.11.9 h9e4cc4f_1_cpython (recipes/d/pixi.lock:12)"
     )
 
 
@@ -553,7 +571,8 @@ def test_conda_specs_are_read_leniently_as_pixi_reads_them_and_unreadable_ones_a
     assert problem.message.startswith(
         'cannot check python[version=">=3.8<3.9"] against the lock: InvalidMatchSpecError'
     )
-    assert (problem.key, problem.line, problem.value) == ("python", 12, "python 3.11.9 h9e4cc4f_1_cpython")
+    assert (problem.file, problem.line) == ("recipes/d/pixi.toml", 10)  # the spec to fix is in pixi.toml
+    assert (problem.key, problem.value) == ("dependencies.python", "python 3.11.9 h9e4cc4f_1_cpython")
 
 
 # --- PyPI specifiers -----------------------------------------------------------------------------------
