@@ -6,6 +6,8 @@ import copy
 import json
 from typing import Any
 
+from scrollcase.recipe.targets import TargetSpec
+
 CUDA_RECIPE: dict[str, Any] = {
     "schemaVersion": 1,
     "recipeId": "my-model-linux-x86_64-cuda12.4",
@@ -55,3 +57,23 @@ def cpu_recipe() -> dict[str, Any]:
 
 def to_text(data: Any) -> str:
     return json.dumps(data, indent=2) + "\n"
+
+
+def pixi_toml(data: dict[str, Any]) -> str:
+    """A pixi.toml that follows every rule for the recipe ``data`` (validate and lock-check check them)."""
+    target = data["target"]
+    spec = TargetSpec(target["platform"], target["arch"], target["accelerator"], target.get("cudaVersion"))
+    lines = [
+        "[workspace]",
+        f'name = "{data["recipeId"]}"',
+        'channels = ["conda-forge"]',
+        f'platforms = ["{spec.subdir}"]',
+    ]
+    if spec.is_cuda:
+        lines += ["", "[system-requirements]", f'cuda = "{spec.cuda_version}"']
+    lines += ["", "[dependencies]", f'python = "{data["pythonVersion"]}.*"']
+    build = "cuda*" if spec.is_cuda else "cpu*"
+    lines += [f'pytorch = {{ version = "2.*", build = "{build}" }}']
+    if spec.is_cuda:
+        lines += [f'cuda-version = "{spec.cuda_version}.*"']
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,8 @@
-"""``scrollcase doctor --recipe ID``: can this machine build this recipe, and is its pixi.toml right?"""
+"""``scrollcase doctor --recipe ID``: can this machine build this recipe?  It shows pixi.toml's rules too.
+
+The rules are ``validate``'s and ``lock-check``'s (machine-independent, all recipes at once, run in CI);
+doctor runs the same function for one recipe so its report is complete, and adds what only the build
+machine can tell: its platform, NVIDIA driver, free disk and pixi."""
 
 from __future__ import annotations
 
@@ -18,17 +22,17 @@ from scrollcase.console import Console
 from scrollcase.errors import HostError, ManifestError, describe_path
 from scrollcase.host.doctor import diagnose
 from scrollcase.host.facts import HostProbes, gather_facts
-from scrollcase.pixi.manifest import load_manifest
-from scrollcase.pixi.rules import manifest_problems
+from scrollcase.pixi.rules import recipe_manifest_problems
 from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "doctor"
-HELP = "check pixi.toml against the recipe and this machine against the target"
+HELP = "check this machine against the recipe's target (and show the pixi.toml rules)"
 DESCRIPTION = (
-    "Static checks of the recipe's pixi.toml (platforms, CUDA system requirement and "
-    "cuda-version pin, pytorch build, python) and host checks (native platform/arch, NVIDIA driver "
-    "version for CUDA targets, free disk space, pixi version).  Each check is pass/warn/fail/skip; exit "
-    "3 on a pixi.toml failure, 11 on a host failure."
+    "Host checks for one recipe (native platform/arch, NVIDIA driver version for CUDA targets, "
+    "free disk space, pixi version), after the pixi.toml rules that `validate` and `lock-check` "
+    "enforce for every recipe (platforms, CUDA system requirement and cuda-version pin, pytorch "
+    "build, python).  Each check is pass/warn/fail/skip; exit 3 on a pixi.toml failure, 11 on a host "
+    "failure."
 )
 
 
@@ -57,7 +61,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 def run(args: DoctorArgs, console: Console) -> int:
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
     recipe = recipe_dir.recipe
-    findings = manifest_problems(load_manifest(recipe_dir.manifest_file), recipe)
+    findings = recipe_manifest_problems(recipe_dir.manifest_file, recipe)
     console.progress(f"checking this machine for {recipe.target_id} ...")
     facts = gather_facts(HostProbes(), args.workdir, recipe.target.spec.is_cuda)
     report = diagnose(recipe, findings, facts, args.min_free_gb, describe_path(recipe_dir.recipe_file))

@@ -1,14 +1,16 @@
 """``scrollcase lock-check [RECIPES...]``: prove committed locks are fresh and the build their target says.
 
 Reads recipe.json, pixi.toml and pixi.lock of every recipe (no network, no pixi, no GPU), runs the
-pure rules of :mod:`scrollcase.pixi.lockcheck`, and reports every problem of every recipe in one run.
+pure rules of :mod:`scrollcase.pixi.rules` (pixi.toml on its own, as ``validate`` does) and of
+:mod:`scrollcase.pixi.lockcheck` (the lock against both), and reports every problem of every recipe in
+one run.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +24,21 @@ from scrollcase.commands import (
     handler,
 )
 from scrollcase.console import Console
-from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
+from scrollcase.errors import RECIPE_ID, LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
 from scrollcase.pixi import engine
 from scrollcase.pixi.lockcheck import ENVIRONMENT, LockCheckInput, LockCheckResult, check_lock
 from scrollcase.pixi.lockfile import parse_lock, read_lock_text
 from scrollcase.pixi.manifest import load_manifest
+from scrollcase.pixi.rules import manifest_problems
 from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
 from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "lock-check"
 HELP = "check committed pixi.lock files against pixi.toml and the recipe's target"
 DESCRIPTION = (
-    "For every recipe: the lock exists and parses, covers the target platform, was solved "
+    "For every recipe: pixi.toml follows the rules for the target (as `validate` checks: "
+    "platforms, CUDA system requirement and cuda-version pin, pytorch build, python, torch index); "
+    "the lock exists and parses, covers the target platform, was solved "
     "with the manifest's channels, satisfies every dependency spec of pixi.toml (not stale), and for a "
     "CUDA target holds a GPU build of torch for exactly the recipe's cudaVersion with a matching "
     "cuda-version record (or CUDA wheels for that version); a CPU target holding CUDA builds fails "
@@ -79,13 +84,16 @@ def problems_of(error: ScrollcaseError, file: str) -> tuple[Problem, ...]:
 
 
 def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
-    """Read one recipe's three files and run the lock rules; reading errors become problems."""
+    """Read one recipe's three files, run pixi.toml's rules (:mod:`scrollcase.pixi.rules`, as ``validate``
+    does) and then the lock rules; reading errors become problems beside the rules' findings."""
     shown = describe_path(folder) or str(folder)
     recipe_id: str | None = None
+    rules: tuple[Problem, ...] = ()
     try:
         recipe = load_recipe(folder)
         recipe_id = recipe.recipeId
-        manifest = load_manifest(Path(shown) / MANIFEST_FILE)
+        manifest = load_manifest(folder / MANIFEST_FILE, describe_path(folder / MANIFEST_FILE))
+        rules = tuple(manifest_problems(manifest, recipe))
         lock_file = str(Path(shown) / LOCK_FILE)
         lock = parse_lock(read_lock_text(folder / LOCK_FILE), lock_file, environments={ENVIRONMENT})
         inp = LockCheckInput(
@@ -98,8 +106,8 @@ def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
         )
         result = check_lock(inp)
     except ScrollcaseError as error:
-        return Outcome(shown, recipe_id, problems_of(error, shown))
-    return Outcome(shown, recipe_id, result.problems, result)
+        return Outcome(shown, recipe_id, (*rules, *problems_of(error, shown)))
+    return Outcome(shown, recipe_id, (*rules, *result.problems), result)
 
 
 def facts(outcome: Outcome) -> dict[str, Any]:
@@ -120,9 +128,26 @@ def line(outcome: Outcome) -> str:
     return f"{status}  {outcome.recipe_id or outcome.path}: {tail}"
 
 
+def named(outcome: Outcome) -> Outcome:
+    """The outcome with its recipe's ID in the fixes written before the recipe was known (reading its lock)."""
+    if outcome.recipe_id is None:
+        return outcome
+    return replace(outcome, problems=tuple(p.for_recipe(outcome.recipe_id) for p in outcome.problems))
+
+
+def relock_fix(failed: Sequence[Outcome], overrides: Mapping[str, str]) -> str:
+    """Re-lock each failed recipe by its ID, with this run's channel overrides when it had any."""
+    commands = ", ".join(f"`scrollcase lock {o.recipe_id or RECIPE_ID}`" for o in failed)
+    fix = f"fix pixi.toml if needed, then {commands} and commit pixi.lock"
+    if overrides:
+        pairs = ",".join(f"{name}={url}" for name, url in overrides.items())
+        fix += f" (with the same channel overrides: {engine.OVERRIDES_ENV}={pairs})"
+    return fix
+
+
 def run(args: LockCheckArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
-    outcomes = [check_folder(folder, overrides) for folder in recipe_folders(args)]
+    outcomes = [named(check_folder(folder, overrides)) for folder in recipe_folders(args)]
     failed = failures(outcomes)
     if failed:
         for outcome in outcomes:
@@ -131,7 +156,7 @@ def run(args: LockCheckArgs, console: Console) -> int:
         raise LockError(
             f"lock-check: {len(failed)} of {len(outcomes)} recipe(s) failed ({len(problems)} problem(s))",
             problems=problems,
-            fix="fix pixi.toml if needed, then `scrollcase lock <recipeId>` and commit pixi.lock",
+            fix=relock_fix(failed, overrides),
         )
     console.result(
         {"ok": True, "recipes": [o.to_json(facts(o)) for o in outcomes]},

@@ -18,15 +18,18 @@ from scrollcase.commands import (
 )
 from scrollcase.console import Console
 from scrollcase.errors import RecipeError, UsageError, describe_path
-from scrollcase.recipe.loader import RECIPE_FILE, check_recipe_dir, discover_recipes
+from scrollcase.pixi.rules import recipe_manifest_problems
+from scrollcase.recipe.loader import MANIFEST_FILE, RECIPE_FILE, check_recipe_dir, discover_recipes
 from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "validate"
 HELP = "check recipes (recipe.json + folder) and report every problem"
 DESCRIPTION = (
     "Validate recipe folders: every field of recipe.json, the cross-field rules, the folder "
-    "name, pixi.toml present and parity.script present.  All problems of all recipes are reported "
-    "in one run, each with file, line, JSON path, bad value and fix.  Exit 3 when any recipe fails."
+    "name, parity.script present, and pixi.toml present and following the rules for the target "
+    "(platforms, CUDA system requirement and cuda-version pin, pytorch build, python, torch index).  "
+    "All problems of all recipes are reported in one run, each with file, line, key, bad value and "
+    "fix.  Exit 3 when any recipe fails."
 )
 
 
@@ -73,6 +76,9 @@ def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
         recipe, problems = check_recipe_dir(file)
         if recipe is not None:  # file:// assets: their size and sha256, before any build
             problems = [*problems, *local_asset_problems(recipe, file / RECIPE_FILE if file.is_dir() else file)]
+        manifest = (file if file.is_dir() else file.parent) / MANIFEST_FILE
+        if recipe is not None and manifest.is_file():  # a missing pixi.toml is a folder problem already
+            problems = [*problems, *recipe_manifest_problems(manifest, recipe)]
         recipe_id = recipe.recipeId if recipe is not None else None
         outcomes.append(RecipeOutcome(describe_path(file), recipe_id, tuple(problems)))
     return outcomes

@@ -380,5 +380,6 @@ _READ_MANIFEST = ReadErrors(
 )
 
 
-def load_manifest(path: Path) -> PixiManifest:
-    return parse_manifest(read_text(path, _READ_MANIFEST), file=str(path))
+def load_manifest(path: Path, file: str | None = None) -> PixiManifest:
+    """Read and parse ``path``; ``file`` is the name problems give it (default: ``path`` as written)."""
+    return parse_manifest(read_text(path, _READ_MANIFEST), file=file or str(path))

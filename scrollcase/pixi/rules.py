@@ -1,30 +1,46 @@
-"""Static rules of a recipe's pixi.toml against its recipe.json (SPEC §3, the CUDA guide).
+"""Static rules of a recipe's pixi.toml against its recipe.json (SPEC §3, docs/recipes.md).
 
-Pure: a parsed :class:`PixiManifest` and :class:`Recipe` in, located problems out.  ``doctor`` and
-the lock engineer's ``lock``/``lock-check`` both call :func:`manifest_problems`.
+:func:`manifest_problems` is pure: a parsed :class:`PixiManifest` and :class:`Recipe` in, located
+problems out.  :func:`recipe_manifest_problems` reads the file first; ``validate``, ``lock-check`` and
+``doctor`` all call it, so each rule lives here once, with one message, whichever command reports it.
+None of these rules depends on the machine: a CPU runner checks a CUDA recipe's pixi.toml as well as
+a GPU one does.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from rattler import Version, VersionSpec
 
-from scrollcase.errors import Problem
+from scrollcase.errors import ManifestError, Problem, collect, describe_path
 from scrollcase.pixi.classify import cuda_tag, pytorch_index
-from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency
+from scrollcase.pixi.manifest import Dependency, PixiManifest, PypiDependency, load_manifest
 from scrollcase.pixi.rattler_errors import rattler_exceptions
 from scrollcase.recipe.model import Recipe
 
 TORCH_PACKAGES = ("pytorch", "pytorch-gpu", "pytorch-cpu")
 
 
-def _problem(manifest: PixiManifest, key: str, table: str | None, message: str, value: Any, fix: str) -> Problem:
+def _line(manifest: PixiManifest, key: str, table: str | None) -> int | None:
+    """The line of ``key`` in ``[table]``; for a missing key, where it belongs: its table's header, else
+    (no such table) the ``platforms`` line for a missing CUDA requirement (it may go there too) and the
+    ``[workspace]`` header for anything else, so that every finding lands on a line of pixi.toml."""
     name = key.rsplit(".", 1)[-1] if key else ""
-    line = manifest.line_of(name, table) if name else None
-    if line is None and table is not None:
-        line = manifest.line_of("", table)
+    places: list[tuple[str, str | None]] = [(name, table)] if name else []
+    places += [("", table)] if table is not None else []
+    places += [("platforms", "workspace")] if key == "system-requirements.cuda" else []
+    for name_, table_ in [*places, ("", "workspace")]:
+        line = manifest.line_of(name_, table_)
+        if line is not None:
+            return line
+    return None
+
+
+def _problem(manifest: PixiManifest, key: str, table: str | None, message: str, value: Any, fix: str) -> Problem:
+    line = _line(manifest, key, table)
     return Problem(
         message=message,
         file=manifest.file,
@@ -302,3 +318,14 @@ def manifest_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
     for rule in (platform_problems, cuda_problems, torch_problems, python_problems, pypi_torch_problems):
         out.extend(rule(manifest, recipe))
     return out
+
+
+def recipe_manifest_problems(path: Path, recipe: Recipe) -> list[Problem]:
+    """Read the pixi.toml at ``path`` and apply every rule for ``recipe``'s target.  A file that cannot
+    be read or parsed gives its own located problems instead (one recipe's broken file must not stop
+    ``validate`` or ``lock-check`` from reporting the others).  Sorted by line, as the file reads."""
+    try:
+        manifest = load_manifest(path, describe_path(path))
+    except ManifestError as error:
+        return list(error.problems) or [Problem(message=error.message, file=describe_path(path), fix=error.fix)]
+    return list(collect(manifest_problems(manifest, recipe)))

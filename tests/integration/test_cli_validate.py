@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
+from tests.recipe_samples import cpu_recipe, cuda_recipe, pixi_toml, to_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "recipes"
@@ -81,7 +81,7 @@ def test_validate_examples_ok(tmp_path: Path) -> None:
 
 
 def test_validate_reports_every_problem_with_lines(tmp_path: Path) -> None:
-    good = write_recipe(tmp_path, cpu_recipe(), manifest="")
+    good = write_recipe(tmp_path, cpu_recipe(), manifest=pixi_toml(cpu_recipe()))
     bad = cuda_recipe()
     bad["boxId"] = "My-Model"
     bad["target"]["cudaversion"] = "12.4"
@@ -101,8 +101,49 @@ def test_validate_reports_every_problem_with_lines(tmp_path: Path) -> None:
     assert all("file=recipes/my-model-linux-x86_64-cuda12.4/recipe.json,line=" in a for a in annotations)
 
 
+def test_validate_refuses_pixi_toml_rules_and_annotates_their_lines(tmp_path: Path) -> None:
+    """The CUDA recipe's pixi.toml takes any pytorch build, pins CUDA 12.8 and declares no CUDA; the CPU
+    recipe's declares CUDA: a CPU runner's `validate` fails both, each annotation on its pixi.toml line."""
+    cuda = (
+        pixi_toml(cuda_recipe())
+        .replace('[system-requirements]\ncuda = "12.4"\n\n', "")
+        .replace('pytorch = { version = "2.*", build = "cuda*" }', 'pytorch = "2.*"')
+        .replace('cuda-version = "12.4.*"', 'cuda-version = "12.8.*"')
+    )
+    cpu = pixi_toml(cpu_recipe()).replace("[dependencies]", '[system-requirements]\ncuda = "12.4"\n\n[dependencies]')
+    write_recipe(tmp_path, cuda_recipe(), manifest=cuda)
+    write_recipe(tmp_path, cpu_recipe(), manifest=cpu)
+    done = cli("validate", cwd=tmp_path, github=True)
+    assert done.returncode == 3
+    assert [line for line in done.stdout.splitlines() if not line.startswith("::")] == [
+        "FAIL  recipes/my-model-linux-x86_64-cpu/recipe.json (my-model-linux-x86_64-cpu): 1 problem(s)",
+        "FAIL  recipes/my-model-linux-x86_64-cuda12.4/recipe.json (my-model-linux-x86_64-cuda12.4): 3 problem(s)",
+        "0 of 2 recipe(s) valid",
+    ]
+
+    def at(text: str, needle: str) -> int:
+        return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+    cuda_file, cpu_file = (f"recipes/my-model-linux-x86_64-{t}/pixi.toml" for t in ("cuda12.4", "cpu"))
+    expected = [
+        (cpu_file, at(cpu, 'cuda = "12.4"'), "system-requirements.cuda: a cpu target must not require CUDA"),
+        (cuda_file, at(cuda, "platforms"), "system-requirements.cuda: the CUDA version is not declared"),
+        (cuda_file, at(cuda, "pytorch"), "dependencies.pytorch: pytorch must be pinned to a CUDA build"),
+        (cuda_file, at(cuda, "cuda-version"), "dependencies.cuda-version: cuda-version must pin CUDA 12.4"),
+    ]
+    annotations = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
+    assert len(annotations) == len(expected)
+    for (file, line, message), annotation in zip(expected, annotations, strict=True):
+        assert annotation.startswith(f"::error file={file},line={line},"), annotation
+        assert message in annotation
+        assert f"{file}:{line}: error: {message}" in done.stderr
+    fixed = cli("validate", "--json", cwd=tmp_path)
+    problems = [p for r in json.loads(fixed.stdout)["recipes"] for p in r["problems"]]
+    assert [(p["file"], p["line"]) for p in problems] == [(f, n) for f, n, _ in expected]
+
+
 def test_validate_json_output(tmp_path: Path) -> None:
-    write_recipe(tmp_path, cpu_recipe(), manifest="")
+    write_recipe(tmp_path, cpu_recipe(), manifest=pixi_toml(cpu_recipe()))
     missing = cuda_recipe()
     write_recipe(tmp_path, missing, parity=False)  # no pixi.toml, no checks/parity.py
     done = cli("validate", "--json", cwd=tmp_path)
@@ -118,7 +159,7 @@ def test_validate_json_output(tmp_path: Path) -> None:
 
 
 def test_validate_paths_folder_file_and_root(tmp_path: Path) -> None:
-    folder = write_recipe(tmp_path, cpu_recipe(), manifest="")
+    folder = write_recipe(tmp_path, cpu_recipe(), manifest=pixi_toml(cpu_recipe()))
     assert cli("validate", str(folder), cwd=tmp_path).returncode == 0
     assert cli("validate", str(folder / "recipe.json"), "--json", cwd=tmp_path).returncode == 0
     assert cli("validate", "recipes", cwd=tmp_path).returncode == 0

@@ -70,8 +70,34 @@ def test_lock_picks_the_cuda_build_when_cuda_is_present(workspace: Path, channel
     cpu_torch = classify_torch(cpu_lock.environments["default"].packages["linux-64"])
     assert (cuda_torch.build, cuda_torch.accelerator) == ("cuda124_py311_h1_300", "cuda12.4")
     assert (cpu_torch.build, cpu_torch.accelerator) == ("cpu_mkl_py311_h2_100", "cpu")
-    assert run_cli("lock-check")[0] == 0
     assert not list((workspace / "recipes").rglob("*.tmp"))
+    # The lock came out right, but only because __cuda was there: lock-check (like validate) refuses the
+    # pixi.toml that leaves the build to chance, at its line, and passes the CPU recipe.
+    assert run_cli("lock-check", CPU_ID)[0] == 0
+    (problem,) = lock_check_problems(CUDA_ID)
+    toml = f"recipes/{CUDA_ID}/pixi.toml"
+    assert (problem["file"], problem["key"]) == (toml, "dependencies.pytorch")
+    assert problem["line"] == next(
+        i for i, t in enumerate((workspace / toml).read_text().splitlines(), 1) if "pytorch" in t
+    )
+    assert "pytorch must be pinned to a CUDA build" in str(problem["message"])
+
+
+def test_lock_check_refuses_pixi_toml_rules_beside_a_good_lock(workspace: Path, channels: dict[str, str]) -> None:
+    """A lock solved from a right pixi.toml, then pixi.toml edited against the rules (the lock still satisfies
+    every spec): lock-check reports each rule at its pixi.toml line, in one run, exit 4."""
+    folder = make_recipe(workspace / "recipes", channels["full"])
+    engine.lock_recipe(resolve_recipe(str(folder)))
+    toml = folder / "pixi.toml"
+    text = toml.read_text()
+    edited = text.replace('build = "cuda*"', 'build = "*"').replace('cuda = "12.4"\n', "")
+    assert edited.count("\n") == text.count("\n") - 1 and 'build = "*"' in edited
+    toml.write_text(edited)
+    problems = lock_check_problems(CUDA_ID)
+    lines = edited.splitlines()
+    found = {(str(p["key"]), lines[int(str(p["line"])) - 1].split("=")[0].strip()) for p in problems}
+    assert found == {("system-requirements.cuda", "[system-requirements]"), ("dependencies.pytorch", "pytorch")}
+    assert all(p["file"] == f"recipes/{CUDA_ID}/pixi.toml" for p in problems)
 
 
 def test_locked_records_are_installable_records(workspace: Path, channels: dict[str, str]) -> None:
