@@ -119,11 +119,11 @@ def install_release(manifest: dict[str, Any], archive_path: Path, dest: Path, re
     if frames:  # step 5
         check_frame_table(data, frames, archive["size"])
     box = json.loads(read_box_json(data, frames))
-    check_box_json(box, manifest)  # step 8, before extracting (as the vectors' stage box.json expects)
+    check_box_json(box, manifest)  # step 6, before extracting
     tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.host"
     tmp.mkdir(parents=True)
     try:
-        extract(data, tmp)  # steps 6-7
+        extract(data, tmp)  # steps 7-8
         relocated = relocate_tree(tmp, box["relocation"], where)  # step 9
         write_receipt(tmp, where, relocated)  # step 10
         tmp.chmod(0o755)
@@ -156,7 +156,7 @@ def frame_bytes(data: bytes, row: dict[str, Any]) -> bytes:
     return zstandard.ZstdDecompressor().decompress(data[row["offset"] : row["offset"] + row["size"]])
 
 
-# ---------------------------------------------------------------- step 8: box.json (§4)
+# ---------------------------------------------------------------- step 6: box.json (§4)
 
 
 def read_box_json(data: bytes, frames: list[dict[str, Any]] | None) -> bytes:
@@ -198,11 +198,11 @@ def summary(relocation: dict[str, Any]) -> dict[str, int]:
     return {"placeholderBytes": size, "maxDestBytes": size} if binary else {"placeholderBytes": size}
 
 
-# ---------------------------------------------------------------- steps 6-7: the stream and its members (§3)
+# ---------------------------------------------------------------- steps 7-8: the stream and its members (§3)
 
 
 def _stream(data: bytes) -> Any:
-    """Step 6: every frame, in order, as one stream (§3.1): a plain zstd stream reader."""
+    """Step 7: every frame, in order, as one stream (§3.1): a plain zstd stream reader."""
     return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
 
 
