@@ -35,6 +35,7 @@ class MatrixArgs(CommandArgs):
     changed_since: str | None
     runner_map: Path | None
     all_on: tuple[str, ...]
+    affects_all: tuple[str, ...] | None
     hosted_only: bool
 
 
@@ -59,8 +60,17 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--changed-since",
         metavar="REF",
-        help="only recipes with files changed in `git diff REF...HEAD` (all of them when a "
-        "global file changed: " + ", ".join(DEFAULT_GLOBAL_PATTERNS) + ", the runner map)",
+        help="only recipes with files changed in `git diff REF...HEAD` (all of them when a file matching "
+        "--affects-all or the runner map changed)",
+    )
+    p.add_argument(
+        "--affects-all",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="a repository path glob whose change selects every recipe (repeatable; replaces the default "
+        + ", ".join(DEFAULT_GLOBAL_PATTERNS)
+        + "; an empty GLOB alone: nothing but the runner map does)",
     )
     p.add_argument(
         "--runner-map",
@@ -73,7 +83,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="GLOB",
-        help="another repository path glob whose change selects every recipe (repeatable)",
+        help="a glob added to --affects-all (or to its default) (repeatable)",
     )
     p.add_argument(
         "--hosted-only",
@@ -140,6 +150,13 @@ def _warn(console: Console, message: str, fix: str) -> None:
         )
 
 
+def affects_all(args: MatrixArgs) -> list[str]:
+    """The globs whose change selects every recipe: --affects-all (empty ones dropped) or the default,
+    plus --all-on."""
+    chosen = DEFAULT_GLOBAL_PATTERNS if args.affects_all is None else args.affects_all
+    return [glob for glob in (*chosen, *args.all_on) if glob.strip()]
+
+
 def _text(plan: MatrixPlan) -> str:
     if plan.empty:
         return f"no jobs ({plan.reason})"
@@ -154,7 +171,7 @@ def run(args: MatrixArgs, console: Console) -> int:
     runner_map = _read_runner_map(args.runner_map)
     changed: list[str] | None = None
     base: Path | None = None
-    patterns = [*DEFAULT_GLOBAL_PATTERNS, *args.all_on]
+    patterns = affects_all(args)
     if args.changed_since is not None and set(args.changed_since) == {"0"}:
         # A push that creates a branch has no "before" commit (GitHub sends forty zeros).
         console.progress("matrix: --changed-since is the null commit; selecting every recipe")

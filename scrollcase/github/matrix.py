@@ -3,9 +3,9 @@
 Pure: the command reads recipes, the runner map and the git diff; :func:`plan_matrix` decides.
 
 Selection with a list of changed files: a recipe runs when a file under its folder changed; every
-recipe runs when a file matching one of the *global* patterns changed (the runner map, the
-scrollcase package or actions when they live in the same repository, ``pyproject.toml``) because
-those change how every box is built.  Anything else (docs, other workflows) selects nothing.
+recipe runs when a file matching one of the *affects-all* globs changed (the runner map, and what the
+repository says changes how every box is built: by default its workflow files; scrollcase's own
+repository adds its package, actions and ``pyproject.toml``).  Anything else (docs) selects nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ DEFAULT_RUNNERS: dict[str, list[str]] = {
     "osx-x86_64-cpu": ["macos-15-intel"],
 }
 
-DEFAULT_GLOBAL_PATTERNS: tuple[str, ...] = ("pyproject.toml", "scrollcase/*", "actions/*")
+# What selects every recipe unless the repository names its own globs (--affects-all): in a repository
+# of recipes, nothing outside recipes/ but the workflows that build them.  fnmatch's * crosses "/".
+DEFAULT_GLOBAL_PATTERNS: tuple[str, ...] = (".github/workflows/*",)
 
 Label = Annotated[str, Field(min_length=1, max_length=200)]
 

@@ -110,6 +110,26 @@ def test_matrix_action_runner_map_and_all_on_inputs(harness: Harness) -> None:
     assert next(e for e in entries if e["targetId"] == "linux-x86_64-cpu")["runs-on"] == ["cpu-pool"]
 
 
+def test_matrix_action_affects_all_is_the_repositorys_to_set(harness: Harness) -> None:
+    """By default a workflow change selects every recipe and nothing else outside recipes/ does
+    (pyproject.toml is an adopter's own business); the input replaces that list, and empty turns it off."""
+    (harness.workspace / ".github" / "workflows").mkdir(parents=True)
+    (harness.workspace / ".github" / "workflows" / "boxes.yml").write_text("name: boxes\n")
+    (harness.workspace / "pyproject.toml").write_text("[project]\nname = 'models'\n")
+    git(harness.workspace, "add", ".")
+    git(harness.workspace, "commit", "-q", "-m", "workflow")
+
+    def count(inputs: dict[str, str]) -> str:
+        result = harness.run(ACTIONS / "matrix", {"changed-since": "main", **inputs})
+        assert not result.failed, result.log()
+        return result.outputs["count"]
+
+    assert count({}) == "3"
+    assert count({"affects-all": ""}) == "1"  # only the recipe this branch changed
+    assert count({"affects-all": "docs/*\n"}) == "1"
+    assert count({"affects-all": "docs/*\npyproject.toml\n"}) == "3"
+
+
 def test_matrix_action_bad_recipe_fails_with_an_annotation(harness: Harness) -> None:
     recipe = harness.workspace / "recipes" / "tiny-mlp-linux-x86_64-cpu" / "recipe.json"
     data = json.loads(recipe.read_text())

@@ -103,11 +103,19 @@ def test_prefix_of_another_recipe_folder_is_not_a_match() -> None:
 
 
 def test_global_change_selects_everything() -> None:
-    for name in ("scrollcase/github/matrix.py", "pyproject.toml", "actions/build/action.yml"):
+    """By default only the workflows affect every recipe: an adopter's repository has no scrollcase/ or
+    actions/, and its pyproject.toml (if any) builds no box."""
+    for name in (".github/workflows/boxes.yml", ".github/workflows/nested/x.yaml"):
         selected, reason = select(ENTRIES, [name])
         assert len(selected) == len(ENTRIES) and name in reason
+    for name in ("scrollcase/github/matrix.py", "pyproject.toml", "actions/build/action.yml", ".github/CODEOWNERS"):
+        assert select(ENTRIES, [name])[0] == []
+    scrollcase_own = ["pyproject.toml", "scrollcase/*", "actions/*"]
+    for name in ("scrollcase/github/matrix.py", "pyproject.toml", "actions/build/action.yml"):
+        assert len(select(ENTRIES, [name], global_patterns=scrollcase_own)[0]) == len(ENTRIES)
     selected, _ = select(ENTRIES, [".github/runners.yml"], global_patterns=[".github/runners.yml"])
     assert len(selected) == len(ENTRIES)
+    assert select(ENTRIES, [".github/workflows/boxes.yml"], global_patterns=[])[0] == []
 
 
 def test_no_relevant_change_gives_explicit_empty_matrix() -> None:
