@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import overload
+
+# What a fix says for the recipe's ID where the code that writes it does not know the recipe (reading a
+# lock, say); the command that does names it (:func:`about_recipe`) before the user reads it.
+RECIPE_ID = "<recipeId>"
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,12 @@ class Problem:
     def to_json(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
+    def for_recipe(self, recipe_id: str) -> Problem:
+        """This problem with ``recipe_id`` where its fix says :data:`RECIPE_ID`."""
+        if not self.fix or RECIPE_ID not in self.fix:
+            return self
+        return replace(self, fix=self.fix.replace(RECIPE_ID, recipe_id))
+
 
 @dataclass
 class ScrollcaseError(Exception):
@@ -79,6 +90,13 @@ class ScrollcaseError(Exception):
         if self.fix:
             lines.append(f"fix: {self.fix}")
         return "\n".join(lines)
+
+    def name_recipe(self, recipe_id: str) -> None:
+        """Put ``recipe_id`` where the fixes say :data:`RECIPE_ID` (written before the recipe was known),
+        so every fix a user reads runs as printed."""
+        self.problems = tuple(p.for_recipe(recipe_id) for p in self.problems)
+        if self.fix:
+            self.fix = self.fix.replace(RECIPE_ID, recipe_id)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -147,6 +165,16 @@ class GitHubError(ScrollcaseError, exit_code=12):
 
 class InternalError(ScrollcaseError, exit_code=70):
     """A bug in scrollcase: an exception no check anticipated.  The CLI prints its traceback too."""
+
+
+@contextmanager
+def about_recipe(recipe_id: str) -> Iterator[None]:
+    """Errors raised inside name ``recipe_id`` in their fixes (see :meth:`ScrollcaseError.name_recipe`)."""
+    try:
+        yield
+    except ScrollcaseError as error:
+        error.name_recipe(recipe_id)
+        raise
 
 
 EXIT_CODES: dict[str, int] = {

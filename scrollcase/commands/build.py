@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
+from scrollcase.errors import about_recipe
 from scrollcase.io.pathcheck import require_file_path, require_folder_path
 
 if TYPE_CHECKING:  # boto3-stubs: types only
@@ -74,11 +75,13 @@ def run(args: BuildArgs, console: Console) -> int:
     if args.junit is not None:
         require_file_path(args.junit, "--junit")
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
-    plan = plan_build(recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir, junit=args.junit)
-    locked = locked_install(plan)
-    result = execute_build(
-        plan, locked=locked, fetchers=default_fetchers(_s3_client(plan)), progress=console.progress, meter=console.meter
-    )
+    with about_recipe(recipe_dir.recipe.recipeId):
+        plan = plan_build(
+            recipe_dir, weights=args.weights, out_dir=args.out, state_dir=args.state_dir, junit=args.junit
+        )
+        locked = locked_install(plan)
+        fetchers = default_fetchers(_s3_client(plan))
+        result = execute_build(plan, locked=locked, fetchers=fetchers, progress=console.progress, meter=console.meter)
     m = result.manifest
     data = {
         "release": str(result.release),

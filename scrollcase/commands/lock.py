@@ -15,11 +15,11 @@ from scrollcase.commands import (
     handler,
 )
 from scrollcase.console import Console
-from scrollcase.errors import UsageError, describe_path
+from scrollcase.errors import UsageError, about_recipe, describe_path
 from scrollcase.pixi import engine
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
-from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 
 NAME = "lock"
 HELP = "solve a recipe for its target and write its pixi.lock"
@@ -66,6 +66,11 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 def run(args: LockArgs, console: Console) -> int:
     recipe_dir = resolve_recipe(args.recipe, args.recipes_root)
+    with about_recipe(recipe_dir.recipe.recipeId):
+        return lock_one(recipe_dir, args, console)
+
+
+def lock_one(recipe_dir: RecipeDir, args: LockArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
     target = recipe_dir.recipe.target.spec
     console.progress(

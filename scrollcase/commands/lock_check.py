@@ -9,8 +9,8 @@ one run.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from scrollcase.commands import (
     handler,
 )
 from scrollcase.console import Console
-from scrollcase.errors import LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
+from scrollcase.errors import RECIPE_ID, LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
 from scrollcase.pixi import engine
 from scrollcase.pixi.lockcheck import ENVIRONMENT, LockCheckInput, LockCheckResult, check_lock
 from scrollcase.pixi.lockfile import parse_lock, read_lock_text
@@ -128,9 +128,26 @@ def line(outcome: Outcome) -> str:
     return f"{status}  {outcome.recipe_id or outcome.path}: {tail}"
 
 
+def named(outcome: Outcome) -> Outcome:
+    """The outcome with its recipe's ID in the fixes written before the recipe was known (reading its lock)."""
+    if outcome.recipe_id is None:
+        return outcome
+    return replace(outcome, problems=tuple(p.for_recipe(outcome.recipe_id) for p in outcome.problems))
+
+
+def relock_fix(failed: Sequence[Outcome], overrides: Mapping[str, str]) -> str:
+    """Re-lock each failed recipe by its ID, with this run's channel overrides when it had any."""
+    commands = ", ".join(f"`scrollcase lock {o.recipe_id or RECIPE_ID}`" for o in failed)
+    fix = f"fix pixi.toml if needed, then {commands} and commit pixi.lock"
+    if overrides:
+        pairs = ",".join(f"{name}={url}" for name, url in overrides.items())
+        fix += f" (with the same channel overrides: {engine.OVERRIDES_ENV}={pairs})"
+    return fix
+
+
 def run(args: LockCheckArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
-    outcomes = [check_folder(folder, overrides) for folder in recipe_folders(args)]
+    outcomes = [named(check_folder(folder, overrides)) for folder in recipe_folders(args)]
     failed = failures(outcomes)
     if failed:
         for outcome in outcomes:
@@ -139,7 +156,7 @@ def run(args: LockCheckArgs, console: Console) -> int:
         raise LockError(
             f"lock-check: {len(failed)} of {len(outcomes)} recipe(s) failed ({len(problems)} problem(s))",
             problems=problems,
-            fix="fix pixi.toml if needed, then `scrollcase lock <recipeId>` and commit pixi.lock",
+            fix=relock_fix(failed, overrides),
         )
     console.result(
         {"ok": True, "recipes": [o.to_json(facts(o)) for o in outcomes]},

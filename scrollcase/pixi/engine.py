@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.errors import LockError, Problem, SolveError, UsageError, describe_path
+from scrollcase.errors import RECIPE_ID, LockError, Problem, SolveError, UsageError, describe_path
 from scrollcase.io import usercache
 from scrollcase.io.files import user_cache_dir, write_atomic
 from scrollcase.pixi import pypi_lockfile
@@ -277,8 +277,8 @@ def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRON
 
     shown = describe_path(lock_path)
     if not lock_path.is_file():
-        raise LockError(f"{shown} does not exist", fix="run `scrollcase lock <recipeId>` and commit pixi.lock")
-    fix = "regenerate it with `scrollcase lock <recipeId>`"
+        raise LockError(f"{shown} does not exist", fix=f"run `scrollcase lock {RECIPE_ID}` and commit pixi.lock")
+    fix = f"regenerate it with `scrollcase lock {RECIPE_ID}`"
     with rattler_errors(lambda exc: LockError(f"{shown} cannot be read: {_first_lines(str(exc), 5)}", fix=fix)):
         lock = LockFile.from_path(lock_path)
     env = lock.environment(environment)
@@ -286,12 +286,12 @@ def locked_records(lock_path: Path, subdir: str, environment: str = LOCK_ENVIRON
         known = ", ".join(name for name, _ in lock.environments())
         raise LockError(
             f"{shown} has no environment {environment!r} (has: {known or 'none'})",
-            fix="regenerate it with `scrollcase lock <recipeId>`",
+            fix=f"regenerate it with `scrollcase lock {RECIPE_ID}`",
         )
     for platform in env.platforms():
         if str(platform.subdir) == subdir:
             return list(env.conda_repodata_records_for_platform(platform) or [])
     raise LockError(
         f"{shown} does not cover {subdir} in environment {environment!r}",
-        fix="regenerate it with `scrollcase lock <recipeId>`",
+        fix=f"regenerate it with `scrollcase lock {RECIPE_ID}`",
     )

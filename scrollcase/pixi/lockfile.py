@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
-from scrollcase.errors import LockError, Problem
+from scrollcase.errors import RECIPE_ID, LockError, Problem
 from scrollcase.io.files import ReadErrors, read_text
 from scrollcase.pixi.lockmodel import (
     FIX,
@@ -99,7 +99,7 @@ def parse_lock(
 _READ_LOCK = ReadErrors(
     LockError,
     missing_problem="the recipe has no committed lock",
-    missing_fix="run `scrollcase lock <recipeId>` and commit pixi.lock",
+    missing_fix=f"run `scrollcase lock {RECIPE_ID}` and commit pixi.lock",
     not_utf8="{path} is not UTF-8 text",
     not_utf8_fix=FIX,
 )

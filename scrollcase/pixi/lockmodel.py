@@ -18,10 +18,10 @@ from urllib.parse import unquote
 
 import yaml
 
-from scrollcase.errors import LockError, Problem
+from scrollcase.errors import RECIPE_ID, LockError, Problem
 
 Kind = Literal["conda", "pypi"]
-FIX = "regenerate it with `scrollcase lock <recipeId>` (or `pixi lock`) and commit it"
+FIX = f"regenerate it with `scrollcase lock {RECIPE_ID}` (or `pixi lock`) and commit it"
 CONDA_SUFFIXES = (".conda", ".tar.bz2")
 
 

@@ -5,11 +5,14 @@ import pytest
 
 from scrollcase.errors import (
     EXIT_CODES,
+    RECIPE_ID,
     ConflictError,
+    LockError,
     Problem,
     RecipeError,
     ScrollcaseError,
     StoreError,
+    about_recipe,
     collect,
     describe_path,
 )
@@ -81,3 +84,13 @@ def test_describe_path_in_a_deleted_working_folder_gives_the_absolute_path(
     monkeypatch.chdir(gone)
     gone.rmdir()
     assert describe_path(tmp_path / "box.tar.zst") == (tmp_path / "box.tar.zst").as_posix()
+
+
+def test_a_command_names_its_recipe_where_a_fix_was_written_without_it() -> None:
+    unknown = f"run `scrollcase lock {RECIPE_ID}` and commit pixi.lock"
+    with pytest.raises(LockError) as caught, about_recipe("my-model-linux-x86_64-cpu"):
+        raise LockError("pixi.lock is missing", problems=[Problem("no lock", fix=unknown), Problem("x")], fix=unknown)
+    error = caught.value
+    assert error.fix == "run `scrollcase lock my-model-linux-x86_64-cpu` and commit pixi.lock"
+    assert [p.fix for p in error.problems] == [error.fix, None]
+    assert RECIPE_ID not in error.render()
