@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +11,11 @@ from pathlib import Path
 from scrollcase.box.release import load_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
-from scrollcase.errors import IntegrityError, describe_path
+from scrollcase.errors import IntegrityError, Problem, describe_path
 from scrollcase.github import report
 from scrollcase.store.base import Store
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
-from scrollcase.store.publish import PublishResult, Upload, publish, size_note
+from scrollcase.store.publish import PublishPlan, PublishResult, Upload, publish, size_note
 from scrollcase.store.s3 import S3Store
 
 NAME = "publish"
@@ -89,6 +90,12 @@ def run(args: PublishArgs, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
     report.set_outputs(publish_outputs(result, store), env)
     report.write_summary(report.render_summary([summary_table(result, store)], report.summary_room(env)), env)
+    notice = result.plan.already_published_notice()
+    if notice is not None and env.in_actions:
+        # A tag that rebuilt an unchanged recipe: green, and the run's page says why nothing was published.
+        stream = sys.stderr if console.json_mode else console.stdout
+        message = f"{notice}: nothing of this build is published" if not result.dry_run else notice
+        report.annotate([Problem(message=message, severity="notice")], stream, title="scrollcase publish")
     console.result(result.to_json(), render(result))
     return 0
 
@@ -138,7 +145,7 @@ def summary_table(result: PublishResult, store: Store) -> report.SummaryTable:
     rows.append(["index", f"`{store.url_for(plan.index_key)}`", index, ""])
     lead = f"{'dry run: ' if result.dry_run else ''}{result.bytes_line()}"
     if not result.dry_run and not result.uploaded and not result.index_written:
-        lead = "already published with identical bytes: nothing was written. " + lead
+        lead = f"{_nothing_written(plan)}: nothing was written. {lead}"
     return report.SummaryTable(
         title=f"scrollcase publish {plan.release} -> {result.store}",
         columns=["Object", "Location", "Status", "Bytes"],
@@ -180,5 +187,12 @@ def render(result: PublishResult) -> str:
     lines.append(f"  {result.bytes_line()}")
     lines.extend(f"  warning: {warning}" for warning in plan.warnings)
     if not result.dry_run and not result.uploaded and not result.index_written:
-        lines.append("already published with identical bytes: nothing to do")
+        lines.append(f"{_nothing_written(plan)}: nothing to do")
+    elif plan.kept is not None:
+        lines.append(plan.already_published_notice() or "")
     return "\n".join(lines)
+
+
+def _nothing_written(plan: PublishPlan) -> str:
+    """Why a publish wrote nothing: the same bytes were there, or the same archive under another provenance."""
+    return plan.already_published_notice() or "already published with identical bytes"

@@ -152,7 +152,7 @@ class PublishPlan:
         return (
             f"{self.release} is already published: the store keeps the release built by "
             f"{describe_provenance(self.kept.provenance)}; this build ({describe_provenance(self.provenance)}) "
-            "has the same archive and differs only in provenance, so nothing of it is published"
+            "has the same archive and differs only in provenance"
         )
 
     @property
