@@ -9,6 +9,7 @@ host has but the box lacks fails here exactly as it would on a user's machine.
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,7 +95,7 @@ def judge(check: Check, run: RunResult, env_dir: Path) -> str | None:
     if run.timed_out:
         return f"timed out after {run.duration:.0f}s"
     if not run.ok:
-        return _last_line(run.stderr) or f"exited with status {run.returncode}"
+        return _failed(run)
     if check.kind == "entrypoint":
         prefix = Path(run.stdout.strip())
         if _real(prefix) != _real(env_dir):
@@ -233,6 +234,20 @@ def _real(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return path
+
+
+def _failed(run: RunResult) -> str:
+    """Why a process that did not exit 0 failed: a signal by its name (``-11``: SIGSEGV, a crash that
+    prints nothing), else its last line of stderr (the exception), else its exit status."""
+    said = _last_line(run.stderr)
+    code = run.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name} (the process crashed or was killed)" + (f"; its last words: {said}" if said else "")
+    return said or f"exited with status {code}"
 
 
 def _last_line(text: str) -> str:

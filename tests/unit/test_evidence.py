@@ -123,3 +123,62 @@ def test_scan_finds_runtime_wheels_conda_records_and_sonames(tmp_path: Path) -> 
 def test_evidence_round_trips_as_json() -> None:
     evidence = make_evidence(TORCH_124, [], [])
     assert GpuEvidence.model_validate_json(evidence.model_dump_json()) == evidence
+
+
+# The target promises CUDA major.minor: evidence is judged at minor precision, whichever source speaks.
+CUDA128 = TargetSpec("linux", "x86_64", "cuda", "12.8")
+METAL = TargetSpec("osx", "arm64", "metal")
+
+
+@pytest.mark.parametrize(
+    ("torch_cuda", "target", "ok"),
+    [
+        ("12.4", CUDA124, True),
+        ("12.1", CUDA124, False),  # the same major, an older minor
+        ("12.6", CUDA124, False),  # the same major, a newer minor
+        ("12.4", CUDA128, False),
+        ("12.8", CUDA128, True),
+        ("11.8", CUDA124, False),
+    ],
+)
+def test_a_framework_for_another_minor_cuda_is_refused(torch_cuda: str, target: TargetSpec, ok: bool) -> None:
+    evidence = make_evidence(FrameworkEvidence(version="2.6.0", cuda=torch_cuda), [], [])
+    problems = evidence_problems(target, evidence)
+    assert (problems == []) == ok
+    if not ok:
+        assert f"needs CUDA {target.cuda_version}, but the box holds CUDA {torch_cuda}" in problems[0].message
+
+
+def test_runtime_files_of_another_minor_cuda_are_refused() -> None:
+    older = make_evidence(None, [RuntimePackage(name="cuda-cudart", version="12.1.105", kind="conda")], [])
+    [problem] = evidence_problems(CUDA124, older)
+    assert "needs CUDA 12.4, but the box holds CUDA 12.1" in problem.message and problem.value == "12.1"
+
+
+def test_runtime_files_of_two_minors_of_one_major_are_refused() -> None:
+    mixed = make_evidence(
+        None,
+        [
+            RuntimePackage(name="cuda-cudart", version="12.4.127", kind="conda"),
+            RuntimePackage(name="nvidia-cuda-runtime-cu12", version="12.1.105", kind="pypi"),
+        ],
+        [],
+    )
+    [problem] = evidence_problems(CUDA124, mixed)
+    assert "several versions (12.1, 12.4)" in problem.message
+
+
+@pytest.mark.parametrize("target", [CPU, METAL], ids=["cpu", "metal"])
+def test_a_box_that_is_not_cuda_must_not_carry_cuda_files_either(target: TargetSpec) -> None:
+    """Without torch the files speak: a CUDA runtime in a cpu or metal box is refused all the same."""
+    files = make_evidence(None, [RuntimePackage(name="cuda-cudart", version="12.4.127", kind="conda")], [])
+    [problem] = evidence_problems(target, files)
+    assert "is not a CUDA target, but the box holds CUDA 12.4" in problem.message
+    assert evidence_problems(target, make_evidence(None, [], [])) == []
+
+
+def test_a_cpu_torch_beside_cuda_runtime_wheels_is_still_a_cpu_build() -> None:
+    runtime = RuntimePackage(name="nvidia-cuda-runtime-cu12", version="12.4.127", kind="pypi")
+    evidence = make_evidence(FrameworkEvidence(version="2.6.0+cpu"), [runtime], ["libcudart.so.12"])
+    [problem] = evidence_problems(CUDA124, evidence)
+    assert "is a CPU build" in problem.message

@@ -199,3 +199,68 @@ def test_json_lists_every_gpu_with_its_verdict() -> None:
             "arch": "compute_90",
         },
     ]
+
+
+# The less common arch forms (docs/archive.md, "Install-time GPU check"): a family-specific sm_ABf follows the
+# plain SASS rule (same major, minor <= the GPU's); an arch-specific sm_ABa/compute_ABa runs on exactly A.B;
+# plain PTX compute_AB runs on every capability >= A.B, compared at minor precision.
+@pytest.mark.parametrize(
+    ("arch", "cap", "runs"),
+    [
+        ("sm_100f", "10.0", "sass"),
+        ("sm_100f", "10.3", "sass"),  # the family: B300 runs B200's family SASS
+        ("sm_100f", "9.0", "no"),
+        ("sm_100f", "12.0", "no"),  # another major is another family
+        ("sm_103f", "10.0", "no"),  # a newer minor than the GPU's
+        ("compute_100f", "10.3", "ptx"),
+        ("compute_100f", "12.0", "no"),  # family PTX does not JIT for another major
+        ("sm_100a", "10.0", "sass"),
+        ("sm_100a", "10.3", "no"),
+        ("compute_90a", "9.0", "ptx"),
+        ("compute_90a", "10.0", "no"),  # arch-specific PTX: that capability only
+        ("compute_86", "8.6", "ptx"),
+        ("compute_86", "8.9", "ptx"),
+        ("compute_86", "9.0", "ptx"),
+        ("compute_86", "8.0", "no"),  # an older minor of the same major: minor precision
+        ("compute_80", "7.5", "no"),
+    ],
+)
+def test_family_arch_specific_and_ptx_forms(arch: str, cap: str, runs: str) -> None:
+    result = check(host(cap), archs=[arch])
+    (verdict,) = result.gpus
+    assert verdict.runs == runs
+    assert result.status == {"sass": "pass", "ptx": "warn", "no": "fail"}[runs]
+    if runs != "no":
+        assert verdict.arch == arch
+
+
+def test_the_newest_matching_sass_is_used_and_sass_beats_ptx() -> None:
+    result = check(host("8.9"), archs=["sm_80", "sm_86", "compute_80", "compute_86"])
+    assert (result.gpus[0].runs, result.gpus[0].arch) == ("sass", "sm_86")
+    assert result.status == "pass" and not result.problems  # SASS runs: no JIT warning
+
+
+def test_mixed_host_with_a_gpu_of_unknown_capability_is_never_refused() -> None:
+    """Several GPUs, one of them unknown (a driver before 510 on one line): refused only when no GPU can."""
+    unknown_and_cannot = check(host(None, "6.1"), archs=["sm_80", "sm_86"])
+    assert unknown_and_cannot.status == "warn" and not unknown_and_cannot.errors
+    assert [v.runs for v in unknown_and_cannot.gpus] == ["unknown", "no"]
+    warning = next(p for p in unknown_and_cannot.problems if p.severity == "warning")
+    assert "GPU 1 (GPU model 1, compute capability 6.1) cannot run" in warning.message
+    assert "the GPUs of unknown capability may" in warning.message
+    assert any(p.severity == "notice" and "GPU 0" in p.message for p in unknown_and_cannot.problems)
+    unknown_and_can = check(host("8.6", None), archs=["sm_80", "sm_86"])
+    assert unknown_and_can.status == "pass" and [v.runs for v in unknown_and_can.gpus] == ["sass", "unknown"]
+    all_three = check(host("6.1", None, "8.6"), archs=["sm_80", "sm_86"])
+    assert all_three.status == "warn" and not all_three.errors
+    assert "GPU 2 (GPU model 2, compute capability 8.6) can" in all_three.problems[-1].message
+
+
+def test_the_oldest_driver_of_a_mixed_host_decides() -> None:
+    """Every GPU runs under one driver; should nvidia-smi list two, the older one stands for all."""
+    facts = GpuFacts((Gpu(0, "560.35.03", "8.6", "A"), Gpu(1, "535.104.05", "8.6", "B")))
+    result = check(facts)
+    (error,) = result.errors
+    assert error.key == DRIVER_KEY and error.value == "535.104.05"
+    newer_first = GpuFacts((Gpu(0, "535.104.05", "8.6", "A"), Gpu(1, "560.35.03", "8.6", "B")))
+    assert check(newer_first).status == "fail"

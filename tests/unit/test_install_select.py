@@ -336,3 +336,61 @@ def test_selection_values_cannot_change() -> None:
     ):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(value, name, None)
+
+
+# Every test host and box above pairs platform and arch the same way; these do not (docs/install.md, rule 2:
+# platform *and* arch must be this machine's).
+ARM_LINUX = HostView("linux", "aarch64", gpus("9.0"))
+INTEL_MAC = HostView("osx", "x86_64")
+ARM_CPU, ARM_CUDA, X86_CUDA, MAC_CPU, INTEL_MAC_CPU = (
+    "linux-aarch64-cpu",
+    "linux-aarch64-cuda12.4",
+    "linux-x86_64-cuda12.4",
+    "osx-arm64-cpu",
+    "osx-x86_64-cpu",
+)
+
+
+@pytest.mark.parametrize(
+    ("host", "releases", "chosen"),
+    [
+        (ARM_LINUX, [CPU, CUDA], None),  # the same platform, another arch: nothing fits
+        (ARM_LINUX, [CPU, ARM_CPU], ARM_CPU),
+        (ARM_LINUX, [X86_CUDA, ARM_CUDA, CPU], ARM_CUDA),  # a GH200: the aarch64 CUDA box, not x86_64's
+        (LINUX, [ARM_CPU, ARM_CUDA], None),
+        (INTEL_MAC, [MAC_CPU, METAL], None),  # osx-arm64 boxes never fit an Intel mac
+        (INTEL_MAC, [MAC_CPU, INTEL_MAC_CPU], INTEL_MAC_CPU),
+        (MAC, [INTEL_MAC_CPU], None),
+        (HostView("windows", "x86_64"), [CPU], None),  # another platform, the same arch
+    ],
+    ids=[
+        "arm-linux-x86-boxes",
+        "arm-linux-arm-cpu",
+        "arm-linux-arm-cuda",
+        "x86-arm-boxes",
+        "intel-mac-arm-boxes",
+        "intel-mac-own-box",
+        "arm-mac-intel-box",
+        "windows-linux-box",
+    ],
+)
+def test_platform_and_arch_must_both_be_this_machines(host: HostView, releases: list[str], chosen: str | None) -> None:
+    idx = index(*(("1.0.0", r) for r in releases))
+    selection = select_release(idx, host, Wanted())
+    assert (selection.chosen.target_id if selection.chosen else None) == chosen
+    here = f"{host.platform}-{host.arch}"
+    for candidate in selection.candidates:
+        built = "-".join(candidate.target_id.split("-")[:2])
+        if built != here:
+            assert f"built for {built}; this machine is {here}" in candidate.reasons
+
+
+def test_target_skips_the_platform_rule_but_not_the_gpu_check() -> None:
+    """--target installs as `unpack` would: another arch is allowed, the GPU check still runs."""
+    forced = select_release(index(("1.0.0", ARM_CPU)), LINUX, Wanted(target=ARM_CPU))
+    assert forced.chosen is not None and forced.chosen.target_id == ARM_CPU
+    no_gpu = select_release(index(("1.0.0", CUDA)), NO_SMI, Wanted(target=CUDA))
+    assert no_gpu.chosen is None
+    (candidate,) = no_gpu.candidates
+    assert candidate.gpu is not None and candidate.gpu.status == "fail"
+    assert any("needs an NVIDIA GPU" in reason for reason in candidate.reasons)

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import venv
 from pathlib import Path
+
+import pytest
 
 from scrollcase.box import selftest
 from scrollcase.io.proc import RunResult
@@ -124,3 +129,50 @@ def test_run_checks_uses_a_real_isolated_interpreter(tmp_path: Path, monkeypatch
     assert [r.passed for r in results] == [True, True, False, True, False, True]
     assert "no_such_module_xyz" in (results[2].problem or "")
     assert json.dumps(selftest.outcomes(results).model_dump(mode="json"))
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_a_check_whose_process_dies_by_a_signal_fails(tmp_path: Path) -> None:
+    """A segfaulting ``import torch`` (a broken CUDA library, a wrong glibc) prints nothing and exits by
+    SIGSEGV: the self-test must fail it, naming the signal — on a real interpreter whose torch kills itself."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False, symlinks=True)
+    python = env_dir / "bin" / "python"
+    site = next((env_dir / "lib").glob("python3*/site-packages"))
+    (site / "torch.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    checks = selftest.plan_checks(
+        SelfTest(imports=["json", "torch"], pythonCode="import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+        "venv/bin/python",
+    )
+    env = selftest.check_env(False, tmp_path, tmp_path)
+    results = selftest.run_checks(checks, python, env_dir, tmp_path, env=env, timeout=60)
+    assert [(r.check.name, r.passed) for r in results] == [
+        ("entrypoint venv/bin/python", True),
+        ("import json", True),
+        ("import torch", False),
+        ("pythonCode", False),
+    ]
+    assert results[2].run.returncode == -signal.SIGSEGV
+    assert (results[2].problem or "").startswith("killed by SIGSEGV")
+    assert (results[3].problem or "").startswith("killed by SIGKILL")
+    error = selftest.failure(results, None, "the box")
+    assert error is not None and error.exit_code == 6 and len(error.problems) == 2
+    assert not selftest.outcomes(results).passed
+
+
+def test_a_signal_is_named_even_after_other_output() -> None:
+    check = selftest.Check("import torch", "import", ("-c", "import torch"))
+    said = selftest.judge(check, result(-11, stderr="UserWarning: something\n"), Path("/nowhere"))
+    assert said == "killed by SIGSEGV (the process crashed or was killed); its last words: UserWarning: something"
+    assert "killed by signal 999" in (selftest.judge(check, result(-999), Path("/nowhere")) or "")
+
+
+def test_only_the_files_not_in_the_box_are_skipped() -> None:
+    checks = selftest.plan_checks(
+        SelfTest(imports=[], files=["a.bin", "b.bin"]), "venv/bin/python", None, frozenset({"a.bin"})
+    )
+    assert [(c.name, c.skip is not None) for c in checks] == [
+        ("entrypoint venv/bin/python", False),
+        ("file a.bin", True),
+        ("file b.bin", False),
+    ]
