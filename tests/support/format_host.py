@@ -398,13 +398,17 @@ def _env_quote(word: bytes) -> bytes:
 
 
 def _env_line(words: list[bytes]) -> bytes:
-    """``#!/usr/bin/env NAME`` or ``#!/usr/bin/env -S NAME ARG...``; an ``env`` interpreter kept, never ``env env``."""
+    """``#!/usr/bin/env NAME`` or ``#!/usr/bin/env -S NAME ARG...``: an ``env`` interpreter kept as written
+    (``/usr/bin/env`` when its path has a blank), an ``-S`` after it dropped, added back when needed."""
     if words[0].rsplit(b"/", 1)[-1] == b"env":
-        interpreter, rest = words[0], [w for w in words[1:] if w != b"-S"]
+        interpreter = b"/usr/bin/env" if BLANK.search(words[0]) else words[0]
+        rest = words[1:]
     else:
         interpreter, rest = b"/usr/bin/env", [words[0].rsplit(b"/", 1)[-1], *words[1:]]
-    if len(rest) == 1:
-        return b"#!" + interpreter + b" " + rest[0]
+    if rest[:1] == [b"-S"]:
+        rest = rest[1:]
+    if len(rest) <= 1 and all(SAFE_WORD.fullmatch(w) for w in rest):
+        return b"#!" + b" ".join([interpreter, *rest])
     return b"#!" + interpreter + b" -S " + b" ".join(_env_quote(w) for w in rest)
 
 

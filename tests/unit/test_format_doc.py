@@ -8,7 +8,8 @@ framed archive.
   and zstandard's stream reader) and by one that checks the frame table and decompresses each frame on its
   own; both must find the tar stream and members ``frames.json`` records.
 * The minimal host (tests/support/format_host.py, written from the page alone) installs every valid vector
-  to its expected tree, receipt included, and refuses every hostile one at its stage or before.
+  to its expected tree, receipt included, and refuses every hostile one at its stage or before; its
+  relocation, from the page's byte rules, equals scrollcase's on generated files and hostile DESTs.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from typing import Any
 
 import pytest
 import zstandard
+from hypothesis import HealthCheck, assume, given, settings
 
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, replace_binary, replace_text
 from tests.support import format_host
+from tests.unit.test_relocate_property import DESTS, files
 from tests.unit.test_vectors import CATALOGUE_DATA, INSTALLS, REFUSED, VALID, listing
 from tests.vectors.generate import VECTORS
 
@@ -216,3 +220,18 @@ def test_the_minimal_host_refuses_each_hostile_vector_in_time(tmp_path: Path, ve
 def test_the_catalogue_names_frames_json_for_every_valid_vector() -> None:
     assert all((VECTORS / v["frames"]).is_file() for v in VALID)
     assert CATALOGUE_DATA["schemaVersion"] == 1
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dest=DESTS, file=files())
+def test_the_hosts_relocation_from_the_docs_is_scrollcases(dest: str, file: tuple[str, bytes]) -> None:
+    """The byte rules of format.md §6 / archive.md, as the host implements them from the page, against
+    scrollcase's own on generated shebangs, binary strings and hostile DESTs (quotes, $, spaces, CRLF)."""
+    mode, data = file
+    new = dest.encode()
+    placeholder = BOX_PREFIX_PLACEHOLDER.encode()
+    if mode == "binary":
+        assume(len(new) <= len(placeholder))
+        assert format_host.relocate_binary(data, placeholder, new) == replace_binary(data, placeholder, new)
+    else:
+        assert format_host.relocate_text(data, placeholder, new) == replace_text(data, placeholder, new)
