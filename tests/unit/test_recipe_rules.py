@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from scrollcase.recipe.loader import recipe_problems
 from scrollcase.recipe.model import Recipe
 from scrollcase.recipe.rules import recipe_rules
+from scrollcase.recipe.targets import ACCELERATORS, SUPPORTED, TargetSpec
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 
 
@@ -66,3 +67,110 @@ def test_every_cross_field_finding_comes_beside_a_field_error() -> None:
     data["compatibility"]["minRamGb"] = "lots"
     _, problems = recipe_problems(to_text(data), file="recipe.json")
     assert {p.key for p in problems} == {"target.accelerator", "assets[1].name", "compatibility.minRamGb"}
+
+
+# Every rule holds for every accelerator, not only cpu and cuda: one valid recipe per supported target, then
+# one thing broken at a time.
+def recipe_for(spec: TargetSpec) -> dict[str, Any]:
+    data = cuda_recipe()
+    target: dict[str, Any] = {"platform": spec.platform, "arch": spec.arch, "accelerator": spec.accelerator}
+    if spec.cuda_version:
+        target["cudaVersion"] = spec.cuda_version
+    else:
+        del data["compatibility"]["minNvidiaDriverVersion"]
+    data["target"] = target
+    data["recipeId"] = f"my-model-{spec.target_id}"
+    data["pythonEntryPoint"] = "venv/python.exe" if spec.is_windows else "venv/bin/python"
+    data["parity"]["accelerators"] = ["cpu"] if spec.accelerator == "cpu" else ["cpu", spec.accelerator]
+    return data
+
+
+TARGETS = [
+    TargetSpec(platform, arch, accelerator, "12.4" if accelerator == "cuda" else None)
+    for (platform, arch), accelerators in SUPPORTED.items()
+    for accelerator in accelerators
+]
+NOT_CUDA = [t for t in TARGETS if not t.is_cuda]
+NOT_CPU = [t for t in TARGETS if t.accelerator != "cpu"]
+
+
+def findings(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(".".join(str(p) for p in v.path), v.message) for v in recipe_rules(data)]
+
+
+@pytest.mark.parametrize("spec", TARGETS, ids=lambda t: t.target_id)
+def test_a_valid_recipe_of_every_target_passes(spec: TargetSpec) -> None:
+    assert recipe_rules(recipe_for(spec)) == []
+
+
+@pytest.mark.parametrize("spec", NOT_CUDA, ids=lambda t: t.target_id)
+def test_cuda_fields_are_refused_on_every_target_that_is_not_cuda(spec: TargetSpec) -> None:
+    driver = recipe_for(spec)
+    driver["compatibility"]["minNvidiaDriverVersion"] = "550.54.14"
+    assert findings(driver) == [
+        ("compatibility.minNvidiaDriverVersion", "minNvidiaDriverVersion is only meaningful for CUDA targets")
+    ]
+    cuda = recipe_for(spec)
+    cuda["target"]["cudaVersion"] = "12.4"
+    assert findings(cuda) == [
+        ("target.cudaVersion", f"cudaVersion is only allowed for CUDA targets, not {spec.accelerator!r}")
+    ]
+
+
+@pytest.mark.parametrize("spec", NOT_CPU, ids=lambda t: t.target_id)
+def test_parity_must_run_the_targets_own_accelerator(spec: TargetSpec) -> None:
+    data = recipe_for(spec)
+    data["parity"]["accelerators"] = ["cpu"]
+    assert findings(data) == [
+        ("parity.accelerators", f"parity must exercise the target's accelerator {spec.accelerator!r}")
+    ]
+
+
+@pytest.mark.parametrize("spec", TARGETS, ids=lambda t: t.target_id)
+def test_every_accelerator_the_platform_lacks_is_refused_as_target_and_in_parity(spec: TargetSpec) -> None:
+    allowed = SUPPORTED[(spec.platform, spec.arch)]
+    for other in (a for a in ACCELERATORS if a not in allowed):
+        data = recipe_for(spec)
+        data["target"]["accelerator"] = other
+        data["target"].pop("cudaVersion", None)
+        if other == "cuda":
+            data["target"]["cudaVersion"] = "12.4"
+        assert [path for path, _ in findings(data)] == ["target.accelerator"], other
+        parity = recipe_for(spec)
+        parity["parity"]["accelerators"] = [*parity["parity"]["accelerators"], other]
+        assert findings(parity) == [
+            (
+                "parity.accelerators.2" if spec.accelerator != "cpu" else "parity.accelerators.1",
+                f"{other!r} cannot run on {spec.platform}-{spec.arch}",
+            )
+        ], other
+
+
+@pytest.mark.parametrize("spec", TARGETS, ids=lambda t: t.target_id)
+def test_the_entry_point_follows_the_targets_platform(spec: TargetSpec) -> None:
+    data = recipe_for(spec)
+    data["pythonEntryPoint"] = "venv/bin/python" if spec.is_windows else "venv/python.exe"
+    [(path, message)] = findings(data)
+    assert path == "pythonEntryPoint"
+    assert ("python.exe at the env root" if spec.is_windows else "only runs on Windows targets") in message
+
+
+@pytest.mark.parametrize("spec", TARGETS, ids=lambda t: t.target_id)
+def test_the_recipe_id_names_every_targets_own_id(spec: TargetSpec) -> None:
+    data = recipe_for(spec)
+    data["recipeId"] = "my-model-linux-x86_64-cuda12.8" if spec.target_id != "linux-x86_64-cuda12.8" else "x"
+    [(path, message)] = findings(data)
+    assert path == "recipeId" and f"'my-model-{spec.target_id}'" in message
+
+
+def test_two_assets_with_one_path_are_refused() -> None:
+    """Two names for one path would write the second asset over the first in the box."""
+    data = cuda_recipe()
+    data["assets"][1]["path"] = data["assets"][0]["path"]
+    assert findings(data) == [("assets.1.path", "asset path 'my-model/weights.bin' is already used by assets[0]")]
+    _, problems = recipe_problems(to_text(data), file="recipe.json")
+    [problem] = problems
+    assert (
+        problem.key == "assets[1].path"
+        and problem.fix == "give each asset path a unique value or remove the duplicate entry"
+    )

@@ -9,11 +9,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from scrollcase.box.evidence import GpuEvidence
+from scrollcase.box.release import ReleaseRelocation
 from scrollcase.errors import ConflictError, StoreError
+from scrollcase.recipe.model import Target
 from scrollcase.store.base import Blob
 from scrollcase.store.index import (
     MAX_ATTEMPTS,
     BoxIndex,
+    IndexEntry,
     dump_index,
     entry_for,
     index_json_schema,
@@ -242,3 +246,38 @@ def test_a_real_index_validates_against_the_published_schema() -> None:
     broken = json.loads(dump_index(index))
     del broken["versions"]["1.0.0"]["linux-x86_64-cpu"]["sha256"]
     assert list(validator.iter_errors(broken)) != []
+
+
+# An index entry is the published release: a merge of an entry that differs in ANY field, not only the archive's
+# sha256, is a conflict (a silent keep would leave the index vouching for a manifest, driver minimum or GPU
+# evidence that is not the published one).
+OTHER_VALUES: dict[str, object] = {
+    "target": Target(platform="linux", arch="aarch64", accelerator="cuda", cudaVersion="12.4"),
+    "archive": "boxes/demo-box/1.0.0/other.tar.zst",
+    "release": "boxes/demo-box/1.0.0/other.release.json",
+    "sha256Key": "boxes/demo-box/1.0.0/other.tar.zst.sha256",
+    "sha256": "d" * 64,
+    "releaseSha256": "e" * 64,
+    "size": 11,
+    "minNvidiaDriverVersion": "560.35.03",
+    "minHostAppVersion": "3.0.0",
+    "minRamGb": 16.0,
+    "gpu": GpuEvidence(cudaRuntime="12.4", source="none"),
+    "relocation": ReleaseRelocation(placeholderBytes=196, maxDestBytes=100),
+}
+
+
+def test_every_field_but_the_key_is_covered() -> None:
+    assert set(OTHER_VALUES) == set(IndexEntry.model_fields) - {"targetId"}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_VALUES))
+def test_an_entry_that_differs_in_any_field_is_a_conflict(name: str) -> None:
+    listed = entry_for(CUDA)
+    assert getattr(listed, name) != OTHER_VALUES[name]
+    index = merge_entry(None, "demo-box", "1.0.0", listed)
+    other = listed.model_copy(update={name: OTHER_VALUES[name]})
+    with pytest.raises(ConflictError) as raised:
+        merge_entry(index, "demo-box", "1.0.0", other)
+    assert name in str(raised.value) or name in ("sha256", "size")
+    assert merge_entry(index, "demo-box", "1.0.0", listed.model_copy()) is None  # an equal entry: nothing to write
