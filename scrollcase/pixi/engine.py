@@ -173,7 +173,10 @@ def _solve_fix(plan: SolvePlan) -> str:
     hint = f"check that the channels hold builds of every spec for {plan.subdir}" + (
         f" that run with __cuda={cuda} (e.g. pytorch *cuda* builds and cuda-version {cuda}.*)" if cuda else ""
     )
-    return hint + "; for an air-gapped mirror pass --channel-override NAME=URL"
+    return (
+        f"{hint}; for an air-gapped mirror pass --channel-override NAME=URL (or {OVERRIDES_ENV}=NAME=URL,...), "
+        f"then `scrollcase lock {plan.recipe_id}`"
+    )
 
 
 def write_lock(plan: SolvePlan, records: Sequence[Any], path: Path, pypi: PypiLock | None = None) -> Path:
@@ -228,7 +231,7 @@ def lock_recipe(
                     fix=f"set pixiVersion to {needed} or newer",
                 )
             ],
-            fix="or lock with that pixi: `scrollcase lock --use-pixi`",
+            fix=f"or lock with that pixi: `scrollcase lock {recipe.recipeId} --use-pixi`",
         )
     plan = plan_solve(manifest, recipe.target.spec, recipe.recipeId, channel_overrides)
     exclude_newer = exclude_newer or manifest_exclude_newer(manifest)

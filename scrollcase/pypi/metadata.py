@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from scrollcase.errors import Problem, SolveError
+from scrollcase.errors import RECIPE_ID, Problem, SolveError
 from scrollcase.io.files import write_atomic
 from scrollcase.pypi.resolve import ResolvedWheel
 
@@ -105,7 +105,7 @@ def wheel_metadata(
                         message=str(exc),
                         key=f"packages.pypi.{wheel.name}",
                         value=wheel.url,
-                        fix="check the network or the index, then run `scrollcase lock` again",
+                        fix=f"check the network or the index, then run `scrollcase lock {RECIPE_ID}` again",
                     )
                 ],
             ) from None
