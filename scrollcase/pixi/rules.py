@@ -9,6 +9,7 @@ a GPU one does.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,7 @@ def torch_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
 _PYTHON_OTHER = ("2.7.18", "3.0.0", "4.0.0")
 
 
+@functools.lru_cache(maxsize=256)  # validate meets the same few specs in every recipe of a repository
 def python_spec_matches(spec: str, major_minor: str) -> bool:
     """True when the conda version spec allows ``major_minor``.x and nothing outside that series."""
     major, minor = (int(p) for p in major_minor.split("."))
