@@ -65,6 +65,11 @@ def doc_block(marker: str) -> str:
     return found.group(1)
 
 
+def page_words() -> str:
+    """format.md with every run of whitespace as one space (a sentence may wrap anywhere)."""
+    return " ".join(FORMAT.read_text(encoding="utf-8").split())
+
+
 def manifest_of(vector: dict[str, Any]) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((VECTORS / vector["release"]).read_bytes())
     return loaded
@@ -78,9 +83,8 @@ def test_the_pages_frame_table_is_the_demo_vectors() -> None:
     rows = doc_table("frames of the demo vector")
     documented = [(r["name"], int(r["offset"]), int(r["size"]), int(r["uncompressedSize"])) for r in rows]
     assert documented == [(f["name"], f["offset"], f["size"], f["uncompressedSize"]) for f in frames]
-    text = FORMAT.read_text(encoding="utf-8")
     size = (VECTORS / DEMO["archive"]).stat().st_size
-    assert f"`tests/vectors/demo/`), **{len(frames)} frames**, {size} bytes:" in text
+    assert f"`tests/vectors/demo/`), **{len(frames)} frames**, {size} bytes:" in page_words()
 
 
 def test_the_pages_receipt_example_is_the_one_unpack_writes_for_the_demo_vector() -> None:
@@ -235,3 +239,12 @@ def test_the_hosts_relocation_from_the_docs_is_scrollcases(dest: str, file: tupl
         assert format_host.relocate_binary(data, placeholder, new) == replace_binary(data, placeholder, new)
     else:
         assert format_host.relocate_text(data, placeholder, new) == replace_text(data, placeholder, new)
+
+
+def test_the_pages_warning_about_a_first_frame_reader_holds() -> None:
+    """§3.1 names zstandard's one-shot decompress() as a reader that stops after the first frame."""
+    data = (VECTORS / DEMO["archive"]).read_bytes()
+    first = len(zstandard.ZstdDecompressor().decompress(data))
+    assert first == manifest_of(DEMO)["archive"]["frames"][0]["uncompressedSize"]
+    stream = frames_json(DEMO)["stream"]["size"]
+    assert f"gives the demo vector's first {first} bytes of {stream})" in page_words()
