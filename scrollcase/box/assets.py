@@ -267,6 +267,24 @@ def place_assets(
     return placed
 
 
+def check_local_sizes(sources: Sequence[AssetSource]) -> None:
+    """IntegrityError naming every file:// asset whose file is another size than recipe.json declares:
+    a stat each, so a build learns it before installing anything rather than at its assets stage."""
+    problems: list[Problem] = []
+    for source in sources:
+        if urllib.parse.urlsplit(source.url).scheme != "file":
+            continue
+        path = file_url_path(source.url)
+        size = path.stat().st_size if path.is_file() else None
+        if size is not None and size != source.size:
+            problems.extend(size_error(source, size).problems)
+    if problems:
+        raise IntegrityError(
+            f"{len(problems)} asset(s) do not match their size in recipe.json, so nothing was installed",
+            problems=problems,
+        )
+
+
 def local_asset_problems(recipe: Recipe, recipe_file: Path) -> list[Problem]:
     """What ``validate`` tells of file:// assets before any build: each file exists, has recipe.json's
     size and then its sha256, every problem at the line that declares it.  Remote assets are the build's."""

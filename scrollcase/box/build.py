@@ -240,6 +240,8 @@ def execute_build(
 ) -> BuildResult:
     """Run every stage; on any failure the output folder is untouched (the work folder is kept)."""
     stages = _Stages(progress)
+    if plan.bundled:
+        asset_mod.check_local_sizes(plan.assets)
     _fresh_dir(plan.work_dir)
     count = f"{len(locked.records)} packages" + (f" + {len(locked.wheels)} wheels" if locked.wheels else "")
     with stages.stage("install", f"{count} into {plan.layout.env_dir}/"):

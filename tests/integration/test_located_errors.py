@@ -115,6 +115,7 @@ def test_new_weights_without_a_new_size_fail_the_first_build_at_the_size_line(re
     assert problem["file"] == f"recipes/{recipe.name}/recipe.json"
     assert problem["line"] == line_of(recipe / "recipe.json", r'"size":')
     assert f'"size": {len(new)}' in problem["fix"] and "interrupted" not in json.dumps(error)
+    assert "nothing was installed" in error["message"]  # a stat before the install stage told it
     recipe_json = json.loads((recipe / "recipe.json").read_text())
     recipe_json["assets"][0]["size"] = len(new)
     (recipe / "recipe.json").write_text(json.dumps(recipe_json, indent=2))
