@@ -31,7 +31,8 @@ from scrollcase.pixi.lockfile import parse_lock, read_lock_text
 from scrollcase.pixi.manifest import load_manifest
 from scrollcase.pixi.rules import manifest_problems
 from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
-from scrollcase.reports.outcome import RecipeOutcome, failures
+from scrollcase.reports.junit import write_junit
+from scrollcase.reports.outcome import RecipeOutcome, failures, junit_cases
 
 NAME = "lock-check"
 HELP = "check committed pixi.lock files against pixi.toml and the recipe's target"
@@ -52,6 +53,7 @@ class LockCheckArgs(CommandArgs):
     recipes: tuple[str, ...]
     recipes_root: Path
     channel_override: tuple[str, ...]
+    junit: Path | None
 
 
 Outcome = RecipeOutcome[LockCheckResult]
@@ -62,6 +64,14 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     add_recipe_list(p, "recipes", "RECIPE", "recipe IDs or folders")
     add_recipes_root(p)
     add_channel_override(p, f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})")
+    p.add_argument(
+        "--junit",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the results as JUnit XML: a case per sound recipe, a failed case per problem, at its "
+        "file and line (`scrollcase report junit` turns it into annotations and a summary)",
+    )
     p.set_defaults(handler=handler(LockCheckArgs, run))
 
 
@@ -148,6 +158,8 @@ def relock_fix(failed: Sequence[Outcome], overrides: Mapping[str, str]) -> str:
 def run(args: LockCheckArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
     outcomes = [named(check_folder(folder, overrides)) for folder in recipe_folders(args)]
+    if args.junit is not None:
+        write_junit(args.junit, NAME, junit_cases(outcomes, NAME, LOCK_FILE))
     failed = failures(outcomes)
     if failed:
         for outcome in outcomes:

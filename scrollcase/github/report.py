@@ -18,7 +18,7 @@ from typing import IO
 from actions_toolkit.file_command import prepare_key_value_message
 
 from scrollcase.box.release import ReleaseManifest
-from scrollcase.errors import GitHubError, ParityError, Problem, ScrollcaseError, SelfTestError
+from scrollcase.errors import GitHubError, LockError, ParityError, Problem, ScrollcaseError, SelfTestError
 from scrollcase.github.paths import located
 from scrollcase.reports.junit import JUnitResult, Tally, read_junit
 
@@ -155,8 +155,8 @@ def annotate_error(error: ScrollcaseError, stream: IO[str], junit: Path | None =
 
 
 def reported_in_junit(error: ScrollcaseError, junit: Path) -> bool:
-    """Whether ``error`` is a self-test/parity failure whose failed cases are in the JUnit file."""
-    if not isinstance(error, SelfTestError | ParityError):
+    """Whether ``error`` is a self-test, parity or lock-check failure whose failed cases are in the JUnit file."""
+    if not isinstance(error, SelfTestError | ParityError | LockError):
         return False
     try:
         results = read_junit(junit)

@@ -314,6 +314,24 @@ def test_lock_check_action(harness: Harness) -> None:
     assert result.failed, result.log()
     assert any("tiny-mlp-linux-x86_64-cpu" in a for a in result.annotations), result.log()
     assert Path(result.outputs["result-json"]).is_file()
+    # The check step leaves its annotations to the report step (one per problem), which writes the summary.
+    assert not [a for a in result.step("Check the locks").stdout.splitlines() if a.startswith("::error")]
+    errors = [a for a in result.annotations if a.startswith("::error ")]
+    assert errors and all(a.startswith("::error file=recipes/tiny-mlp-linux-x86_64-cpu") for a in errors), result.log()
+    assert result.outputs["junit"].endswith("lock-check.xml") and Path(result.outputs["junit"]).is_file()
+    assert result.outputs["conclusion"] == "failure" and int(result.outputs["failed"]) == len(errors)
+    assert f"**0 passed, {len(errors)} failed, 0 skipped**" in result.step("Report results").summary
+
+
+def test_lock_check_action_passes_channel_overrides(harness: Harness) -> None:
+    """channel-overrides reaches lock-check as SCROLLCASE_CHANNEL_OVERRIDES, newlines made commas: a
+    malformed pair is refused, naming the variable's format."""
+    needs_command("lock-check")
+    inputs = {"recipes": "tiny-mlp-linux-x86_64-cpu", "channel-overrides": "conda-forge=file:///m/cf\nbad-pair\n"}
+    result = harness.run(ACTIONS / "lock-check", inputs)
+    assert result.failed
+    error = json.loads(result.step("Check the locks").stdout)
+    assert error["error"] == "UsageError" and "'bad-pair'" in error["message"], result.log()
 
 
 def test_verify_action_reports_junit_annotations_and_summary(harness: Harness) -> None:

@@ -284,3 +284,68 @@ def test_use_pixi_needs_the_pinned_pixi(
             from scrollcase.pixi.runner import lock_with_pixi
 
             lock_with_pixi(resolve_recipe(CUDA_ID, workspace / "recipes"))
+
+
+def test_lock_check_junit_read_back_and_reported_once(two_locked: Path, tmp_path: Path) -> None:
+    """--junit: a passed case per sound recipe, a failed case per problem at its file and line; on GitHub
+    lock-check leaves the annotations to `report junit` (one per problem, none twice) and its summary."""
+    from junitparser import JUnitXml
+
+    from tests.support.outputs import read_outputs
+
+    lock = two_locked / CUDA_ID / "pixi.lock"
+    lock.write_text(lock.read_text().replace("cuda124_py311_h1_300", "cpu_mkl_py311_h2_100"))
+    junit, output, summary = tmp_path / "lock-check.xml", tmp_path / "output", tmp_path / "summary"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_WORKSPACE": str(two_locked.parent),
+    }
+
+    def scrollcase(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "scrollcase", *args],
+            cwd=two_locked.parent,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+
+    checked = scrollcase("lock-check", "--junit", str(junit))
+    assert checked.returncode == 4, checked.stderr
+    assert "::error" not in checked.stdout + checked.stderr  # the JUnit holds them: annotated once, below
+    cases = [
+        (suite.name, case.classname, case.name, case.is_passed, case)
+        for suite in JUnitXml.fromfile(str(junit))
+        for case in suite
+    ]
+    assert {suite for suite, *_ in cases} == {"lock-check"}
+    passed = [c for c in cases if c[3]]
+    assert [(c[1], c[2]) for c in passed] == [("other-linux-x86_64-cuda12.8", "lock-check")]
+    assert passed[0][4]._elem.get("file") == "recipes/other-linux-x86_64-cuda12.8/pixi.lock"
+    failed = [c for c in cases if not c[3]]
+    assert failed and all(c[1] == CUDA_ID for c in failed)
+    torch = next(c[4] for c in failed if "CPU build" in (c[4].result[0].message or ""))
+    assert torch._elem.get("file") == f"recipes/{CUDA_ID}/pixi.lock"
+    assert "cpu_mkl_py311_h2_100" in lock.read_text().splitlines()[int(torch._elem.get("line")) - 1]
+    assert "fix: " in (torch.result[0].text or "")
+
+    reported = scrollcase("report", "junit", str(junit), "--title", "scrollcase lock-check")
+    assert reported.returncode == 0, reported.stderr
+    errors = [a for a in reported.stdout.splitlines() if a.startswith("::error ")]
+    assert len(errors) == len(failed)
+    assert any(
+        a.startswith(f"::error file=recipes/{CUDA_ID}/pixi.lock,line={torch._elem.get('line')},") for a in errors
+    )
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("### scrollcase lock-check") and f"**1 passed, {len(failed)} failed, 0 skipped**" in text
+    assert read_outputs(output.read_text(encoding="utf-8"))["conclusion"] == "failure"
+
+    lock.write_text(lock.read_text().replace("cpu_mkl_py311_h2_100", "cuda124_py311_h1_300"))
+    assert scrollcase("lock-check", "--junit", str(junit)).returncode == 0
+    assert all(case.is_passed for suite in JUnitXml.fromfile(str(junit)) for case in suite)
