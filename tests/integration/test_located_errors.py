@@ -70,6 +70,10 @@ def test_a_stale_lock_after_a_pixi_toml_edit_names_the_edited_line(recipe: Path,
     # the run had channel overrides: re-locking without them would solve another channel
     assert f"scrollcase lock {recipe.name}" in error["fix"] and "SCROLLCASE_CHANNEL_OVERRIDES=" in error["fix"]
     assert "<recipeId>" not in done.stdout + done.stderr
+    on_github = cli("lock-check", cwd=recipe.parents[1], env={**override(channel), "GITHUB_ACTIONS": "true"})
+    annotation = f"::error file=recipes/{recipe.name}/pixi.toml,line={problem['line']}"
+    assert annotation in on_github.stdout + on_github.stderr
+    assert f"file=recipes/{recipe.name}/pixi.lock" not in on_github.stdout + on_github.stderr
 
 
 def test_a_lock_from_a_mirror_checked_without_the_override_names_it(recipe: Path, channel: Path) -> None:
