@@ -309,3 +309,13 @@ def test_s3_asset_with_resume_through_an_injected_client(s3_client: object, tmp_
     got = assets.fetch_asset(src, tmp_path, assets.default_fetchers(s3_client))
     assert got.read_bytes() == DATA
     assert ranges == ["bytes=5000-"]  # one GET, for the missing bytes only
+
+
+@pytest.mark.parametrize("declared", [len(DATA) - 1, len(DATA) + 1])
+def test_a_wrong_size_over_s3_is_named_at_its_recipe_line(s3_client: object, tmp_path: Path, declared: int) -> None:
+    [src] = recipe_sources(tmp_path, "s3://models/boxes", [("w 1.bin", DATA, declared)])
+    with pytest.raises(IntegrityError) as caught:
+        assets.fetch_asset(src, tmp_path / "cache", assets.default_fetchers(s3_client))  # type: ignore[arg-type]
+    problem = only_problem(caught.value)
+    assert problem.line == line_of(tmp_path / "recipes/m/recipe.json", 0, "size")
+    assert f"is {len(DATA)} bytes, not the {declared}" in problem.message
