@@ -125,9 +125,10 @@ class _Source:
                 self.error = str(exc)
         return data
 
-    def finish(self) -> None:
-        """Read (and hash) whatever the decompressor left, then check the frames ended cleanly."""
-        while self.read(READ_CHUNK):
+    def finish(self, abandoned: threading.Event | None = None) -> None:
+        """Read (and hash) whatever the decompressor left, then check the frames ended cleanly; nothing more
+        once the unpack was ``abandoned`` (Ctrl-C: a stream still arriving would be read to its end)."""
+        while not (abandoned and abandoned.is_set()) and self.read(READ_CHUNK):
             pass
         if self.error is None:
             try:
@@ -158,6 +159,7 @@ class _Feed:
     opened: _Opened
     chunks: queue.Queue[bytes | None] = field(default_factory=lambda: queue.Queue(_QUEUE_DEPTH))
     stop: threading.Event = field(default_factory=threading.Event)
+    abandoned: threading.Event = field(default_factory=threading.Event)  # no digest wanted: the caller quit
     sha256: str = ""
     size: int = 0
     error: str | None = None
@@ -170,7 +172,7 @@ class _Feed:
                 try:
                     self._decompress(source)
                 finally:
-                    source.finish()
+                    source.finish(self.abandoned)
                     self.sha256, self.size = source.sha.hexdigest(), source.size
                     self.error = source.error or self.error  # the walker says precisely what is wrong
         except OSError as exc:
@@ -536,6 +538,7 @@ def _extract_verified(
     reader = ChunkReader(feed.next_chunk)
     failure: ScrollcaseError | None = None
     thread.start()
+    quitting = False
     try:
         _extract_all(reader, ex)
         bad = paths.escaping_link(ex.links)
@@ -551,10 +554,17 @@ def _extract_verified(
             f"cannot unpack {label} into {describe_path(tmp)}: {exc.strerror or exc}{where}",
             fix="check free disk space and permissions",
         )
+    except BaseException:
+        # Ctrl-C or SystemExit: the user wants out, not the digest; the feed may be following a download
+        # that is still arriving, so it is not waited for (a daemon thread, it ends with its stream).
+        quitting = True
+        feed.abandoned.set()
+        raise
     finally:
         feed.stop.set()
         _drain(feed.chunks)
-        thread.join()
+        if not quitting:
+            thread.join()
     return _verdict(feed, label, expected_sha256, failure, ex, reader.consumed)
 
 

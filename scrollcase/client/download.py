@@ -258,22 +258,27 @@ class Follower:
         self.done = done
         self.consumed = 0
         self._fd: int | None = None
+        self._closed = False
+        self._lock = threading.Lock()
 
     def read(self, n: int = -1) -> bytes:
         while self.consumed < self.size:
-            if self._fd is None and not self._open():
-                if self.done.is_set():
-                    return b""  # the download failed before its first byte
-                self.done.wait(self.POLL_SECONDS)
-                continue
-            assert self._fd is not None
-            want = self.size - self.consumed if n < 0 else min(n, self.size - self.consumed)
             finished = self.done.is_set()  # before the read: bytes written before it was set are seen
-            data = os.read(self._fd, want)
+            with self._lock:  # close() waits: never a read of a closed (or reused) descriptor
+                if self._closed:
+                    return b""
+                if self._fd is None and not self._open():
+                    if finished:
+                        return b""  # the download failed before its first byte
+                    data = None
+                else:
+                    assert self._fd is not None
+                    want = self.size - self.consumed if n < 0 else min(n, self.size - self.consumed)
+                    data = os.read(self._fd, want)
             if data:
                 self.consumed += len(data)
                 return data
-            if finished:
+            if finished and data is not None:
                 return b""
             self.done.wait(self.POLL_SECONDS)
         return b""
@@ -288,9 +293,12 @@ class Follower:
             return False
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Stop following: a read still waiting (an unpack abandoned by Ctrl-C) ends, and none reopens the file."""
+        with self._lock:
+            self._closed = True
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def _open(self) -> bool:
         try:

@@ -3,19 +3,26 @@ and the whole from a real loopback HTTP store — DEST only when every check pas
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from scrollcase.client.download import Follower, cache_paths
+from scrollcase.client import receive
+from scrollcase.client.download import Download, Follower, cache_paths
 from scrollcase.client.framecache import FrameCache
 from scrollcase.client.receive import receive_release
 from scrollcase.errors import IntegrityError
+from scrollcase.store.base import RangeRead
 from scrollcase.store.http import HttpStore
+from scrollcase.store.local import LocalStore
 from tests.support.framedreleases import write_framed_release
 from tests.support.httpstore import ServerState, serve
 from tests.support.releases import SyntheticRelease
@@ -134,3 +141,109 @@ def test_a_tampered_archive_installs_nothing_and_keeps_none_of_its_frames(
         receive_release(HttpStore(server.url), release.manifest, tmp_path / "box", cache, "SRC")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "store"]  # no DEST, no temp tree beside it
     assert not cache.root.exists() or not any(cache.root.rglob("*.*"))
+
+
+PIECE = 16_384
+STALL_SECONDS = 30.0  # a broken cancel shows up as a failed test after this, never as a hang
+
+
+class StallingStore(LocalStore):
+    """A directory store whose archive arrives in 16 KiB pieces and stalls after ``stall_at`` bytes until
+    ``resume`` is set (a slow network while the user presses Ctrl-C)."""
+
+    def __init__(self, root: Path, stall_at: int) -> None:
+        super().__init__(root)
+        self.stall_at = stall_at
+        self.stalled = threading.Event()
+        self.resume = threading.Event()
+
+    @contextlib.contextmanager
+    def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
+        with super().read_from(key, offset, length) as got:
+            yield RangeRead(got.offset, got.total, self._paced(got.chunks, offset))
+
+    def _paced(self, chunks: Iterator[bytes], sent: int) -> Iterator[bytes]:
+        for chunk in chunks:
+            for start in range(0, len(chunk), PIECE):
+                if sent >= self.stall_at and not self.stalled.is_set():
+                    self.stalled.set()
+                    self.resume.wait(STALL_SECONDS)
+                yield chunk[start : start + PIECE]
+                sent += len(chunk[start : start + PIECE])
+
+
+@POSIX_ONLY
+def test_ctrl_c_during_a_receive_stops_the_download_and_keeps_its_partial_file(
+    release: SyntheticRelease, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGINT while the unpack follows a stalled download: the receive ends with KeyboardInterrupt,
+    the download stops at its next chunk (not at the end of the archive), its partial file is kept for the
+    rerun, and nothing appears at DEST."""
+    size = release.manifest.archive.size
+    stall_at = (size // 3) // PIECE * PIECE
+    store = StallingStore(store_with(release, tmp_path / "store"), stall_at)
+    followers: list[Follower] = []
+    cancels: list[threading.Event] = []
+
+    class Seen(Follower):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            followers.append(self)
+
+    real_download = receive.download_archive
+
+    def download(*args: Any, **kwargs: Any) -> Download:
+        cancels.append(kwargs["cancel"])  # a spy: the real download runs
+        return real_download(*args, **kwargs)
+
+    monkeypatch.setattr(receive, "Follower", Seen)
+    monkeypatch.setattr(receive, "download_archive", download)
+
+    def press_ctrl_c() -> None:
+        store.stalled.wait(STALL_SECONDS)
+        while not (followers and followers[0].consumed):  # the unpack is reading: Ctrl-C lands inside it
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+        cancels[0].wait(STALL_SECONDS)  # the stalled network comes back once the receive asked to stop
+        store.resume.set()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # SIG_IGN in a background job
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            receive_release(store, release.manifest, tmp_path / "box", FrameCache.default(), "SRC")
+    finally:
+        store.resume.set()
+        signal.signal(signal.SIGINT, previous)
+        presser.join()
+    paths = cache_paths(release.manifest.archive.sha256)
+    assert not paths.complete.exists()  # stopped, not downloaded to the end
+    assert paths.partial.stat().st_size == stall_at  # the bytes before the stall, kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "store"]  # no DEST, no temp tree beside it
+    monkeypatch.setattr(receive, "download_archive", real_download)  # the rerun: no spy, no stall
+    again = receive_release(
+        LocalStore(tmp_path / "store"), release.manifest, tmp_path / "box", FrameCache.default(), "SRC"
+    )
+    assert again.download.resumed_from == stall_at and (tmp_path / "box" / "box.json").is_file()
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["in-the-download-cache", "downloaded"])
+def test_an_archive_that_is_another_release_is_refused_on_either_path(
+    release: SyntheticRelease, tmp_path: Path, cached: bool
+) -> None:
+    """A manifest that names this archive's size and sha256 but another version (a store whose manifest and
+    archive disagree): box.json's identity is checked before DEST appears, also when the archive is already
+    in the download cache and the receive takes the one-after-another path."""
+    lying = release.manifest.model_copy(update={"version": "1.0.1"})
+    store = store_with(release, tmp_path / "store")
+    if cached:
+        complete = cache_paths(release.manifest.archive.sha256).complete
+        complete.parent.mkdir(parents=True)
+        shutil.copyfile(release.archive_path, complete)
+    cache = FrameCache.default()
+    with pytest.raises(IntegrityError, match="is not the box its release manifest describes") as raised:
+        receive_release(LocalStore(store), lying, tmp_path / "box", cache, "SRC")
+    assert [p.key for p in raised.value.problems] == ["version"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "store"]
+    assert not cache.root.exists() or not any(cache.root.rglob("*.*"))  # none of its frames kept
