@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase.box.archive import pack_tree
 from scrollcase.box.boxjson import dump_box_json
+from scrollcase.box.frames import frame_table
+from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo, prefix_text
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.upgrade import (
     Fetched,
@@ -24,8 +27,9 @@ from scrollcase.client.upgrade import (
 )
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError
 from scrollcase.store.local import LocalStore
+from tests.support.framedbox import make_framed_box
 from tests.support.framedreleases import new_frame_bytes, write_framed_release
-from tests.support.releases import SyntheticRelease, box_json_for
+from tests.support.releases import SyntheticRelease, box_json_for, make_manifest
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +227,34 @@ def test_a_staging_path_that_cannot_be_removed_says_so(tmp_path: Path) -> None:
     sib.staging.write_text("not a folder")
     with pytest.raises(ScrollcaseError, match="left by an interrupted upgrade: Not a directory"):
         clear_staging(sib)
+
+
+def relocatable_release(work: Path) -> SyntheticRelease:
+    """A framed release whose box has a text file holding the placeholder prefix, listed in box.json."""
+    draft = make_manifest(box_id="reuse-box", version="1.0.2", cuda=None, size=0, sha256="0" * 64)
+    tree = make_framed_box(work / "tree", version="1.0.2", payload=10_000, packages=2)
+    (tree / "venv" / "etc").mkdir()
+    (tree / "venv" / "etc" / "prefix.txt").write_text(f"prefix={BOX_PREFIX_PLACEHOLDER}/venv\n")
+    relocation = RelocationInfo(
+        placeholder=BOX_PREFIX_PLACEHOLDER, files=[PrefixFile(path="venv/etc/prefix.txt", mode="text")]
+    )
+    box = box_json_for(draft).model_copy(update={"relocation": relocation})
+    (tree / "box.json").write_bytes(dump_box_json(box))
+    packed = pack_tree(tree, work / "dist" / draft.archive.name, level=1)
+    archive = draft.archive.model_copy(
+        update={"size": packed.size, "sha256": packed.sha256, "frames": frame_table(packed.frames)}
+    )
+    return SyntheticRelease(draft.model_copy(update={"archive": archive}), work / "unused.json", packed.path)
+
+
+def test_the_upgraded_tree_is_relocated_to_dest_not_to_where_it_is_unpacked(tmp_path: Path) -> None:
+    """The new tree is unpacked into ``.DEST.upgrade`` and renamed to DEST: its files must name DEST, the
+    path they will live at, never the staging folder that is gone after the swap."""
+    release = relocatable_release(tmp_path / "work")
+    cache = cache_holding(tmp_path / "frames", release)
+    staging, dest = tmp_path / ".box.upgrade", tmp_path / "box"
+    result = unpack_from_frames(cache, release.manifest, staging, dest, "SRC")
+    assert result.relocated_files == 1
+    text = (staging / "venv" / "etc" / "prefix.txt").read_text()
+    assert text == f"prefix={prefix_text(dest.absolute())}/venv\n"
+    assert str(staging) not in text and BOX_PREFIX_PLACEHOLDER not in text
