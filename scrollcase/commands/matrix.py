@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -17,13 +18,15 @@ from scrollcase.github.matrix import (
     DEFAULT_RUNNERS,
     MAX_JOBS,
     MatrixPlan,
+    Published,
     RecipeEntry,
     RunnerMap,
     parse_runner_map,
     plan_matrix,
 )
+from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import ReadErrors, read_text
-from scrollcase.recipe.loader import discover_recipes, load_recipe
+from scrollcase.recipe.loader import discover_recipes, load_recipe, locate_in_recipe
 
 NAME = "matrix"
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -37,6 +40,9 @@ class MatrixArgs(CommandArgs):
     all_on: tuple[str, ...]
     affects_all: tuple[str, ...] | None
     hosted_only: bool
+    unpublished: bool
+    store: str | None
+    endpoint_url: str | None
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -90,7 +96,30 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave out jobs for self-hosted runners (use for pull requests from forks)",
     )
+    _add_store_options(p)
     p.set_defaults(handler=handler(MatrixArgs, run))
+
+
+def _add_store_options(p: argparse.ArgumentParser) -> None:
+    """--unpublished and the store it reads."""
+    p.add_argument(
+        "--unpublished",
+        action="store_true",
+        help="leave out recipes whose (boxId, version, target) the store's index already lists, unless "
+        "their pixi.lock or assets changed since (for release tags: build only new versions)",
+    )
+    p.add_argument(
+        "--store",
+        metavar="STORE",
+        default=None,
+        help="with --unpublished: the store to read, a directory, s3://bucket/prefix or http(s)://host/path "
+        "(default: $SCROLLCASE_STORE)",
+    )
+    p.add_argument(
+        "--endpoint-url",
+        default=None,
+        help="with --unpublished and an s3:// store: an S3-compatible endpoint (default: AWS, or $AWS_ENDPOINT_URL_S3)",
+    )
 
 
 _READ_RUNNER_MAP = ReadErrors(
@@ -140,11 +169,11 @@ def _missing_sha(ref: str) -> bool:
     return bool(SHA.fullmatch(ref)) and not gitdiff.has_commit(ref, Path.cwd())
 
 
-def _warn(console: Console, message: str, fix: str) -> None:
+def _warn(console: Console, message: str, fix: str, problem: Problem | None = None) -> None:
     console.progress(f"matrix: warning: {message}")
     if report.RunnerEnv.from_environ().in_actions:
         report.annotate(
-            [Problem(message=message, fix=fix, severity="warning")],
+            [problem or Problem(message=message, fix=fix, severity="warning")],
             sys.stderr if console.json_mode else console.stdout,
             title="scrollcase matrix",
         )
@@ -158,10 +187,9 @@ def affects_all(args: MatrixArgs) -> list[str]:
 
 
 def _text(plan: MatrixPlan) -> str:
-    if plan.empty:
-        return f"no jobs ({plan.reason})"
-    lines = [f"{len(plan.include)} job(s) ({plan.reason}):"]
+    lines = [f"no jobs ({plan.reason})" if plan.empty else f"{len(plan.include)} job(s) ({plan.reason}):"]
     lines += [f"  {e['recipeId']:<48} runs-on: {', '.join(e['runs-on'])}" for e in plan.include]
+    lines += [f"  {e['recipeId']:<48} left out: {e['version']} already published" for e in plan.published]
     return "\n".join(lines)
 
 
@@ -188,9 +216,71 @@ def run(args: MatrixArgs, console: Console) -> int:
         changed = gitdiff.changed_files(args.changed_since, Path.cwd())
         if args.runner_map is not None:
             patterns.append(_relative(args.runner_map, base))
+    store = _store_location(args)
     entries = _load_entries(args.recipes, base)
-    plan = plan_matrix(entries, changed, runner_map, patterns, hosted_only=args.hosted_only)
+    published = _published(entries, args, store) if store is not None else None
+    plan = plan_matrix(entries, changed, runner_map, patterns, hosted_only=args.hosted_only, published=published)
     console.progress(f"matrix: {plan.reason}")
-    report.set_outputs({"matrix": plan.matrix(), "empty": plan.empty, "count": len(plan.include)})
+    for warning in plan.warnings:
+        _warn(console, warning.message, warning.fix or "", warning)
+    outputs: dict[str, report.OutputValue] = {"matrix": plan.matrix(), "empty": plan.empty, "count": len(plan.include)}
+    if store is not None:
+        outputs["published"] = [e["recipeId"] for e in plan.published]
+        env = report.RunnerEnv.from_environ()
+        report.write_summary(report.render_summary([_summary(plan, store)], report.summary_room(env)), env)
+    report.set_outputs(outputs)
     console.result(plan.matrix(), _text(plan))
     return 0
+
+
+def _store_location(args: MatrixArgs) -> str | None:
+    """The store --unpublished reads (None: no --unpublished); a usage error when one is given without the other."""
+    if not args.unpublished:
+        if args.store is not None or args.endpoint_url is not None:
+            raise UsageError(
+                "--store and --endpoint-url are only read with --unpublished",
+                fix="add --unpublished to leave out the recipes the store already holds, or drop --store",
+            )
+        return None
+    from scrollcase.store.factory import STORE_ENV  # not at import time: see _published
+
+    location = args.store if args.store is not None else os.environ.get(STORE_ENV)
+    if location is None:
+        raise UsageError(
+            "--unpublished needs the store to read: no --store and no $" + STORE_ENV,
+            fix="pass --store DIRECTORY, s3://bucket/prefix or https://host/path (where publish puts the boxes)",
+        )
+    return location
+
+
+def _published(entries: list[RecipeEntry], args: MatrixArgs, location: str) -> dict[str, Published]:
+    """The recipes whose release the store already holds, by recipe ID, with what each was built from."""
+    # Imported here: only --unpublished reads a store (boto3 for s3://); the matrix job stays light without it.
+    from scrollcase.store.factory import open_read_store
+    from scrollcase.store.held import HeldReleases, recipe_inputs
+
+    held = HeldReleases(open_read_store(location, args.endpoint_url))
+    found: dict[str, Published] = {}
+    for entry in entries:
+        recipe = entry.recipe
+        release = held.find(recipe.boxId, recipe.version, recipe.target_id)
+        if release is None:
+            continue
+        folder = args.recipes / recipe.recipeId
+        lock = folder / "pixi.lock"
+        here = recipe_inputs(recipe, sha256_file(lock)[0] if lock.is_file() else None)
+        _, line, _ = locate_in_recipe(folder / "recipe.json", ("version",))
+        recipe_file = f"{entry.path}/recipe.json"
+        found[recipe.recipeId] = Published(release.release, release.inputs, here, recipe_file, line)
+    return found
+
+
+def _summary(plan: MatrixPlan, store: str) -> report.SummaryTable:
+    rows = [[e["recipeId"], e["version"], "build"] for e in plan.include]
+    rows += [[e["recipeId"], e["version"], f"left out: already published in {store}"] for e in plan.published]
+    return report.SummaryTable(
+        title="scrollcase matrix --unpublished",
+        columns=["Recipe", "Version", "Job"],
+        rows=sorted(rows),
+        lead=f"{len(plan.include)} job(s) ({plan.reason})",
+    )

@@ -63,9 +63,34 @@ class RecipeEntry:
 
 
 @dataclass(frozen=True)
+class Published:
+    """A recipe whose (boxId, version, targetId) the store's index lists, as ``matrix --unpublished`` found it.
+
+    ``stored`` and ``here``: what the box is built from (``pixi.lock`` and each ``asset <name>``, to its
+    sha256) by the stored release manifest and by the recipe's folder now; ``stored`` None: the stored
+    manifest could not be read.  ``recipe_file``/``version_line``: where the recipe's version is written.
+    """
+
+    release: str  # the stored release manifest's URL, for messages
+    stored: Mapping[str, str] | None
+    here: Mapping[str, str]
+    recipe_file: str
+    version_line: int | None = None
+
+    def changed(self) -> list[str]:
+        """What differs between the stored release's inputs and the recipe's (empty: nothing)."""
+        if self.stored is None:
+            return [f"{self.release} (unreadable)"]
+        names = sorted(self.stored.keys() | self.here.keys())
+        return [name for name in names if self.stored.get(name) != self.here.get(name)]
+
+
+@dataclass(frozen=True)
 class MatrixPlan:
     include: tuple[dict[str, Any], ...]
     reason: str  # why these recipes were selected, for the log and summary
+    published: tuple[dict[str, Any], ...] = ()  # entries left out: the store already holds their release
+    warnings: tuple[Problem, ...] = ()  # published recipes built again because their inputs changed
 
     @property
     def empty(self) -> bool:
@@ -168,15 +193,24 @@ def plan_matrix(
     global_patterns: Sequence[str] = DEFAULT_GLOBAL_PATTERNS,
     max_jobs: int = MAX_JOBS,
     hosted_only: bool = False,
+    published: Mapping[str, Published] | None = None,
 ) -> MatrixPlan:
     """The matrix for ``entries``, filtered by ``changed``; fails above GitHub's job limit.
 
     ``hosted_only`` drops jobs for self-hosted runners: pull requests from forks must never run
-    their code on them.
+    their code on them.  ``published`` (by recipe ID): releases the store already holds, left out
+    unless the recipe's inputs changed since (:func:`leave_out_published`).
     """
     selected, reason = select(entries, changed, global_patterns)
     ordered = sorted(selected, key=lambda e: e.recipe.recipeId)
     include = tuple(matrix_entry(e, runner_map) for e in ordered)
+    left_out: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[Problem, ...] = ()
+    if published is not None:
+        include, left_out, warnings = leave_out_published(include, published)
+        if left_out:
+            named = ", ".join(f"{e['recipeId']} {e['version']}" for e in left_out)
+            reason += f"; {len(left_out)} recipe(s) left out, already published: {named}"
     if hosted_only:
         kept = tuple(e for e in include if not e["selfHosted"])
         if len(kept) != len(include):
@@ -188,4 +222,35 @@ def plan_matrix(
             fix="narrow it with --changed-since, or split recipes/ across several workflows "
             "(e.g. one matrix per accelerator with --recipes)",
         )
-    return MatrixPlan(include=include, reason=reason)
+    return MatrixPlan(include=include, reason=reason, published=left_out, warnings=warnings)
+
+
+def leave_out_published(
+    include: Sequence[dict[str, Any]], published: Mapping[str, Published]
+) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...], tuple[Problem, ...]]:
+    """The entries to build, those left out because the store holds their release, and a warning for each
+    published release built again because its recipe's inputs changed since (an unbumped version: the
+    build runs, so that publish refuses it and says to bump the version, instead of nothing happening)."""
+    kept: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
+    warnings: list[Problem] = []
+    for entry in include:
+        found = published.get(entry["recipeId"])
+        changed = found.changed() if found is not None else []
+        if found is not None and not changed:
+            left_out.append(entry)
+            continue
+        kept.append(entry)
+        if found is not None:
+            warnings.append(
+                Problem(
+                    message=f"{entry['recipeId']} {entry['version']} is already published ({found.release}), but "
+                    f"{', '.join(changed)} changed since: it is built again, and publishing it will be refused",
+                    file=found.recipe_file,
+                    line=found.version_line,
+                    key="version",
+                    fix=f"bump `version` in {found.recipe_file}: a published release is never replaced",
+                    severity="warning",
+                )
+            )
+    return tuple(kept), tuple(left_out), tuple(warnings)

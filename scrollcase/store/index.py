@@ -21,7 +21,7 @@ from scrollcase.errors import ConflictError, Problem, StoreError
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
-from scrollcase.store.base import Store
+from scrollcase.store.base import ReadableStore, Store
 
 MAX_ATTEMPTS = 10
 
@@ -137,6 +137,18 @@ def parse_index(data: bytes, file: str) -> BoxIndex:
         json_fix="restore the index from the release manifests beside it",
         fix="restore the index from the release manifests beside it",
     )
+
+
+def read_index(store: ReadableStore, box_id: str) -> BoxIndex | None:
+    """The box's index as the store holds it (None: there is none yet); StoreError when it is not one, or
+    is another box's."""
+    key = index_key(box_id)
+    blob = store.get_bytes(key)
+    if blob is None:
+        return None
+    index = parse_index(blob.data, store.url_for(key))
+    check_index_box(index, box_id, store.url_for(key))
+    return index
 
 
 def update_index(
