@@ -41,8 +41,8 @@ def write_recipe(root: Path, weights_sha: str, weights_size: int) -> dict[str, A
     (folder / "checks").mkdir(parents=True, exist_ok=True)
     (folder / "checks" / "parity.py").write_text("")
     (folder / "pixi.toml").write_text(
-        f'[workspace]\nname = "m"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
-        f'[dependencies]\npython = "3.11.*"\npytorch = {{ version = "2.*", build = "cpu*" }}\n'
+        '[workspace]\nname = "m"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n\n'
+        '[dependencies]\npython = "3.11.*"\npytorch = { version = "2.*", build = "cpu*" }\n'
     )
     (folder / "recipe.json").write_text(to_text(data))
     return data
