@@ -8,8 +8,14 @@ parseable.
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from scrollcase.progress import LIVE_INTERVAL, LOG_INTERVAL, ByteMeter
@@ -63,3 +69,26 @@ class Console:
         elif text is not None:
             self.stdout.write(text if text.endswith("\n") else text + "\n")
         self.stdout.flush()
+
+
+def invocation(argv0: str, executable: str, which: Callable[[str], str | None] = shutil.which) -> list[str]:
+    """How to run the scrollcase that runs now, as a shell would find it.
+
+    A venv's ``scrollcase`` that is not on PATH (README's ``.venv/bin/scrollcase demo``) is named by the
+    path it was run by; ``python -m scrollcase`` by its interpreter; plain ``scrollcase`` only when PATH
+    finds this very program."""
+    name = argv0.replace("\\", "/").rsplit("/", 1)[-1]  # a Windows path's name on any OS
+    if name.lower() in ("scrollcase", "scrollcase.exe"):
+        found = which("scrollcase")
+        if found and Path(found).resolve() == Path(argv0).resolve():
+            return ["scrollcase"]
+        return [argv0]
+    return [executable, "-m", "scrollcase"]
+
+
+def command_line(*args: str) -> str:
+    """``scrollcase ARGS`` quoted for this platform's shell and runnable as printed (see :func:`invocation`)."""
+    words = [*invocation(sys.argv[0], sys.executable, shutil.which), *args]
+    if os.name == "nt":
+        return subprocess.list2cmdline(words)
+    return shlex.join(words)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
-from scrollcase.console import Console
+from scrollcase.console import Console, command_line
 from scrollcase.io.pathcheck import require_folder_path
 
 NAME = "demo"
@@ -63,6 +63,6 @@ def run(args: DemoArgs, console: Console) -> int:
         f"demo ok in {total:.1f}s ({steps})\n"
         f"release: {result.release}\narchive: {result.archive} "
         f"({result.size / 1e6:.1f} MB, sha256 {result.sha256})\n{publish_note}\n"
-        f"next: scrollcase verify {result.release} --self-test",
+        f"next: {command_line('verify', str(result.release), '--self-test')}",
     )
     return 0
