@@ -116,12 +116,16 @@ class PixiManifest:
         skips multi-line strings and arrays so a key inside them is never mistaken for a setting.
         A table that only exists as a header (``[system-requirements]``) is found with key ``""``.
         """
-        lines = key_lines(self.text)
-        for candidate in _table_aliases(table or ""):
-            found = lines.get((candidate, key))
-            if found is not None:
-                return found
-        return None
+        return _line_in(self.text, key, table)
+
+
+def _line_in(text: str, key: str, table: str | None) -> int | None:
+    lines = key_lines(text)
+    for candidate in _table_aliases(table or ""):
+        found = lines.get((candidate, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _table_aliases(table: str) -> tuple[str, ...]:
@@ -192,6 +196,74 @@ def _scan_value(line: str, depth: int) -> tuple[str | None, int]:
             depth += 1 if char in "[{" else -1 if char in "]}" else 0
             i += 1
     return None, max(depth, 0)
+
+
+_ENTRY_FIXES = {
+    "dependencies": 'write {name} = "1.*" or {name} = {{ version = "1.*", build = "..." }}',
+    "pypi-dependencies": 'write {name} = ">=1.0" or {name} = {{ version = ">=1.0", index = "https://..." }}',
+}
+_SPEC_FIELDS = ("version", "build", "channel", "index")  # text wherever a dependency table gives them
+_PLATFORMS_FIX = 'write platforms = ["linux-64"] or platforms = [{ platform = "linux-64", cuda = "12.4" }]'
+
+
+def _entry_tables(data: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+    """(kind, table, entries) of [dependencies], [pypi-dependencies] and their [target.<selector>.*] forms."""
+    targets = data.get("target")
+    selectors = targets.items() if isinstance(targets, Mapping) else []
+    out = [(kind, kind, data.get(kind)) for kind in _ENTRY_FIXES]
+    for selector, target in selectors:
+        if isinstance(target, Mapping):
+            out += [(kind, f"target.{selector}.{kind}", target.get(kind)) for kind in _ENTRY_FIXES]
+    return [entry for entry in out if entry[2] is not None]
+
+
+def _readable(value: Any) -> bool:
+    """A dependency scrollcase can read: a spec string, or a table whose spec fields are strings."""
+    if isinstance(value, Mapping):
+        return all(isinstance(v, str) for k, v in value.items() if k in _SPEC_FIELDS)
+    return isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class _Where:
+    file: str
+    text: str
+
+    def problem(self, table: str, name: str, value: Any, what: str, fix: str) -> Problem:
+        text = self.text
+        line = _line_in(text, name, table) or _line_in(text, "", table) or _line_in(text, table, None)
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        key = f"{table}.{name}" if name else table
+        return Problem(message=f"must be {what}", file=self.file, line=line, key=key, value=shown, fix=fix)
+
+
+def shape_problems(data: Mapping[str, Any], file: str, text: str) -> list[Problem]:
+    """Every entry scrollcase cannot read, each at its line: dependency tables and entries that are neither
+    a string nor a table of strings, platforms entries that are neither a subdir nor ``{ platform = ... }``,
+    a [system-requirements] that is not a table."""
+    where, out = _Where(file, text), []
+    for kind, table, entries in _entry_tables(data):
+        if not isinstance(entries, Mapping):
+            out.append(where.problem(table, "", entries, "a table", f"write [{table}] with one name = spec per line"))
+            continue
+        for name, value in entries.items():
+            if not _readable(value):
+                fix = _ENTRY_FIXES[kind].format(name=name)
+                out.append(where.problem(table, name, value, "a string or a table of strings", fix))
+    workspace = data.get("workspace") or data.get("project") or {}
+    platforms = workspace.get("platforms", [])
+    if not isinstance(platforms, list):
+        out.append(where.problem("workspace", "platforms", platforms, "a list", _PLATFORMS_FIX))
+        platforms = []
+    for item in platforms:
+        if not (isinstance(item, str) or (isinstance(item, Mapping) and isinstance(item.get("platform"), str))):
+            what = 'a conda subdir or a table with platform = "<subdir>"'
+            out.append(where.problem("workspace", "platforms", item, what, _PLATFORMS_FIX))
+    requirements = data.get("system-requirements")
+    if requirements is not None and not isinstance(requirements, Mapping):
+        fix = 'write [system-requirements] with cuda = "12.4" on its own line'
+        out.append(where.problem("system-requirements", "", requirements, "a table", fix))
+    return out
 
 
 def _selector_matches(selector: str, subdir: str) -> bool:
@@ -359,6 +431,10 @@ def parse_manifest(text: str, file: str = "pixi.toml") -> PixiManifest:
         fix = 'add [workspace] with name, channels = ["conda-forge"] and platforms'
         problem = Problem(message="missing [workspace]", file=file, line=1, fix=fix)
         raise ManifestError(f"{file} has no [workspace] table", problems=[problem])
+    malformed = shape_problems(data, file, text)
+    if malformed:
+        count = "an entry" if len(malformed) == 1 else f"{len(malformed)} entries"
+        raise ManifestError(f"{file} has {count} scrollcase cannot read", problems=malformed)
     deps = {name: _dependency(name, value, "dependencies") for name, value in (data.get("dependencies") or {}).items()}
     return PixiManifest(
         file=file,

@@ -329,5 +329,6 @@ def recipe_manifest_problems(path: Path, recipe: Recipe) -> list[Problem]:
     try:
         manifest = load_manifest(path, describe_path(path))
     except ManifestError as error:
-        return list(error.problems) or [Problem(message=error.message, file=describe_path(path), fix=error.fix)]
+        unread = Problem(message=error.message, file=describe_path(path), fix=error.fix)
+        return list(collect(error.problems)) or [unread]
     return list(collect(manifest_problems(manifest, recipe)))

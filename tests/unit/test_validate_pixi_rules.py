@@ -183,6 +183,7 @@ def test_every_finding_on_real_world_manifests_lands_on_a_line_of_its_key(tmp_pa
         lines = file.read_text(encoding="utf-8").splitlines()
         problems = recipe_manifest_problems(file, recipe)
         assert problems, file.parent.name  # none of them is a one-target recipe
+        assert not [p for p in problems if p.message.startswith("must be")], file.parent.name  # all readable
         for problem in problems:
             assert problem.file and problem.file.endswith(f"{file.parent.name}/pixi.toml")
             assert problem.line is not None, (file.parent.name, problem.key)
@@ -205,3 +206,51 @@ def test_a_real_world_cuda_workspace_fails_validate_on_its_own_lines(
     assert by_key["dependencies.pytorch"].line == line_of(manifest, "pytorch = ")
     assert by_key["system-requirements.cuda"].line == line_of(manifest, 'cuda = "12.0"')
     assert all(p.file == MANIFEST for p in problems)
+
+
+def test_entries_scrollcase_cannot_read_are_all_located_and_validate_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dependency that is a number (also in a [target.*] table, read only when the rules run), a version
+    that is not text, a platforms entry that is neither subdir nor table: each at its line, in one run,
+    beside the other recipe's findings (validate used to stop at the first with no file and no line)."""
+    monkeypatch.chdir(tmp_path)
+    cuda = (
+        CUDA_GOOD.replace('cuda-version = "12.4.*"', "cuda-version = { version = 12 }")
+        + "\n[target.linux-64.dependencies]\nnumpy = 5\n"
+    )
+    cpu = CPU_GOOD.replace('platforms = ["linux-64"]', "platforms = [5]") + "scipy = 3\n"
+    files = [write(tmp_path, cuda_recipe(), cuda), write(tmp_path, cpu_recipe(), cpu)]
+    outcomes = validate_paths([f.relative_to(tmp_path) for f in files])
+    found = [(p.file, p.key, p.line, p.value) for o in outcomes for p in o.problems]
+    cpu_file = "recipes/my-model-linux-x86_64-cpu/pixi.toml"
+    assert found == [
+        (MANIFEST, "dependencies.cuda-version", line_of(cuda, "cuda-version"), "{'version': 12}"),
+        (MANIFEST, "target.linux-64.dependencies.numpy", line_of(cuda, "numpy"), "5"),
+        (cpu_file, "workspace.platforms", line_of(cpu, "platforms"), "5"),
+        (cpu_file, "dependencies.scipy", line_of(cpu, "scipy"), "3"),
+    ]
+    fixes = [p.fix or "" for o in outcomes for p in o.problems]
+    assert fixes[1] == 'write numpy = "1.*" or numpy = { version = "1.*", build = "..." }'
+    assert "platforms = [" in fixes[2]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ('platforms = ["linux-64"]', 'platforms = "linux-64"', "workspace.platforms"),
+        ("[dependencies]\n", "[other]\n", "dependencies"),
+        ("[workspace]\n", 'system-requirements = "cuda"\n[workspace]\n', "system-requirements"),
+    ],
+    ids=["platforms a string", "dependencies a string", "system-requirements a string"],
+)
+def test_a_table_or_list_written_as_a_string_is_located(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, key: str
+) -> None:
+    manifest = CPU_GOOD.replace(old, new)
+    if key == "dependencies":  # [dependencies] renamed away, then set at the top level as a string
+        manifest = 'dependencies = "python"\n' + manifest
+    assert manifest != CPU_GOOD
+    problems = validated(tmp_path, monkeypatch, cpu_recipe(), manifest)
+    assert [(p.key, p.line) for p in problems] == [(key, line_of(manifest, key.split(".")[-1] + " ="))]
+    assert problems[0].message in ("must be a list", "must be a table")
