@@ -20,6 +20,7 @@ from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
 from scrollcase.store.s3 import S3Store
 from tests.github_helpers import write_recipe
+from tests.integration.action_harness import ROOT, Harness, scrollcase_venv, standard_uses
 from tests.support.httpstore import serve
 from tests.support.outputs import read_outputs
 from tests.support.releases import write_release
@@ -160,3 +161,23 @@ def test_store_options_without_each_other_are_usage_errors(repo: Path) -> None:
     assert missing.returncode == 2 and "no --store and no $SCROLLCASE_STORE" in missing.stderr
     empty = matrix("--unpublished", "--store", "", cwd=repo)
     assert empty.returncode == 2 and "--store is empty" in empty.stderr
+
+
+@pytest.mark.slow
+def test_the_matrix_action_passes_unpublished_store_through_env(repo: Path, tmp_path: Path) -> None:
+    """actions/matrix run step by step as the runner does: the input reaches the CLI as --unpublished
+    --store (through env:), and the action's `published` output names what was left out."""
+    store = tmp_path / "store"
+    publish_cuda_release(repo, LocalStore(store), tmp_path)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    scrollcase_venv(temp)
+    harness = Harness(workspace=repo, runner_temp=temp, uses_outputs=standard_uses())
+    result = harness.run(ROOT / "actions" / "matrix", {"unpublished-store": str(store)})
+    assert not result.failed, result.log()
+    assert [e["recipeId"] for e in json.loads(result.outputs["matrix"])["include"]] == [CPU]
+    assert json.loads(result.outputs["published"]) == [CUDA] and result.outputs["count"] == "1"
+    step = result.step("Compute the matrix")
+    assert step.env["INPUT_UNPUBLISHED_STORE"] == str(store)
+    off = harness.run(ROOT / "actions" / "matrix", {})
+    assert len(json.loads(off.outputs["matrix"])["include"]) == 2 and off.outputs["published"] == ""
