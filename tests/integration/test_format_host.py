@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from scrollcase import cli
 from tests.support import format_host
@@ -73,11 +74,17 @@ def test_without_the_receipt_verify_installed_refuses_the_hosts_tree(demo_worksp
 
 @pytest.mark.skipif(shutil.which("zstd") is None, reason="no zstd CLI")
 def test_zstd_dc_reads_the_demo_box_as_the_frame_table_cuts_it(demo_workspace: Path) -> None:
-    """§3.1: one zstd stream for a reader that ignores frames; its length is the table's uncompressed sum."""
+    """§3.1: one zstd stream for a reader that ignores frames, its length the table's uncompressed sum; each
+    frame's header records its size, no checksum, no dictionary, a window of at most 2 MiB."""
     store, manifest = demo_release(demo_workspace)
     archive = store / manifest["keys"]["archive"]
     done = subprocess.run(["zstd", "-dc", str(archive)], capture_output=True, check=True)
     frames = manifest["archive"]["frames"]
     assert len(done.stdout) == sum(f["uncompressedSize"] for f in frames)
     assert done.stdout.endswith(bytes(1024)) and frames[-1]["name"] == "end"
-    format_host.check_frame_table(archive.read_bytes(), frames, manifest["archive"]["size"])
+    data = archive.read_bytes()
+    format_host.check_frame_table(data, frames, manifest["archive"]["size"])
+    for row in frames:  # §3.1: the frame header as the page describes it
+        params = zstandard.get_frame_parameters(data[row["offset"] : row["offset"] + 18])
+        assert (params.content_size, params.has_checksum, params.dict_id) == (row["uncompressedSize"], False, 0)
+        assert params.window_size <= 2 << 20, row["name"]
