@@ -173,11 +173,11 @@ def test_the_matrix_action_passes_unpublished_store_through_env(repo: Path, tmp_
     temp.mkdir()
     scrollcase_venv(temp)
     harness = Harness(workspace=repo, runner_temp=temp, uses_outputs=standard_uses())
-    result = harness.run(ROOT / "actions" / "matrix", {"unpublished-store": str(store)})
+    result = harness.run(ROOT / "actions" / "matrix", {"unpublished-in": str(store)})
     assert not result.failed, result.log()
     assert [e["recipeId"] for e in json.loads(result.outputs["matrix"])["include"]] == [CPU]
     assert json.loads(result.outputs["published"]) == [CUDA] and result.outputs["count"] == "1"
     step = result.step("Compute the matrix")
-    assert step.env["INPUT_UNPUBLISHED_STORE"] == str(store)
+    assert step.env["INPUT_UNPUBLISHED_IN"] == str(store)
     off = harness.run(ROOT / "actions" / "matrix", {})
     assert len(json.loads(off.outputs["matrix"])["include"]) == 2 and off.outputs["published"] == ""
