@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scrollcase.commands import (
@@ -15,10 +15,12 @@ from scrollcase.commands import (
     handler,
 )
 from scrollcase.console import Console
-from scrollcase.errors import UsageError, about_recipe, describe_path
+from scrollcase.errors import UsageError, about_recipe, collect, describe_path
 from scrollcase.pixi import engine
 from scrollcase.pixi.classify import classify_torch
 from scrollcase.pixi.lockfile import load_lock
+from scrollcase.pixi.manifest import load_manifest
+from scrollcase.pixi.rules import manifest_problems
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 
 NAME = "lock"
@@ -70,9 +72,23 @@ def run(args: LockArgs, console: Console) -> int:
         return lock_one(recipe_dir, args, console)
 
 
+def warn_about_rules(recipe_dir: RecipeDir, console: Console) -> None:
+    """pixi.toml's broken rules, as warnings: the lock is still solved (a half-edited pixi.toml may be locked
+    on purpose), but lock-check and validate refuse the recipe until they are fixed.  A pixi.toml that
+    cannot be read stops here, as the solve would."""
+    path = recipe_dir.manifest_file
+    problems = manifest_problems(load_manifest(path, describe_path(path)), recipe_dir.recipe)
+    for problem in collect(problems):
+        console.progress(replace(problem, severity="warning").render())
+    if problems:
+        recipe_id = recipe_dir.recipe.recipeId
+        console.progress(f"warning: `scrollcase lock-check` and `validate` refuse {recipe_id} until these are fixed")
+
+
 def lock_one(recipe_dir: RecipeDir, args: LockArgs, console: Console) -> int:
     overrides = engine.overrides_from_env(args.channel_override)
     target = recipe_dir.recipe.target.spec
+    warn_about_rules(recipe_dir, console)
     console.progress(
         f"solving {recipe_dir.recipe.recipeId} for {target.subdir} "
         f"({', '.join(f'{k}={v}' for k, v in target.virtual_packages().items())})"

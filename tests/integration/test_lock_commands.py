@@ -51,7 +51,9 @@ def run_cli(*args: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_lock_picks_the_cuda_build_when_cuda_is_present(workspace: Path, channels: dict[str, str]) -> None:
+def test_lock_picks_the_cuda_build_when_cuda_is_present(
+    workspace: Path, channels: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     # pytorch is pinned by version only: the __cuda virtual package alone decides the variant
     for cuda in ("12.4", None):
         folder = make_recipe(workspace / "recipes", channels["full"], cuda=cuda)
@@ -60,8 +62,13 @@ def test_lock_picks_the_cuda_build_when_cuda_is_present(workspace: Path, channel
         for build in ("cuda*", "cpu*"):
             text = text.replace(f'pytorch = {{ version = "2.*", build = "{build}" }}', 'pytorch = "2.*"')
         toml.write_text(text)
+    capsys.readouterr()
     assert run_cli("lock", CUDA_ID)[0] == 0
+    warned = capsys.readouterr().err  # solved all the same, but told what lock-check will say
+    assert f"recipes/{CUDA_ID}/pixi.toml:11: warning: dependencies.pytorch: pytorch must be pinned" in warned
+    assert f"refuse {CUDA_ID} until these are fixed" in warned
     assert run_cli("lock", CPU_ID)[0] == 0
+    assert "warning" not in capsys.readouterr().err
     cuda_lock = load_lock(workspace / "recipes" / CUDA_ID / "pixi.lock")
     cpu_lock = load_lock(workspace / "recipes" / CPU_ID / "pixi.lock")
     assert cuda_lock.version == 7
