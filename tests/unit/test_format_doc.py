@@ -31,6 +31,7 @@ import zstandard
 from hypothesis import HealthCheck, assume, given, settings
 
 from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, replace_binary, replace_text
+from scrollcase.box.unpack import unpack_archive
 from tests.support import format_host
 from tests.unit.test_relocate_property import DESTS, files
 from tests.unit.test_vectors import CATALOGUE_DATA, INSTALLS, REFUSED, VALID, listing
@@ -41,6 +42,7 @@ pytestmark = pytest.mark.skipif(os.name == "nt", reason="the vectors' trees hold
 ROOT = Path(__file__).resolve().parents[2]
 FORMAT = ROOT / "docs" / "format.md"
 DEMO = next(v for v in VALID if v["name"] == "demo")
+SRV = Path("/srv/box")
 
 
 def doc_table(marker: str, text: str | None = None) -> list[dict[str, str]]:
@@ -248,3 +250,22 @@ def test_the_pages_warning_about_a_first_frame_reader_holds() -> None:
     assert first == manifest_of(DEMO)["archive"]["frames"][0]["uncompressedSize"]
     stream = frames_json(DEMO)["stream"]["size"]
     assert f"gives the demo vector's first {first} bytes of {stream})" in page_words()
+
+
+def test_a_skippable_frame_between_frames_is_skipped_by_both_readers(tmp_path: Path) -> None:
+    """§3.1: scrollcase writes no skippable frame, but a reader skips one (RFC 8878 §3.1.2), scrollcase's too."""
+    data = (VECTORS / DEMO["archive"]).read_bytes()
+    cut = manifest_of(DEMO)["archive"]["frames"][2]["offset"]
+    skippable = (0x184D2A53).to_bytes(4, "little") + (6).to_bytes(4, "little") + b"ignore"
+    spliced = data[:cut] + skippable + data[cut:]
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(spliced), read_across_frames=True)
+    assert hashlib.sha256(reader.read()).hexdigest() == frames_json(DEMO)["stream"]["sha256"]
+    trees = []
+    for name, archive_bytes in (("spliced", spliced), ("plain", data)):
+        archive = tmp_path / f"{name}.tar.zst"
+        archive.write_bytes(archive_bytes)
+        digest = hashlib.sha256(archive_bytes).hexdigest()
+        box = tmp_path / name
+        unpack_archive(archive, box, expected_size=len(archive_bytes), expected_sha256=digest, relocate_to=SRV)
+        trees.append(listing(box))
+    assert trees[0] == trees[1]
