@@ -185,3 +185,17 @@ def test_troubleshooting_has_a_section_for_every_exit_code() -> None:
     for code in sections:
         body = text.split(f"## Exit {code}", 1)[1].split("\n## ", 1)[0]
         assert len(body.split()) >= 20, f"exit {code}: causes and the fix, not just a title"
+
+
+def test_changelog_keeps_a_changelog_shape() -> None:
+    """Unreleased first, then releases newest first as `## [X.Y.Z] - YYYY-MM-DD`; sections of the standard kinds."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[([^\]]+)\](.*)$", text, re.MULTILINE)
+    assert releases and releases[0] == ("Unreleased", ""), "the first section is ## [Unreleased]"
+    versions = []
+    for name, rest in releases[1:]:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", name) and re.fullmatch(r" - \d{4}-\d{2}-\d{2}", rest), (name, rest)
+        versions.append(tuple(int(part) for part in name.split(".")))
+    assert versions == sorted(versions, reverse=True), "releases newest first"
+    kinds = set(re.findall(r"^### (.+)$", text, re.MULTILINE))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds

@@ -185,6 +185,28 @@ def test_git_archive_and_a_copied_tree_still_have_a_version(released: Path, tmp_
     assert scm_version(copied) == "0.0"
 
 
+def test_an_sdist_keeps_the_version_without_git(released: Path, tmp_path: Path) -> None:
+    """An sdist built from the clone (setuptools' own backend, as pip or build call it) carries its version in
+    PKG-INFO; unpacked where there is no .git, it still builds as that version."""
+    expected = scm_version(released)
+    build = "import sys, setuptools.build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(tmp_path / "dist")],
+        cwd=released,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    name = done.stdout.strip().splitlines()[-1]
+    assert name == f"scrollcase-{expected}.tar.gz"
+    subprocess.run(["tar", "-xzf", str(tmp_path / "dist" / name), "-C", str(tmp_path)], check=True)
+    unpacked = tmp_path / f"scrollcase-{expected}"
+    assert not (unpacked / ".git").exists()
+    assert scm_version(unpacked) == expected
+
+
 def load_script() -> ModuleType:
     loader = importlib.machinery.SourceFileLoader("split_actions", str(SCRIPT))
     spec = importlib.util.spec_from_loader(loader.name, loader)
