@@ -5,13 +5,19 @@ To a directory store and to a real S3 API server (SeaweedFS on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from scrollcase.box.provenance import BuildProvenance
 from scrollcase.box.release import dump_release
-from tests.integration.test_publish_cli import scrollcase
+from tests.integration.test_publish_cli import REPO, scrollcase
 from tests.support.outputs import read_outputs
 from tests.support.releases import SyntheticRelease, write_release
 from tests.support.s3servers import S3Server, s3_client
@@ -137,3 +143,61 @@ def test_a_second_tag_and_other_bytes_against_seaweedfs(weed: S3Server, weed_buc
     assert f"sha256 {first.manifest.archive.sha256} (stored)" in message
     assert f"sha256 {other.manifest.archive.sha256} (new)" in message
     assert objects() == before
+
+
+# ------------------------------------------------------------------ real builds at two tags (the demo box)
+
+
+def build_at(workspace: Path, tag: str, run_id: str, out: Path) -> Path:
+    """`scrollcase build` of the demo recipe as a tag's GitHub Actions run does it; its release manifest."""
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": "octo/boxes",
+        "GITHUB_REF": f"refs/tags/{tag}",
+        "GITHUB_SHA": hashlib.sha1(tag.encode()).hexdigest(),
+        "GITHUB_RUN_ID": run_id,
+    }
+    done = run_cli(["build", "scrollcase-demo-linux-x86_64-cpu", "--out", str(out), "--json"], workspace, env)
+    assert done.returncode == 0, done.stderr
+    return workspace / str(json.loads(done.stdout)["release"])
+
+
+def run_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SCROLLCASE_", "GITHUB_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "scrollcase", *args],
+        cwd=cwd,
+        env={**base, "PYTHONPATH": str(REPO), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_two_tags_build_the_same_archive_and_the_second_publishes_nothing(demo_workspace: Path, tmp_path: Path) -> None:
+    """The premise, proven with real builds: a recipe that did not change, built by two tags' runs, gives
+    the same archive bytes and manifests that differ only in provenance; the second publish is green and
+    writes nothing, and the matrix of a third tag leaves the recipe out."""
+    workspace = tmp_path / "workspace"
+    shutil.copytree(demo_workspace, workspace, ignore=shutil.ignore_patterns(".scrollcase"))
+    first = build_at(workspace, "v1.0.0", "101", tmp_path / "v1.0.0")
+    second = build_at(workspace, "v1.0.1", "202", tmp_path / "v1.0.1")
+    one, two = json.loads(first.read_bytes()), json.loads(second.read_bytes())
+    assert one["archive"]["sha256"] == two["archive"]["sha256"]
+    assert one["provenance"]["ref"] == "refs/tags/v1.0.0" and two["provenance"]["ref"] == "refs/tags/v1.0.1"
+    assert {k: v for k, v in one.items() if k != "provenance"} == {k: v for k, v in two.items() if k != "provenance"}
+
+    store = tmp_path / "store"
+    assert run_cli(["publish", str(first), "--to", str(store)], workspace, {}).returncode == 0
+    before = files_of(store)
+    again = run_cli(["publish", str(second), "--to", str(store), "--json"], workspace, {})
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert result["alreadyPublished"] is True and result["keptProvenance"]["runId"] == "101"
+    assert files_of(store) == before
+
+    matrix = run_cli(["matrix", "--unpublished", "--store", str(store), "--json"], workspace, {})
+    assert matrix.returncode == 0, matrix.stderr
+    assert json.loads(matrix.stdout) == {"include": []}
+    assert "left out, already published: scrollcase-demo-linux-x86_64-cpu 1.0.0" in matrix.stderr
