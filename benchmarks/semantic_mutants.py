@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("scrollcase", "tests", "pyproject.toml", "docs", "README.md")
+COPIED = ("scrollcase", "tests", "recipes", "actions", "pyproject.toml", "docs", "README.md")
 TIMEOUT = 300.0
 
 
