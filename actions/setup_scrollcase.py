@@ -9,6 +9,14 @@ it in a one-repository-per-action copy):
     python actions/setup_scrollcase.py install   # the venv at $RUNNER_TEMP/scrollcase-venv, unless
                                                  # this job already has one for the same key
 
+``install`` uses uv (a dependency of scrollcase anyway): the ``uv`` on PATH if there is one, else uv
+installed first into the new venv by setup-python's pip (one wheel, no dependencies), which then
+installs scrollcase and its dependencies in a few seconds instead of pip's 20-30.  uv does not read
+pip's settings, so ``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS`` and ``PIP_NO_INDEX``
+(a mirror, an offline wheelhouse) are passed on as uv's options unless a ``UV_`` variable says otherwise.
+Without a pip that can install uv (older than 22.3, or no uv wheel for the runner), pip installs
+everything as before.
+
 ``key`` names the runner OS and architecture, the exact Python version and a hash of everything
 pip would install: ``pyproject.toml``, every file of the ``scrollcase`` package (its data too) and
 this script.  A venv built earlier in the same job for the same key is reused as is, and ``cache``
@@ -21,8 +29,11 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -91,17 +102,66 @@ def install(root: Path, env: Mapping[str, str]) -> str:
     if _marker(venv) == key and _runs(python):
         return f"scrollcase: reusing {venv} ({key})"
     base = env.get("SCROLLCASE_BASE_PYTHON") or sys.executable  # setup-python's interpreter
-    # --no-compile: Python writes bytecode for the modules scrollcase imports, as it imports them.
-    pip_args = ["install", "--disable-pip-version-check", "--quiet", "--no-compile", str(root)]
+    subprocess.run([base, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+    uv = _uv(base, python, uv_requirement(root), env)
+    if uv is not None:
+        subprocess.run(
+            [uv, "pip", "install", "--quiet", "--python", str(python), *uv_index_args(env), str(root)],
+            check=True,
+            env={**env, "UV_NO_PROGRESS": "1"},
+        )
+        how = "uv"
+    else:
+        _pip_install(base, venv, python, [str(root)])
+        how = "pip"
+    (venv / MARKER).write_text(key + "\n", encoding="utf-8")
+    return f"scrollcase: installed {root} into {venv} with {how} ({key})"
+
+
+def uv_requirement(root: Path) -> str:
+    """scrollcase's own requirement on uv (pyproject.toml), so the uv that installs it is one it accepts."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    found = [r for r in project.get("dependencies", []) if re.match(r"uv\s*($|[<>=!~;\[])", r)]
+    return found[0].split(";")[0].strip() if found else "uv"
+
+
+def uv_index_args(env: Mapping[str, str]) -> list[str]:
+    """pip's index settings as uv options (uv reads only its own ``UV_`` variables)."""
+    args: list[str] = []
+    if env.get("PIP_INDEX_URL") and not (env.get("UV_INDEX_URL") or env.get("UV_DEFAULT_INDEX")):
+        args += ["--index-url", env["PIP_INDEX_URL"]]
+    if not env.get("UV_EXTRA_INDEX_URL") and not env.get("UV_INDEX"):
+        for url in env.get("PIP_EXTRA_INDEX_URL", "").split():
+            args += ["--extra-index-url", url]
+    if not env.get("UV_FIND_LINKS"):
+        for location in env.get("PIP_FIND_LINKS", "").split():
+            args += ["--find-links", location]
+    if env.get("PIP_NO_INDEX", "").lower() in ("1", "true", "yes", "on"):
+        args.append("--no-index")
+    return args
+
+
+def _uv(base: str, python: Path, requirement: str, env: Mapping[str, str]) -> str | None:
+    """A uv to install with: the one on PATH, else one pip puts into the new venv; None when neither works."""
+    on_path = shutil.which("uv", path=env.get("PATH"))
+    if on_path:
+        return on_path
+    if _pip_version(base) < (22, 3):  # --python: the base's pip installs into a venv without its own
+        return None
+    pip = [base, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check", "--quiet"]
+    done = subprocess.run([*pip, "--no-deps", "--no-compile", requirement], check=False)
+    uv = python.parent / ("uv.exe" if python.suffix == ".exe" else "uv")
+    return str(uv) if done.returncode == 0 and uv.exists() else None
+
+
+def _pip_install(base: str, venv: Path, python: Path, requirements: list[str]) -> None:
+    """pip alone: setup-python's pip into the venv (no ensurepip: seconds per job), or the venv's own."""
+    pip_args = ["install", "--disable-pip-version-check", "--quiet", "--no-compile", *requirements]
     if _pip_version(base) >= (22, 3):
-        # The base's pip installs into a venv without one of its own: no ensurepip (seconds per job).
-        subprocess.run([base, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
         subprocess.run([base, "-m", "pip", "--python", str(python), *pip_args], check=True)
     else:
         subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", *pip_args], check=True)
-    (venv / MARKER).write_text(key + "\n", encoding="utf-8")
-    return f"scrollcase: installed {root} into {venv} ({key})"
 
 
 def _pip_version(python: str) -> tuple[int, ...]:

@@ -17,7 +17,14 @@ import pytest
 from scrollcase.cli import build_parser
 from scrollcase.reports.junit import JUnitCase, write_junit
 from tests.github_helpers import write_recipe
-from tests.integration.action_harness import ROOT, ActionResult, Harness, scrollcase_venv, standard_uses
+from tests.integration.action_harness import (
+    ROOT,
+    ActionResult,
+    Harness,
+    scrollcase_venv,
+    setup_script,
+    standard_uses,
+)
 
 ACTIONS = ROOT / "actions"
 pytestmark = pytest.mark.slow  # each action runs several real interpreters (~3 s per action)
@@ -144,23 +151,34 @@ def test_matrix_action_bad_recipe_fails_with_an_annotation(harness: Harness) -> 
     ), result.log()
 
 
-def logging_base_python(tmp_path: Path, pip_version: str = "24.0") -> tuple[Path, Path]:
+def logging_base_python(tmp_path: Path, pip_version: str = "24.0", uv_wheel: bool = True) -> tuple[Path, Path]:
     """A stand-in for setup-python's interpreter that logs its `-m venv` and `-m pip` calls.
 
     The venv it "creates" has a python that runs this test's interpreter (so the action's later
     steps run scrollcase), except for `-m pip`, which is logged as ``venv-pip`` and never run: a
     real pip there would install the action's checkout into the venv running the tests (that
     happened: a non-editable copy of scrollcase shadowed the editable install).  ``pip_version``
-    below 22.3 makes setup_scrollcase.py take its old-pip branch, the venv's own pip."""
+    below 22.3 makes setup_scrollcase.py take its old-pip branch, the venv's own pip.  Installing
+    ``uv...`` into the venv leaves a ``uv`` there that logs its calls as ``uv ...`` (``uv_wheel``
+    False: that install fails, as on a platform without a uv wheel)."""
     log = tmp_path / "calls.log"
     base = tmp_path / "base-python"
     venv_python = (
         f'#!/bin/bash\nif [ "$1 $2" = "-m pip" ]; then echo "venv-pip $*" >> "{log}"; exit 0; fi\n'
         f'PYTHONPATH="{ROOT}" exec "{sys.executable}" "$@"\n'
     )
+    uv = f'#!/bin/bash\necho "uv $*" >> "{log}"\n'
     base.write_text(f"""#!/bin/bash
 if [ "$1 $2 $3" = "-m pip --version" ]; then echo "pip {pip_version} from /base (python 3.11)"; exit 0; fi
-if [ "$1 $2" = "-m pip" ]; then echo "pip $*" >> "{log}"; exit 0; fi
+if [ "$1 $2" = "-m pip" ]; then
+  echo "pip $*" >> "{log}"
+  prev=""; for a in "$@"; do if [ "$prev" = "--python" ]; then target="$a"; fi; prev="$a"; done
+  case "${{@: -1}}" in uv*)
+    {"" if uv_wheel else "exit 1"}
+    printf '%s' {shlex.quote(uv)} > "$(dirname "$target")/uv"; chmod +x "$(dirname "$target")/uv";;
+  esac
+  exit 0
+fi
 if [ "$1 $2" = "-m venv" ]; then
   echo "venv $*" >> "{log}"
   venv="${{@: -1}}"
@@ -189,6 +207,7 @@ def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tm
     shutil.rmtree(harness.runner_temp / "scrollcase-venv")
     base, log = logging_base_python(tmp_path)
     harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    harness.extra_env = {"PATH": "/usr/bin:/bin", "PIP_FIND_LINKS": "/wheels /more", "PIP_NO_INDEX": "1"}
     result = harness.run(ACTIONS / "matrix", {"cache": "false"})
     assert not result.failed, result.log()
     assert result.step("Restore scrollcase's venv").status == "skipped"
@@ -196,10 +215,31 @@ def test_cache_off_installs_scrollcase_from_the_action_path(harness: Harness, tm
     calls = log.read_text().splitlines()
     venv = harness.runner_temp / "scrollcase-venv"
     assert calls[0] == f"venv -m venv --clear --without-pip {venv}"
-    # setup-python's own pip installs into the venv (no ensurepip), from the action's checkout
-    assert calls[1].startswith(f"pip -m pip --python {venv}/bin/python install") and calls[1].endswith(f" {ROOT}")
-    assert len(calls) == 2
+    # setup-python's own pip (no ensurepip) puts the uv scrollcase requires into the venv, alone ...
+    requirement = setup_script().uv_requirement(ROOT)
+    assert requirement.startswith("uv>=")
+    assert calls[1].startswith(f"pip -m pip --python {venv}/bin/python install") and calls[1].endswith(
+        f" --no-deps --no-compile {requirement}"
+    )
+    # ... and that uv installs the action's checkout, with pip's offline settings as its own options
+    assert calls[2] == (
+        f"uv pip install --quiet --python {venv}/bin/python --find-links /wheels --find-links /more --no-index {ROOT}"
+    )
+    assert len(calls) == 3 and "with uv" in result.step("Install scrollcase").stdout
     assert json.loads(result.outputs["matrix"])["include"]
+    assert_running_venv_untouched()
+
+
+def test_without_a_uv_wheel_pip_installs_everything(harness: Harness, tmp_path: Path) -> None:
+    shutil.rmtree(harness.runner_temp / "scrollcase-venv")
+    base, log = logging_base_python(tmp_path, uv_wheel=False)
+    harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    harness.extra_env = {"PATH": "/usr/bin:/bin"}
+    result = harness.run(ACTIONS / "matrix", {"cache": "false"})
+    assert not result.failed, result.log()
+    calls = log.read_text().splitlines()
+    assert [c.split()[0] for c in calls] == ["venv", "pip", "pip"] and calls[2].endswith(f" {ROOT}")
+    assert "with pip" in result.step("Install scrollcase").stdout
     assert_running_venv_untouched()
 
 
@@ -208,13 +248,15 @@ def test_old_pip_installs_with_the_venvs_own_pip(harness: Harness, tmp_path: Pat
     shutil.rmtree(harness.runner_temp / "scrollcase-venv")
     base, log = logging_base_python(tmp_path, pip_version="21.3")
     harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    harness.extra_env = {"PATH": "/usr/bin:/bin"}
     result = harness.run(ACTIONS / "matrix", {"cache": "false"})
     assert not result.failed, result.log()
     venv = harness.runner_temp / "scrollcase-venv"
     calls = log.read_text().splitlines()
-    assert calls[0] == f"venv -m venv --clear {venv}"
-    assert calls[1].startswith("venv-pip -m pip install") and calls[1].endswith(f" {ROOT}")
-    assert len(calls) == 2
+    assert calls[0] == f"venv -m venv --clear --without-pip {venv}"
+    assert calls[1] == f"venv -m venv --clear {venv}"
+    assert calls[2].startswith("venv-pip -m pip install") and calls[2].endswith(f" {ROOT}")
+    assert len(calls) == 3
     assert_running_venv_untouched()
 
 
@@ -225,10 +267,11 @@ def test_second_action_in_a_job_reuses_the_venv(harness: Harness, tmp_path: Path
     shutil.rmtree(harness.runner_temp / "scrollcase-venv")
     base, log = logging_base_python(tmp_path)
     harness.uses_outputs = standard_uses(cache_hit=False, base_python=str(base))
+    harness.extra_env = {"PATH": "/usr/bin:/bin"}
     first = harness.run(ACTIONS / "matrix", {})
     assert not first.failed, first.log()
     assert first.step("Restore scrollcase's venv").status == "success"  # a miss: its post step saves the key
-    assert [c.split()[0] for c in log.read_text().splitlines()] == ["venv", "pip"]
+    assert [c.split()[0] for c in log.read_text().splitlines()] == ["venv", "pip", "uv"]
     second = harness.run(ACTIONS / "matrix", {"hosted-only": "true"})
     third = harness.run(ROOT, {"command": "matrix", "args": "--recipes\nrecipes"})
     for later in (second, third):
@@ -236,7 +279,7 @@ def test_second_action_in_a_job_reuses_the_venv(harness: Harness, tmp_path: Path
         assert later.step("Locate scrollcase").outputs["cache"] == "false"
         assert later.step("Restore scrollcase's venv").status == "skipped"  # no second save of the key
         assert "reusing" in later.step("Install scrollcase").stdout
-    assert len(log.read_text().splitlines()) == 2  # still the one venv and the one pip install
+    assert len(log.read_text().splitlines()) == 3  # still the one venv and the one install
     assert_running_venv_untouched()
 
 
@@ -252,7 +295,10 @@ def test_cache_key_covers_package_data(tmp_path: Path) -> None:
     temp.mkdir()
     base, log = logging_base_python(tmp_path)  # installs nothing for real
     harness = Harness(
-        workspace=tmp_path, runner_temp=temp, uses_outputs=standard_uses(cache_hit=False, base_python=str(base))
+        workspace=tmp_path,
+        runner_temp=temp,
+        uses_outputs=standard_uses(cache_hit=False, base_python=str(base)),
+        extra_env={"PATH": "/usr/bin:/bin"},  # no real uv: the stand-in's logs it
     )
 
     def key() -> str:
@@ -267,7 +313,7 @@ def test_cache_key_covers_package_data(tmp_path: Path) -> None:
     (src / "scrollcase" / "__pycache__").mkdir(exist_ok=True)
     (src / "scrollcase" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
     assert key() == after_data  # bytecode is not a source
-    assert [line.split()[0] for line in log.read_text().splitlines()] == ["venv", "pip", "venv", "pip"]
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["venv", "pip", "uv"] * 2
     assert_running_venv_untouched()
 
 

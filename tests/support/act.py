@@ -8,7 +8,8 @@ What a run needs and where it comes from:
 * a Python for actions/setup-python: a COPY of this interpreter's prefix without its site-packages, in
   act's tool cache (host mode shares the machine, so a workflow's ``pip install`` lands in the copy);
 * packages for ``pip install``: an offline wheelhouse repacked from this venv (``PIP_NO_INDEX``,
-  ``PIP_FIND_LINKS``), see :mod:`tests.support.wheelhouse`;
+  ``PIP_FIND_LINKS``, which the actions' setup passes on to uv as ``--no-index --find-links``), see
+  :mod:`tests.support.wheelhouse`; uv's cache is one empty folder per run;
 * act's cache and artifact servers on 127.0.0.1, on free ports, with folders of their own per run.
 
 act prints one JSON object per log line with ``--json``; :class:`ActRun` reads step results, step
@@ -241,7 +242,7 @@ class Act:
         shutil.rmtree(self.wheelhouse, ignore_errors=True)
         shutil.rmtree(self.python_copy, ignore_errors=True)
         for run in [*self.work.glob("run-*"), self.work / "shared"]:
-            for name in ("action-cache", "artifacts", "cache-server"):
+            for name in ("action-cache", "artifacts", "cache-server", "uv-cache"):
                 shutil.rmtree(run / name, ignore_errors=True)
 
     def environment(self, extra: Mapping[str, str]) -> dict[str, str]:
@@ -345,7 +346,14 @@ class Act:
         done = subprocess.run(
             args,
             cwd=repo,
-            env=self.environment({**(shell_env or {}), "ACT_STAND_IN_ARTIFACTS": str(artifacts)}),
+            # uv's cache per run, empty at the start as on a fresh hosted runner (and not the machine's own)
+            env=self.environment(
+                {
+                    **(shell_env or {}),
+                    "ACT_STAND_IN_ARTIFACTS": str(artifacts),
+                    "UV_CACHE_DIR": str(folder / "uv-cache"),
+                }
+            ),
             capture_output=True,
             text=True,
             timeout=self.timeout,

@@ -112,3 +112,68 @@ def test_the_script_is_strictly_typed() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_uv_requirement_is_scrollcases_own(root: Path) -> None:
+    (root / "pyproject.toml").write_text(
+        "[project]\nname = 'scrollcase'\ndependencies = ['uvicorn>=1', 'uv>=0.9,<0.14 ; python_version >= \"3.11\"']\n"
+    )
+    assert setup.uv_requirement(root) == "uv>=0.9,<0.14"
+    (root / "pyproject.toml").write_text("[project]\nname = 'scrollcase'\n")
+    assert setup.uv_requirement(root) == "uv"
+    assert setup.uv_requirement(ROOT).startswith("uv>=")  # the real one pins a range
+
+
+def test_pips_index_settings_become_uvs_options() -> None:
+    pip = {
+        "PIP_INDEX_URL": "https://mirror.example/simple",
+        "PIP_EXTRA_INDEX_URL": "https://a.example/simple https://b.example/simple",
+        "PIP_FIND_LINKS": "/wheels",
+        "PIP_NO_INDEX": "true",
+    }
+    assert setup.uv_index_args(pip) == [
+        "--index-url",
+        "https://mirror.example/simple",
+        "--extra-index-url",
+        "https://a.example/simple",
+        "--extra-index-url",
+        "https://b.example/simple",
+        "--find-links",
+        "/wheels",
+        "--no-index",
+    ]
+    own = {"UV_DEFAULT_INDEX": "x", "UV_INDEX": "y", "UV_FIND_LINKS": "z"}
+    assert setup.uv_index_args({**pip, **own, "PIP_NO_INDEX": "0"}) == []  # uv's own settings win
+    assert setup.uv_index_args({}) == []
+
+
+@pytest.mark.slow
+def test_install_with_uv_from_an_offline_wheelhouse(tmp_path: Path) -> None:
+    """The real thing: a venv from this interpreter, uv from the wheelhouse via pip, scrollcase via uv,
+    no index; the venv runs `scrollcase --version`.  A second install for the same key reuses it."""
+    from tests.support.act import copy_tree, working_tree_files
+    from tests.support.wheelhouse import build_wheelhouse
+
+    wheels = tmp_path / "wheels"
+    build_wheelhouse(wheels)
+    # A copy of the checkout, as a runner downloads the action: builds in this shared tree would collide.
+    source = tmp_path / "action"
+    copy_tree(source, working_tree_files())
+    environment = {
+        **env(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wheels),
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+        "HOME": str(tmp_path),
+        "SETUPTOOLS_SCM_PRETEND_VERSION": "1.2.3",  # the copy has no .git to read the version from
+    }
+    said = setup.install(source, environment)
+    assert "with uv" in said, said
+    python = Path(setup.locate(source, environment)["python"])
+    done = subprocess.run(
+        [str(python), "-m", "scrollcase", "--version"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "scrollcase 1.2.3", done.stdout + done.stderr
+    assert (python.parent / "uv").exists()
+    assert setup.install(source, environment).startswith("scrollcase: reusing")
