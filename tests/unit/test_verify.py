@@ -314,3 +314,16 @@ def test_a_windows_release_needs_no_execute_bit_on_its_interpreter(tmp_path: Pat
     path, _ = _release(tmp_path, cuda=None, box_update=windows, manifest_update=windows, executable=False)
     report = verify.verify_release(path, self_test=False, temp_parent=_scratch(tmp_path))
     assert report.layout_checks[2] == "venv/python.exe exists and is executable"
+
+
+def test_each_bundled_asset_is_looked_for_not_only_the_model_cache(tmp_path: Path) -> None:
+    """A model cache that holds one bundled asset does not vouch for another that is missing from it."""
+    root, box, manifest = _sound(tmp_path)
+    assets = [
+        BoxAsset(name="weights", path="w/model.bin", sha256="0" * 64, size=1, bundled=True),
+        BoxAsset(name="tokenizer", path="w/tokenizer.json", sha256="0" * 64, size=1, bundled=True),
+    ]
+    (root / "demo" / "w").mkdir(parents=True)
+    (root / "demo" / "w" / "model.bin").write_bytes(b"x")
+    problems = verify.layout_problems(root, box.model_copy(update={"assets": assets}), manifest, windows=False)
+    assert [(p.key, p.value) for p in problems] == [("assets.tokenizer", "w/tokenizer.json")]
