@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from scrollcase.commands import (
     CommandArgs,
@@ -17,9 +17,10 @@ from scrollcase.commands import (
     handler,
 )
 from scrollcase.console import Console
-from scrollcase.errors import RecipeError, UsageError, describe_path
+from scrollcase.errors import Problem, RecipeError, UsageError, describe_path
 from scrollcase.pixi.rules import recipe_manifest_problems
 from scrollcase.recipe.loader import MANIFEST_FILE, RECIPE_FILE, check_recipe_dir, discover_recipes
+from scrollcase.recipe.model import Recipe
 from scrollcase.reports.outcome import RecipeOutcome, failures
 
 NAME = "validate"
@@ -68,6 +69,15 @@ def targets_to_check(paths: Sequence[str], root: Path) -> list[Path]:
     return out
 
 
+def manifest_rules(file: Path, shown: str, recipe: Recipe) -> list[Problem]:
+    """pixi.toml's rules for the recipe at ``file`` (shown as ``shown``); a missing pixi.toml is a folder
+    problem already, reported once."""
+    folder, shown_folder = (file, PurePosixPath(shown)) if file.is_dir() else (file.parent, PurePosixPath(shown).parent)
+    if not (folder / MANIFEST_FILE).is_file():
+        return []
+    return recipe_manifest_problems(folder / MANIFEST_FILE, recipe, (shown_folder / MANIFEST_FILE).as_posix())
+
+
 def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
     from scrollcase.box.assets import local_asset_problems  # the build's rules for assets, loaded when used
 
@@ -76,11 +86,11 @@ def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
         recipe, problems = check_recipe_dir(file)
         if recipe is not None:  # file:// assets: their size and sha256, before any build
             problems = [*problems, *local_asset_problems(recipe, file / RECIPE_FILE if file.is_dir() else file)]
-        manifest = (file if file.is_dir() else file.parent) / MANIFEST_FILE
-        if recipe is not None and manifest.is_file():  # a missing pixi.toml is a folder problem already
-            problems = [*problems, *recipe_manifest_problems(manifest, recipe)]
+        shown = describe_path(file)
+        if recipe is not None:
+            problems = [*problems, *manifest_rules(file, shown, recipe)]
         recipe_id = recipe.recipeId if recipe is not None else None
-        outcomes.append(RecipeOutcome(describe_path(file), recipe_id, tuple(problems)))
+        outcomes.append(RecipeOutcome(shown, recipe_id, tuple(problems)))
     return outcomes
 
 

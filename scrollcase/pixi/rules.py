@@ -322,13 +322,15 @@ def manifest_problems(manifest: PixiManifest, recipe: Recipe) -> list[Problem]:
     return out
 
 
-def recipe_manifest_problems(path: Path, recipe: Recipe) -> list[Problem]:
+def recipe_manifest_problems(path: Path, recipe: Recipe, shown: str | None = None) -> list[Problem]:
     """Read the pixi.toml at ``path`` and apply every rule for ``recipe``'s target.  A file that cannot
     be read or parsed gives its own located problems instead (one recipe's broken file must not stop
-    ``validate`` or ``lock-check`` from reporting the others).  Sorted by line, as the file reads."""
+    ``validate`` or ``lock-check`` from reporting the others).  Sorted by line, as the file reads.
+    ``shown`` is the name problems give the file (default: :func:`describe_path` of ``path``)."""
+    shown = shown or describe_path(path)
     try:
-        manifest = load_manifest(path, describe_path(path))
+        manifest = load_manifest(path, shown)
     except ManifestError as error:
-        unread = Problem(message=error.message, file=describe_path(path), fix=error.fix)
+        unread = Problem(message=error.message, file=shown, fix=error.fix)
         return list(collect(error.problems)) or [unread]
     return list(collect(manifest_problems(manifest, recipe)))

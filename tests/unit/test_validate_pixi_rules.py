@@ -254,3 +254,17 @@ def test_a_table_or_list_written_as_a_string_is_located(
     problems = validated(tmp_path, monkeypatch, cpu_recipe(), manifest)
     assert [(p.key, p.line) for p in problems] == [(key, line_of(manifest, key.split(".")[-1] + " ="))]
     assert problems[0].message in ("must be a list", "must be a table")
+
+
+def test_validate_inside_the_recipe_folder_names_pixi_toml_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = CUDA_GOOD.replace(TORCH_CUDA, 'pytorch = "2.*"')
+    folder = write(tmp_path, cuda_recipe(), manifest).parent
+    monkeypatch.chdir(folder)
+    for typed in (Path("recipe.json"), Path(".")):
+        (outcome,) = validate_paths([typed])
+        assert [(p.file, p.line) for p in outcome.problems] == [("pixi.toml", line_of(manifest, "pytorch"))]
+    monkeypatch.chdir(tmp_path)
+    (outcome,) = validate_paths([folder])  # absolute, inside the working directory: shown relative to it
+    assert [p.file for p in outcome.problems] == [MANIFEST]
