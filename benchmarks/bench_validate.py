@@ -32,7 +32,7 @@ def generate(root: Path, count: int, broken_every: int = 0) -> None:
     manifests = [(p.parent / "pixi.toml").read_text(encoding="utf-8") for p in examples]
     for i in range(count):
         data = dict(templates[i % len(templates)])
-        target = data["recipeId"].removeprefix("tiny-mlp-")
+        target = data["recipeId"].removeprefix(data["boxId"] + "-")  # tiny-mlp-, torch-mlp-, ...
         data["boxId"] = f"model-{i:05d}"
         data["recipeId"] = f"model-{i:05d}-{target}"
         if broken_every and i % broken_every == 0:
