@@ -55,7 +55,19 @@ def _common_options(default: object) -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules(argv: Sequence[str] = ()) -> list[str]:
+    """The command modules to register: only the one ``argv`` names (its run, its --help), else all.
+
+    Importing every command costs about a second (numpy, boto3, rattler); ``scrollcase matrix`` in a
+    CI job, which prints JSON, should not pay for ``build``.  The options before a command take no
+    value, so the first word that is not an option is the command."""
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    wanted = first.replace("-", "_") if first else None
+    return [wanted] if wanted in names else names
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     common = _common_options(argparse.SUPPRESS)
     parser = _Parser(
         prog="scrollcase",
@@ -65,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"scrollcase {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    for name in command_modules(argv):
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.register(sub, common)
     return parser
 
@@ -92,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     restore = _terminate_like_interrupt()
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         console = Console(json_mode=args.json, quiet=args.quiet)
         code: int = args.handler(args, console)
     except ResultShownError as shown:

@@ -17,15 +17,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Self, TypeAlias, TypeVar
 
-from scrollcase.client.install import Offer, read_offer
-from scrollcase.client.select import Wanted
 from scrollcase.errors import ResultShownError, ScrollcaseError, UsageError
-from scrollcase.host.facts import HostProbes
-from scrollcase.store.factory import open_read_store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the commands that use these import them; matrix, report and lock-check need none
     from scrollcase.box.unpack import UnpackResult
+    from scrollcase.client.install import Offer
     from scrollcase.console import Console
+    from scrollcase.host.facts import HostProbes
     from scrollcase.host.gpucheck import GpuCheckResult
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -120,6 +118,11 @@ def store_location(option: str | None) -> str:
 
 def offer_for(args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None) -> Offer:
     """The releases of ``box_id`` in --store that the command line lets install and upgrade choose from."""
+    from scrollcase.client.install import read_offer
+    from scrollcase.client.select import Wanted
+    from scrollcase.host.facts import HostProbes
+    from scrollcase.store.factory import open_read_store
+
     store = open_read_store(store_location(args.store), args.endpoint_url)
     wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
     return read_offer(store, box_id, wanted, probes or HostProbes(), console.progress)

@@ -13,14 +13,16 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from actions_toolkit.file_command import prepare_key_value_message
 
-from scrollcase.box.release import ReleaseManifest
 from scrollcase.errors import GitHubError, LockError, ParityError, Problem, ScrollcaseError, SelfTestError
 from scrollcase.github.paths import located
 from scrollcase.reports.junit import JUnitResult, Tally, read_junit
+
+if TYPE_CHECKING:  # its models take a third of a second to build; `scrollcase matrix` never needs them
+    from scrollcase.box.release import ReleaseManifest
 
 # GitHub shows at most 10 annotations of each level per step; the rest vanish silently.
 ANNOTATIONS_PER_LEVEL = 10

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def test_an_interrupt_while_the_commands_load_is_exit_130_without_a_traceback(
     """Ctrl-C during start-up (importing the command modules) is an interruption, not a traceback."""
     from scrollcase import cli
 
-    def interrupted() -> object:
+    def interrupted(*_: object) -> object:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)
@@ -143,3 +144,39 @@ def test_after_the_first_signal_neither_cuts_the_clean_up_short(first: str) -> N
     finally:
         restore()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_only_the_named_command_is_loaded() -> None:
+    everything = cli.command_modules()
+    assert {"build", "lock_check", "matrix", "publish"} <= set(everything)
+    assert cli.command_modules(["--json", "lock-check", "recipes/x"]) == ["lock_check"]
+    assert cli.command_modules(["-q", "matrix", "--help"]) == ["matrix"]
+    assert cli.command_modules(["--help"]) == everything  # the overview lists them all
+    assert cli.command_modules(["bild"]) == everything  # argparse's error names the real choices
+
+
+def test_the_matrix_command_imports_nothing_heavy(tmp_path: Path) -> None:
+    """The matrix job only prints JSON: no numpy, boto3 or rattler (about a second) is imported for it."""
+    from tests.github_helpers import write_recipe
+
+    write_recipe(tmp_path / "recipes", "tiny-mlp", "linux-x86_64-cpu")
+    code = (
+        "import sys\n"
+        "from scrollcase import cli\n"
+        "assert cli.main(['matrix', '--json', '--recipes', 'recipes']) == 0\n"
+        "heavy = {'numpy', 'boto3', 'botocore', 'rattler', 'zstandard', 'github'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy), file=sys.stderr)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert json.loads(done.stdout)["include"][0]["recipeId"] == "tiny-mlp-linux-x86_64-cpu"
