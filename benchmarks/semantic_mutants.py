@@ -803,15 +803,16 @@ def report(outcomes: Sequence[Outcome]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--room", action="append", help="only this room (repeatable)")
-    parser.add_argument("--only", action="append", help="only this mutant id (repeatable)")
+    parser.add_argument("--room", action="append", help="the mutants of this room (repeatable)")
+    parser.add_argument("--only", action="append", help="this mutant (repeatable; adds to --room)")
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     parser.add_argument("--check", action="store_true", help="check every anchor, run no tests")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per test run (default 300)")
     parser.add_argument("--target", type=float, default=95.0, help="the kill rate to reach, in percent")
     parser.add_argument("--json", type=Path, help="write each outcome to this file")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTANTS if (not args.room or m.room in args.room) and (not args.only or m.id in args.only)]
+    named = bool(args.room or args.only)  # --room and --only add up: every mutant of a room, and each id
+    chosen = [m for m in MUTANTS if not named or m.room in (args.room or ()) or m.id in (args.only or ())]
     ids = [m.id for m in MUTANTS]
     if len(set(ids)) != len(ids):
         print("error: duplicate mutant ids", file=sys.stderr)
