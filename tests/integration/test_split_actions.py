@@ -222,3 +222,50 @@ def test_unpinned_reads_every_uses_form() -> None:
     sha = "a" * 40
     text = f"steps:\n  - uses: actions/cache@{sha} # v4\n  - uses: './actions/x'\n  - name: n\n    uses: o/r/p@main\n"
     assert unpinned(text) == ["./actions/x", "o/r/p@main"]
+
+
+def push(split_out: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "push-split-actions"), str(split_out), "--url", url, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_push_publishes_each_tree_as_its_own_repository(trees: dict[str, Path], tmp_path: Path) -> None:
+    """Into empty bare repositories: the tree at the root of the default branch, vX.Y.Z and v1 on it; a rerun
+    pushes nothing; a tree that differs under the same tag is refused."""
+    for name in trees:
+        subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / f"{name}.git")], check=True)
+    url = str(tmp_path / "{name}.git")
+    out = next(iter(trees.values())).parent
+    done = push(out, url, "--tag", TAG)
+    assert done.returncode == 0, done.stderr
+    for name, tree in trees.items():
+        assert f"{name}: pushed {TAG}; moved v1 to {TAG}" in done.stdout
+        remote = tmp_path / f"{name}.git"
+        assert git(remote, "rev-parse", f"{TAG}^{{commit}}") == git(remote, "rev-parse", "v1^{commit}")
+        assert git(remote, "rev-parse", "HEAD") == git(remote, "rev-parse", "v1^{commit}")
+        assert git(remote, "show", "v1:action.yml") == (tree / "action.yml").read_text(encoding="utf-8").strip()
+        unpacked = tmp_path / f"{name}-archive"
+        unpacked.mkdir()
+        archive = subprocess.run(["git", "-C", str(remote), "archive", "v1"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(unpacked)], input=archive.stdout, check=True)
+        assert scm_version(unpacked) == "1.4.2", name  # what a runner downloading scrollcase/<name>@v1 installs
+    again = push(out, url, "--tag", TAG)
+    assert again.returncode == 0 and again.stdout.count("already published") == len(trees), again.stdout
+    (trees["build"] / "ACTION.md").write_text((trees["build"] / "ACTION.md").read_text() + "edited\n")
+    try:
+        refused = push(out, url, "--tag", TAG)
+    finally:
+        (trees["build"] / "ACTION.md").write_text((trees["build"] / "ACTION.md").read_text().removesuffix("edited\n"))
+    assert refused.returncode == 1 and f"{TAG} already exists with other content" in refused.stderr
+
+
+def test_push_refuses_trees_split_at_another_tag(trees: dict[str, Path], tmp_path: Path) -> None:
+    done = push(next(iter(trees.values())).parent, str(tmp_path / "{name}.git"), "--tag", "v1.4.3")
+    assert done.returncode == 1 and "were not split at v1.4.3" in done.stderr
