@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,10 +14,10 @@ from scrollcase.box.release import parse_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
-from scrollcase.github import checks, report
+from scrollcase.github import buildcache, checks, report
 from scrollcase.github.paths import located, repo_relative
-from scrollcase.io.files import ReadErrors, read_bytes
-from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.io.files import ReadErrors, read_bytes, user_cache_dir
+from scrollcase.recipe.loader import LOCK_FILE, resolve_recipe
 from scrollcase.reports.junit import JUnitResult, read_junit, result_problem, tally
 
 NAME = "report"
@@ -42,6 +43,13 @@ class ReportJunitArgs(CommandArgs):
 
 
 @dataclass(frozen=True)
+class ReportBuildCacheArgs(CommandArgs):
+    recipe: str
+    recipes_root: Path
+    state_dir: Path
+
+
+@dataclass(frozen=True)
 class ReportReleaseArgs(CommandArgs):
     release: Path | None
     recipe: str | None
@@ -53,6 +61,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="report_kind", metavar="KIND", required=True)
     _register_junit(kinds, common)
     _register_release(kinds, common)
+    _register_build_cache(kinds, common)
 
 
 JUNIT_DESCRIPTION = (
@@ -114,6 +123,43 @@ def _register_release(kinds: SubParsers, common: argparse.ArgumentParser) -> Non
         help="where build wrote the release (default: .scrollcase/dist)",
     )
     r.set_defaults(handler=handler(ReportReleaseArgs, run_release))
+
+
+BUILD_CACHE_DESCRIPTION = (
+    "Write the step outputs path, key and restore-keys with which actions/cache carries a recipe's build "
+    "caches between runs (the user cache's wheels, packframes and pyc; --state-dir's conda packages and "
+    "assets), keyed by the runner's OS and architecture, the recipe and the sha256 of its pixi.lock."
+)
+
+
+def _register_build_cache(kinds: SubParsers, common: argparse.ArgumentParser) -> None:
+    b = add_command(
+        kinds, common, "build-cache", "the build caches' paths and keys for actions/cache", BUILD_CACHE_DESCRIPTION
+    )
+    b.add_argument("recipe", metavar="RECIPE", help="recipe ID or folder")
+    b.add_argument("--recipes-root", type=Path, default=Path("recipes"), help="where recipes live (default: recipes)")
+    b.add_argument(
+        "--state-dir", type=Path, default=Path(".scrollcase"), help="build's --state-dir (default: %(default)s)"
+    )
+    b.set_defaults(handler=handler(ReportBuildCacheArgs, run_build_cache))
+
+
+def run_build_cache(args: ReportBuildCacheArgs, console: Console) -> int:
+    found = resolve_recipe(args.recipe, args.recipes_root)
+    lock = found.path / LOCK_FILE
+    env = report.RunnerEnv.from_environ()
+    cache = buildcache.build_cache(
+        found.recipe.recipeId,
+        lock.read_bytes() if lock.is_file() else None,
+        os.environ.get("RUNNER_OS") or platform.system(),
+        os.environ.get("RUNNER_ARCH") or platform.machine(),
+        user_cache_dir(),
+        (args.state_dir / "cache").resolve(),
+    )
+    outputs = cache.outputs()
+    report.set_outputs(outputs, env)
+    console.result(outputs, "\n".join(f"{k}: {v}" for k, v in outputs.items()))
+    return 0
 
 
 def _read_all(files: Sequence[Path], missing_ok: bool) -> tuple[list[JUnitResult], list[Problem], int]:

@@ -544,3 +544,26 @@ def test_annotations_name_files_from_the_repository_root(harness: Harness) -> No
     assert errors and errors[0].startswith("::error file=boxes/recipes/tiny-mlp-linux-x86_64-cpu/recipe.json,"), (
         parity.log()
     )
+
+
+def test_build_action_carries_the_build_caches_only_when_asked(harness: Harness) -> None:
+    """build-cache: true hands actions/cache the recipe's cache folders and a key of its pixi.lock (here the
+    build itself fails: the generated recipe has no real lock); false, the default, restores nothing;
+    anything else is refused before the build."""
+    needs_command("build")
+    recipe = "tiny-mlp-linux-x86_64-cuda12.4"
+    cached = harness.run(ACTIONS / "build", {"recipe": recipe, "build-cache": "true"})
+    restore = cached.step("Restore the build caches")
+    assert restore.status == "success", cached.log()
+    located = cached.step("Locate the build caches").outputs
+    assert restore.with_ == {"path": located["path"], "key": located["key"], "restore-keys": located["restore-keys"]}
+    assert located["key"].startswith(f"scrollcase-build-v1-Linux-X64-{recipe}-")
+    paths = located["path"].splitlines()
+    assert str((harness.workspace / ".scrollcase" / "cache" / "pkgs").resolve()) in paths and len(paths) == 5
+    plain = harness.run(ACTIONS / "build", {"recipe": recipe})
+    assert plain.step("Restore the build caches").status == "skipped"
+    assert plain.step("Locate the build caches").outputs == {}
+    wrong = harness.run(ACTIONS / "build", {"recipe": recipe, "build-cache": "yes"})
+    assert wrong.step("Locate the build caches").status == "failure"
+    assert wrong.step("Build the box").status == "skipped"
+    assert any("build-cache is 'yes'; write true or false" in a for a in wrong.annotations), wrong.log()
