@@ -140,6 +140,14 @@ def test_validate_refuses_pixi_toml_rules_and_annotates_their_lines(tmp_path: Pa
     fixed = cli("validate", "--json", cwd=tmp_path)
     problems = [p for r in json.loads(fixed.stdout)["recipes"] for p in r["problems"]]
     assert [(p["file"], p["line"]) for p in problems] == [(f, n) for f, n, _ in expected]
+    # lock-check, the job every recommended PR workflow runs, refuses them too: the same annotations,
+    # beside the lock's own problem (none is committed here)
+    locked = cli("lock-check", cwd=tmp_path, github=True)
+    assert locked.returncode == 4
+    on_toml = [a for a in locked.stdout.splitlines() if a.startswith("::error file=") and "pixi.toml," in a]
+    assert [a.split(",title=")[0] for a in on_toml] == [f"::error file={f},line={n}" for f, n, _ in expected]
+    assert all(message in a for (_, _, message), a in zip(expected, on_toml, strict=True))
+    assert "recipes/my-model-linux-x86_64-cpu/pixi.lock: error: the recipe has no committed lock" in locked.stderr
 
 
 def test_validate_json_output(tmp_path: Path) -> None:
