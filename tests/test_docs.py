@@ -1,5 +1,5 @@
-"""The docs point somewhere: every relative link, anchor and repository path named in README.md, CHANGELOG.md
-and docs/*.md exists in this checkout, and no prose names a guide without linking it.
+"""The docs point somewhere: every relative link, anchor and repository path named in README.md, CHANGELOG.md,
+benchmarks/README.md and docs/*.md exists in this checkout, and no prose names a guide without linking it.
 
 What counts as a repository path: a word in inline code or a code block, shaped like a relative path, whose
 first folder is one of this repository's top-level entries (or a folder repositories commonly have, such as
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
+READMES = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md"]
+DOCS = sorted([*READMES, *(ROOT / "docs").glob("*.md")])
 # Folders a repository commonly has: a doc naming one that this repository lacks points nowhere.
 USUAL_ROOTS = {"examples", "example", "src", "doc", "tools", "fixtures"}
 NOT_PATHS = {
@@ -31,8 +32,9 @@ NOT_PATHS = {
     "benchmarks/results/",  # written by the benchmarks (git-ignored)
     ".github/workflows/boxes.yml",  # the adopter's workflow that docs/github.md writes, in their repository
 }
-# A folder named my-… or your-… is an example of the reader's own (recipes/my-model-linux-x86_64-cpu/).
-READERS_OWN = re.compile(r"(^|/)(my|your)-")
+# A folder named my-… or your-… is an example of the reader's own (recipes/my-model-linux-x86_64-cpu/); a
+# capitalised word stands for one (scrollcase/MODULE.py, recipes/ID).
+READERS_OWN = re.compile(r"(^|/)((my|your)-|[A-Z][A-Z_]+(\.py)?(/|$))")
 PATH_WORD = re.compile(r"^(?:\./)?[\w.@+-]+(?:/[\w.@+-]+)+/?$")
 LINK = re.compile(r"(?<!!)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 IMAGE = re.compile(r"!\[[^\]]*\]\(\s*([^)\s]+)[^)]*\)")
@@ -144,7 +146,8 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     page.write_text(
         "# Probe\n\nSee [locks](locks.md#no-such-heading), [gone](missing.md), [here](#probe).\n\n"
         "```\n$ scrollcase inspect examples/multi-machine/pixi.lock\n```\n\n"
-        "`box/nowhere.py`, `scrollcase/errors.py`, `venv/bin/python`. The minimal recipe is in the CUDA guide.\n",
+        "`box/nowhere.py`, `scrollcase/errors.py`, `venv/bin/python`, `scrollcase/MODULE.py`, `docs/GONE.md`.\n"
+        "The minimal recipe is in the CUDA guide.\n",
         encoding="utf-8",
     )
     try:
@@ -155,6 +158,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
         assert path_problems(page) == [
             "docs/_probe.md: `examples/multi-machine/pixi.lock` is not a path in this repository",
             "docs/_probe.md: `box/nowhere.py` is not a module of scrollcase/",
+            "docs/_probe.md: `docs/GONE.md` is not a path in this repository",
         ]
         assert len(guide_problems(page)) == 1
     finally:
