@@ -90,5 +90,5 @@ def command_line(*args: str) -> str:
     """``scrollcase ARGS`` quoted for this platform's shell and runnable as printed (see :func:`invocation`)."""
     words = [*invocation(sys.argv[0], sys.executable, shutil.which), *args]
     if os.name == "nt":
-        return subprocess.list2cmdline(words)
+        return subprocess.list2cmdline(words)  # cmd.exe's quoting; nothing is run here (io/proc runs processes)
     return shlex.join(words)
