@@ -192,3 +192,78 @@ def test_release_workflow_attests_archive_manifest_and_sbom_before_publishing() 
     for step in workflow_steps(ROOT / ".github" / "workflows" / "release.yml"):
         if step.get("uses", "").startswith("./actions/"):
             assert step["with"]["cache"] == "false", step["uses"]
+
+
+# --- issue 30: the actions for someone else's repository ------------------------------------------
+
+
+def inputs_of(name: str) -> dict[str, Any]:
+    path = ROOT / "action.yml" if name == "root" else ROOT / "actions" / name / "action.yml"
+    return load(path)["inputs"]  # type: ignore[no-any-return]
+
+
+def step_of(name: str, step_name: str) -> dict[str, Any]:
+    return next(s for s in action_steps(ROOT / "actions" / name / "action.yml") if s.get("name") == step_name)
+
+
+def test_matrix_affects_all_defaults_to_the_workflows_only() -> None:
+    """An adopter's repository: nothing outside recipes/ but the workflows selects every recipe; scrollcase's
+    own recipes.yml names its package and actions itself."""
+    inputs = inputs_of("matrix")
+    assert inputs["affects-all"]["default"] == ".github/workflows/*" and inputs["all-on"]["default"] == ""
+    run = step_of("matrix", "Compute the matrix")
+    assert run["env"]["INPUT_AFFECTS_ALL"] == "${{ inputs.affects-all }}"
+    assert 'args+=(--affects-all "")' in run["run"]  # the input replaces the default, also when empty
+    recipes = load(ROOT / ".github" / "workflows" / "recipes.yml")
+    step = next(s for s in recipes["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
+    assert {"pyproject.toml", "scrollcase/*", "actions/*"} <= set(step["with"]["affects-all"].split())
+
+
+@pytest.mark.parametrize("name", ["lock-check", "root"])
+def test_channel_overrides_reach_scrollcase_as_its_variable(name: str) -> None:
+    assert inputs_of(name)["channel-overrides"]["default"] == ""
+    path = ROOT / "action.yml" if name == "root" else ROOT / "actions" / name / "action.yml"
+    (step,) = [s for s in action_steps(path) if "INPUT_CHANNEL_OVERRIDES" in (s.get("env") or {})]
+    assert step["env"]["INPUT_CHANNEL_OVERRIDES"] == "${{ inputs.channel-overrides }}"
+    # only when given: the job's own SCROLLCASE_CHANNEL_OVERRIDES is kept otherwise; newlines become commas
+    guard = 'if [ -n "$INPUT_CHANNEL_OVERRIDES" ]; then export SCROLLCASE_CHANNEL_OVERRIDES='
+    assert guard + "\"${INPUT_CHANNEL_OVERRIDES//$'\\n'/,}\"; fi" in step["run"]
+
+
+def test_lock_check_writes_junit_and_reports_it() -> None:
+    inputs = inputs_of("lock-check")
+    assert {k: inputs[k]["default"] for k in ("junit", "github-token", "check-run-name")} == dict.fromkeys(
+        ("junit", "github-token", "check-run-name"), ""
+    )
+    check = step_of("lock-check", "Check the locks")
+    assert '--junit "$junit"' in check["run"] and "junit=%s" in check["run"]
+    report = step_of("lock-check", "Report results")
+    assert report["if"] == "always() && steps.run.outputs.junit != ''" and "report junit" in report["run"]
+    outputs = load(ROOT / "actions" / "lock-check" / "action.yml")["outputs"]
+    assert outputs["junit"]["value"] == "${{ steps.run.outputs.junit }}"
+    assert outputs["conclusion"]["value"] == "${{ steps.report.outputs.conclusion }}"
+
+
+def test_build_cache_is_off_by_default_and_pinned() -> None:
+    assert inputs_of("build")["build-cache"]["default"] == "false"
+    names = [s.get("name") for s in action_steps(ROOT / "actions" / "build" / "action.yml")]
+    assert names.index("Restore the build caches") < names.index("Build the box")
+    restore = step_of("build", "Restore the build caches")
+    assert PINNED.match(restore["uses"]) and restore["uses"].startswith("actions/cache@")
+    assert restore["if"] == "steps.caches.outputs.key != ''"
+    assert restore["with"] == {
+        "path": "${{ steps.caches.outputs.path }}",
+        "key": "${{ steps.caches.outputs.key }}",
+        "restore-keys": "${{ steps.caches.outputs.restore-keys }}",
+    }
+    assert "report build-cache" in step_of("build", "Locate the build caches")["run"]
+    # scrollcase's own release workflow never restores build caches into a published box
+    for step in workflow_steps(ROOT / ".github" / "workflows" / "release.yml"):
+        assert (step.get("with") or {}).get("build-cache", "false") == "false", step
+
+
+def test_publish_outputs_come_from_the_publish_step() -> None:
+    """The keys with the store's prefix are known to publish only, not to the manifest (report release)."""
+    outputs = load(ROOT / "actions" / "publish" / "action.yml")["outputs"]
+    for name in ("archive-key", "release-key", "index-key", "archive-url", "release-url", "published"):
+        assert outputs[name]["value"] == f"${{{{ steps.run.outputs.{name} }}}}", name
