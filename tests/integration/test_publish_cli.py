@@ -313,7 +313,8 @@ def test_outputs_name_the_real_keys_under_the_store_prefix(weed: S3Server, weed_
     assert outputs["store"] == f"s3://{bucket}/team/boxes-prod" and outputs["published"] == "true"
     assert {o["status"] for o in json.loads(outputs["objects"])} == {"uploaded"}
     text = summary.read_text(encoding="utf-8")
-    assert f"| archive | `s3://{bucket}/{outputs['archive-key']}` | uploaded | {release.manifest.archive.size} |" in text, text
+    size = release.manifest.archive.size
+    assert f"| archive | `s3://{bucket}/{outputs['archive-key']}` | uploaded | {size} |" in text, text
     assert "| index |" in text and "| updated |" in text
 
     runner, output, summary = runner_files(tmp_path, "again")
