@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from scrollcase import __version__, commands
+from scrollcase import commands
 from scrollcase.console import Console
 from scrollcase.errors import (
     EXIT_CODES,
@@ -67,6 +67,16 @@ def command_modules(argv: Sequence[str] = ()) -> list[str]:
     return [wanted] if wanted in names else names
 
 
+class _VersionAction(argparse.Action):
+    """argparse's version action, but the version is looked up only when asked for (see scrollcase/__init__)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from scrollcase import __version__
+
+        print(f"scrollcase {__version__}")
+        parser.exit()
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     common = _common_options(argparse.SUPPRESS)
     parser = _Parser(
@@ -75,7 +85,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         epilog=EPILOG,
         parents=[_common_options(False)],
     )
-    parser.add_argument("--version", action="version", version=f"scrollcase {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show scrollcase's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in command_modules(argv):
         module = importlib.import_module(f"{commands.__name__}.{name}")
