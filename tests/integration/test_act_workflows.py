@@ -205,7 +205,13 @@ def test_recipes_workflow_on_a_pull_request(
     assert [e["recipeId"] for e in matrix["include"]] == [BROKEN, GOOD]  # only the recipes the PR changed
     assert run.step_outputs(job(run, "matrix"), "matrix")["count"] == "2"
     for recipe in (GOOD, BROKEN):
-        assert run.failed_steps(job(run, "lock-check", recipe)) == [], run.log()
+        lock_check = job(run, "lock-check", recipe)
+        assert run.failed_steps(lock_check) == [], run.log()
+        # lock-check's JUnit reported as a summary: one passed case for the recipe, no annotation
+        assert "### scrollcase lock-check\n\n**1 passed, 0 failed, 0 skipped** of 1" in "\n".join(
+            run.summaries(lock_check)
+        ), run.summaries(lock_check)
+        assert [a for a in run.annotations(lock_check) if a.level == "error"] == []
     good, broken = job(run, "build", GOOD), job(run, "build", BROKEN)
     assert run.failed_steps(good) == [] and run.failed_steps(broken) == ["./actions/build"], run.log()
     assert results[job(run, "recipes-ok")] == "failure" and run.returncode != 0
@@ -320,6 +326,14 @@ def test_release_workflow_builds_verifies_and_publishes(
     assert head["ContentLength"] > 0
     summaries = "\n".join(run.summaries(publish))
     assert built["sha256"] in summaries and "scrollcase verify " in summaries
+    # The publish action's outputs are the bucket's real keys, the store's prefix included, and its summary
+    # says per object what happened.
+    published = run.step_outputs(publish, "publish")
+    assert published["archive-key"] == archive and published["published"] == "true", published
+    assert published["release-key"] == archive.replace(".tar.zst", ".release.json")
+    assert published["archive-url"] == f"s3://{bucket}/{archive}"
+    assert f"| archive | `s3://{bucket}/{archive}` | uploaded |" in summaries, summaries
+    assert f"| index | `s3://{bucket}/{prefix}index.json` | updated |" in summaries
     assert [a for a in run.annotations() if a.level == "error"] == []
 
 
