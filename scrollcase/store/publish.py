@@ -391,13 +391,23 @@ def kept_release(manifest: ReleaseManifest, remote: RemoteState) -> ReleaseManif
 
 
 def manifest_differences(stored: ReleaseManifest, new: ReleaseManifest) -> list[str]:
-    """The top-level fields in which two release manifests differ, ``provenance`` aside (sorted)."""
-    old_fields, new_fields = json.loads(dump_release(stored)), json.loads(dump_release(new))
+    """The top-level fields in which two release manifests differ, ``provenance`` aside (sorted).
+
+    The scrollcase version that built a release (``builtBy.scrollcase``) counts as provenance too: an
+    adopter's ``@v1`` moves between two of their tags, and the same archive built by a newer scrollcase is
+    still the release the store holds (the archive's bytes and every other builtBy field are compared)."""
+    old_fields, new_fields = _without_builder(stored), _without_builder(new)
     return sorted(
         name
         for name in old_fields.keys() | new_fields.keys()
         if name != "provenance" and old_fields.get(name) != new_fields.get(name)
     )
+
+
+def _without_builder(manifest: ReleaseManifest) -> dict[str, Any]:
+    fields: dict[str, Any] = json.loads(dump_release(manifest))
+    fields.get("builtBy", {}).pop("scrollcase", None)
+    return fields
 
 
 def sbom_key(manifest: ReleaseManifest) -> str | None:

@@ -67,6 +67,23 @@ def test_the_same_archive_rebuilt_by_a_later_tag_is_already_published_and_keeps_
     assert plan.to_json()["keptProvenance"] == FIRST.model_dump(mode="json")
 
 
+def test_the_same_archive_built_by_a_newer_scrollcase_is_already_published() -> None:
+    """An adopter's ``@v1`` moves between two of their tags: builtBy.scrollcase differs, the archive does not."""
+    stored = built(FIRST)
+    newer = built(SECOND)
+    newer = newer.model_copy(update={"builtBy": newer.builtBy.model_copy(update={"scrollcase": "9.9.9"})})
+    plan = plan_publish(newer, archive_of(newer), store_holding(stored))
+    assert plan.kept == stored and plan.bytes_to_upload == 0
+
+
+def test_the_same_archive_from_another_lock_is_a_conflict_naming_built_by() -> None:
+    stored = built(FIRST)
+    other = built(SECOND)
+    other = other.model_copy(update={"builtBy": other.builtBy.model_copy(update={"lockSha256": "c" * 64})})
+    with pytest.raises(ConflictError, match="builtBy"):
+        plan_publish(other, archive_of(other), store_holding(stored))
+
+
 def test_a_release_first_built_outside_actions_is_already_published_for_a_tag_build() -> None:
     plan = plan_publish(built(SECOND), archive_of(built(SECOND)), store_holding(built(None)))
     assert plan.kept == built(None) and plan.bytes_to_upload == 0
