@@ -744,6 +744,13 @@ def copy_tree(work: Path) -> None:
             shutil.copy2(source, work / name)
 
 
+def tests_at(work: Path, rev: str) -> None:
+    """Replace the copy's tests/ with commit ``rev``'s (the package stays the working tree's)."""
+    shutil.rmtree(work / "tests")
+    archive = subprocess.run(["git", "archive", rev, "tests"], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+
+
 def run_tests(work: Path, tests: Sequence[str], timeout: float) -> tuple[str, float, str]:
     """('passed'|'failed'|'timeout', seconds, the tail of the output) of the tests in the copy ``work``."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(work)}
@@ -810,6 +817,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per test run (default 300)")
     parser.add_argument("--target", type=float, default=95.0, help="the kill rate to reach, in percent")
     parser.add_argument("--json", type=Path, help="write each outcome to this file")
+    parser.add_argument(
+        "--tests-at", metavar="REV", help="judge with tests/ as git commit REV had it (what an older suite caught)"
+    )
     args = parser.parse_args(argv)
     named = bool(args.room or args.only)  # --room and --only add up: every mutant of a room, and each id
     chosen = [m for m in MUTANTS if not named or m.room in (args.room or ()) or m.id in (args.only or ())]
@@ -839,6 +849,8 @@ def _run(chosen: Sequence[Mutant], args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="scrollcase-semantic-") as tmp:
         work = Path(tmp)
         copy_tree(work)
+        if args.tests_at:
+            tests_at(work, args.tests_at)
         base = baselines(work, chosen, args.timeout)
         outcomes = []
         for m in chosen:
