@@ -13,6 +13,7 @@ Used by tests/integration/test_adopter.py and benchmarks/bench_adopter.py.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,8 @@ ECHO = "echo-linux-x86_64-cpu"
 SCROLLCASE_REF = "scrollcase/scrollcase@v1"
 # Folders of this checkout the actions never read (they install pyproject.toml + scrollcase/).
 NOT_IN_THE_ACTION_COPY = ("tests", "benchmarks", "docs", "recipes", ".github")
+# act's line for a finished step: "✅  Success - Main Install scrollcase [5.9s]" (the JSON names only the outer step)
+STEP_DONE = re.compile(r"(?:Success|Failure) - (Main|Post) (.+) \[[^\]]*\]\s*$")
 REPOSITORY = {"full_name": OWNER_REPO, "name": "boxes", "owner": {"login": "models-team"}}
 
 
@@ -110,11 +113,12 @@ def prepare(folder: Path, channel: Path, act: Act) -> Adopter:
     return Adopter(base, weights, repositories, act)
 
 
-def step_seconds(run: ActRun, job: str) -> dict[str, float]:
-    """Seconds per step of ``job`` as act timed them (a composite action's own steps summed by name)."""
+def step_seconds(run: ActRun, job: str, stage: str = "Main") -> dict[str, float]:
+    """Seconds per step of ``job`` in ``stage`` (Main, Post) as act timed them, by the name act shows (a
+    composite action's own steps by theirs, summed over the actions that share them)."""
     found: dict[str, float] = {}
     for entry in run.entries:
-        if entry.get("job") == job and "executionTime" in entry and entry.get("stage") == "Main":
-            name = entry.get("step", "")
-            found[name] = found.get(name, 0.0) + entry["executionTime"] / 1e9
+        done = STEP_DONE.search(entry.get("msg", ""))
+        if entry.get("job") == job and "executionTime" in entry and done and done.group(1) == stage:
+            found[done.group(2)] = found.get(done.group(2), 0.0) + entry["executionTime"] / 1e9
     return found
