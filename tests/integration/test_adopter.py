@@ -210,6 +210,7 @@ def test_a_stale_lock_is_red_at_the_pixi_toml_line_that_made_it_stale(
     assert run.failed_steps(job(run, "build", LINEAR)) == [f"{ACTIONS}/lock-check@v1"], run.log()
     found = [(a.file, a.properties.get("line")) for a in errors(run)]
     assert found == [(manifest, str(line_of(pr.repo, manifest, "numpy")))], described(run.annotations())
+    assert f"run `scrollcase lock {LINEAR}`" in errors(run)[0].message  # the fix names the real recipe ID
 
 
 def test_stale_weights_are_red_at_the_asset_line_of_recipe_json(adopter: Adopter, timed: Timer, tmp_path: Path) -> None:
@@ -231,7 +232,7 @@ def test_stale_weights_are_red_at_the_asset_line_of_recipe_json(adopter: Adopter
     assert [(a.file, a.properties.get("line")) for a in found] == [(recipe_file(LINEAR), str(size_line))], described(
         run.annotations()
     )
-    assert "size" in found[0].message and "interrupted" not in found[0].message
+    assert f'set "size": {len(v2)}' in found[0].message and "interrupted" not in found[0].message
 
 
 # --- releases -----------------------------------------------------------------------------------
