@@ -73,7 +73,9 @@ def test_ci_run_requires_the_corpus(bare_checkout: Path) -> None:
 def test_ci_run_sets_the_switch_and_githubs_ci_turns_it_off() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert 'export SCROLLCASE_REQUIRE_CORPUS="${SCROLLCASE_REQUIRE_CORPUS:-1}"' in script
-    assert script.rstrip().endswith(".venv/bin/python -m pytest")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pytest_line = script.rstrip().splitlines()[-1]  # .ci/run ends with the README's test command
+    assert pytest_line.startswith(".venv/bin/python -m pytest") and pytest_line in readme
     ci = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))
     (step,) = [s for s in ci["jobs"]["test"]["steps"] if s.get("run") == ".ci/run"]
     assert step["env"]["SCROLLCASE_REQUIRE_CORPUS"] == "0"  # GitHub's checkout has no shared/ beside it

@@ -27,6 +27,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.torch,
     pytest.mark.timeout(2400),
+    pytest.mark.xdist_group("torch"),  # the torch box is built once, by one worker
     pytest.mark.skipif(sys.platform != "linux", reason="the local channel packages a Linux CPython"),
 ]
 REPO = Path(__file__).resolve().parents[2]

@@ -64,6 +64,7 @@ ACT_TEST_MARKS = [
     pytest.mark.skipif(not SHARED_ACTIONS.is_dir(), reason=f"the offline action snapshots are not at {SHARED_ACTIONS}"),
     pytest.mark.skipif(sys.platform != "linux", reason="host-mode act runs here only on Linux"),
     pytest.mark.timeout(900),
+    pytest.mark.xdist_group("act"),  # one worker sets act up (tool cache, wheelhouse, servers) for all
 ]
 
 
