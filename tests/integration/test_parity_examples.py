@@ -1,14 +1,15 @@
 """The example recipes' torch parity script and scripts/device-check, on a machine without a GPU.
 
-torch is not a test dependency: without it, both must fail cleanly with a clear message.  Set
-SCROLLCASE_TEST_TORCH_PYTHON to an interpreter that has torch to also run the script for real on cpu.
+torch is not a test dependency: without it, both must fail cleanly with a clear message.  With torch
+(the real torch box tests/integration/test_torch_e2e.py installs, or SCROLLCASE_TEST_TORCH_PYTHON) the
+same script runs for real on cpu and device-check refuses a machine without a GPU: the two checks below,
+called from there.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import io
-import os
 import subprocess
 import sys
 import zipfile
@@ -32,7 +33,6 @@ TARGETS = (
     "osx-arm64-metal",
 )
 SCRIPTS = [REPO / "recipes" / f"tiny-mlp-{t}" / "checks" / "parity.py" for t in TARGETS]
-TORCH_PYTHON = os.environ.get("SCROLLCASE_TEST_TORCH_PYTHON")
 
 
 def has_torch(python: str) -> bool:
@@ -73,9 +73,8 @@ def test_without_torch_the_script_fails_with_a_clear_message(tmp_path: Path) -> 
     assert "(exit code 1)" in record.outcome.message
 
 
-@pytest.mark.skipif(not TORCH_PYTHON, reason="set SCROLLCASE_TEST_TORCH_PYTHON to a Python with torch")
-def test_with_torch_the_script_runs_on_cpu_and_refuses_a_missing_gpu(tmp_path: Path) -> None:
-    python = Path(TORCH_PYTHON or "")
+def check_the_script_runs_on_cpu_and_refuses_a_missing_gpu(python: Path, tmp_path: Path) -> None:
+    """With ``python`` (an interpreter that has torch)."""
     cpu = execute(plan_runs(SCRIPTS[0], ["cpu"], tmp_path)[0], python, timeout=120)
     assert cpu.outcome.passed, cpu.outcome.message
     assert cpu.meta["accelerator"] == "cpu" and cpu.outputs is not None
@@ -112,15 +111,15 @@ def test_device_check_without_torch_fails_cleanly() -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.skipif(not TORCH_PYTHON, reason="set SCROLLCASE_TEST_TORCH_PYTHON to a Python with torch")
-def test_device_check_without_a_gpu_fails_cleanly() -> None:
+def check_device_check_without_a_gpu_fails_cleanly(python: Path) -> None:
+    """With ``python`` (an interpreter that has torch)."""
     no_gpu = "import torch, sys; sys.exit(torch.cuda.is_available())"
-    if run_python(Path(TORCH_PYTHON or ""), ["-c", no_gpu]).ok:
-        done = device_check("--python", TORCH_PYTHON or "")
+    if run_python(python, ["-c", no_gpu]).ok:
+        done = device_check("--python", str(python))
         assert done.returncode == 2, done.stdout + done.stderr
         assert "device-check: cannot run here: torch" in done.stdout
     else:  # a real GPU: the whole check must pass
-        done = device_check("--python", TORCH_PYTHON or "")
+        done = device_check("--python", str(python))
         assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -22,6 +22,10 @@ from pathlib import Path
 import pytest
 
 from scrollcase.demo.run import make_demo_channel
+from tests.integration.test_parity_examples import (
+    check_device_check_without_a_gpu_fails_cleanly,
+    check_the_script_runs_on_cpu_and_refuses_a_missing_gpu,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -148,6 +152,27 @@ def test_verify_publish_and_install_elsewhere_then_run_torch(work: Path, release
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["2.6.0+cu124", "12.4", "132.0"]
+
+
+@pytest.fixture(scope="module")
+def torch_python(work: Path, release: Path) -> Path:
+    """An interpreter with torch: SCROLLCASE_TEST_TORCH_PYTHON, else the box the test above installed
+    (installed here when it did not run)."""
+    if os.environ.get("SCROLLCASE_TEST_TORCH_PYTHON"):
+        return Path(os.environ["SCROLLCASE_TEST_TORCH_PYTHON"])
+    dest = work / "installed box"
+    if not dest.is_dir():
+        host = fake_gpu(work, "550.54.14, 8.6, NVIDIA GeForce RTX 3090")
+        scrollcase(work, "unpack", str(release), str(dest), env=host)
+    return dest / "venv" / "bin" / "python"
+
+
+def test_the_example_parity_script_runs_on_cpu_with_the_boxs_torch(torch_python: Path, tmp_path: Path) -> None:
+    check_the_script_runs_on_cpu_and_refuses_a_missing_gpu(torch_python, tmp_path)
+
+
+def test_device_check_with_the_boxs_torch_refuses_a_machine_without_a_gpu(torch_python: Path) -> None:
+    check_device_check_without_a_gpu_fails_cleanly(torch_python)
 
 
 def test_an_old_driver_is_refused_before_extracting(work: Path, release: Path) -> None:
