@@ -69,7 +69,9 @@ def report_timings(pytestconfig: pytest.Config) -> Iterator[None]:
             reporter.write_line(f"  {name:<{width}}  {seconds:7.1f} s")
 
 
-@pytest.fixture(scope="module")
+# Session-scoped, not module-scoped: under pytest-xdist a worker may run another module's tests between two of
+# these, and pytest then tears module fixtures down; the torch box (minutes, GBs) would be built twice.
+@pytest.fixture(scope="session")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("torch-e2e")
     (root / "recipes").mkdir()
@@ -85,13 +87,13 @@ def override(work: Path) -> list[str]:
     return ["--channel-override", f"conda-forge={(work / 'channel').as_uri()}"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def locked(work: Path) -> Path:
     scrollcase(work, "lock", RECIPE, *override(work))
     return work / "recipes" / RECIPE / "pixi.lock"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def release(work: Path, locked: Path) -> Path:
     done = scrollcase(work, "build", RECIPE, "--json")
     data = json.loads(done.stdout)
