@@ -123,9 +123,7 @@ def test_seaweedfs_store_and_the_store_from_the_environment(
 ) -> None:
     publish_cuda_release(repo, S3Store(s3_client(weed), weed_bucket, "prod", endpoint_url=weed.endpoint), tmp_path)
     credentials = {
-        "AWS_ACCESS_KEY_ID": weed.access_key,
-        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
-        "AWS_DEFAULT_REGION": "us-east-1",
+        **weed.credentials_env(),
         "SCROLLCASE_STORE": f"s3://{weed_bucket}/prod",  # --store's default
     }
     env, output, summary = runner(tmp_path)

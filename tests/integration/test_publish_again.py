@@ -113,11 +113,7 @@ def test_other_archive_bytes_under_a_published_version_are_refused_naming_both_d
 
 def test_a_second_tag_and_other_bytes_against_seaweedfs(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     first, second = two_tags(tmp_path)
-    env = {
-        "AWS_ACCESS_KEY_ID": weed.access_key,
-        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+    env = weed.credentials_env()
     to = ("--to", f"s3://{weed_bucket}/prod", "--endpoint-url", weed.endpoint)
     assert scrollcase(str(first.manifest_path), *to, cwd=tmp_path, env=env).returncode == 0
     client = s3_client(weed)

@@ -113,11 +113,7 @@ def test_help_documents_the_options(tmp_path: Path) -> None:
 def test_publish_to_s3_with_standard_credentials(weed: S3Server, weed_bucket: str, tmp_path: Path) -> None:
     bucket = weed_bucket
     release = write_release(tmp_path / "dist", size=10_000)
-    env = {
-        "AWS_ACCESS_KEY_ID": weed.access_key,
-        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+    env = weed.credentials_env()
     args = (str(release.manifest_path), "--to", f"s3://{bucket}/team", "--endpoint-url", weed.endpoint, "--json")
     done = scrollcase(*args, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
@@ -273,11 +269,7 @@ def test_outputs_name_the_real_keys_under_the_store_prefix(weed: S3Server, weed_
     """archive-key/release-key include the store's prefix: the bucket serves them under exactly that key."""
     bucket = weed_bucket
     release = write_release(tmp_path / "dist", size=10_000)
-    env = {
-        "AWS_ACCESS_KEY_ID": weed.access_key,
-        "AWS_SECRET_ACCESS_KEY": weed.secret_key,
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+    env = weed.credentials_env()
     args = (str(release.manifest_path), "--to", f"s3://{bucket}/team/boxes-prod", "--endpoint-url", weed.endpoint)
     runner, output, summary = runner_files(tmp_path, "first")
     done = scrollcase(*args, cwd=tmp_path, env={**env, **runner})

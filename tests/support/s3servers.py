@@ -91,6 +91,14 @@ class S3Server:
     argv: list[str]
     port: int
 
+    def credentials_env(self) -> dict[str, str]:
+        """The standard AWS variables a subprocess (the CLI) finds this server's keys in."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+
     def kill(self) -> None:
         """Kill hard (as a crash would), leaving the data directory in place for a restart."""
         if self.proc.poll() is None:
