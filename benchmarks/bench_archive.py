@@ -11,10 +11,10 @@ alternative_target_prefix) so unpacking includes real relocation work.
 
 Measured in one run, all on warm page cache; each speed-up is given from the best run of each
 contender and as the median (min-max) of the per-round ratios, rounds alternating the order:
-  pack:   scrollcase.box.archive.pack_tree (level 3, threads -1)
+  pack:   scrollcase.format.archive.pack.pack_tree (level 3, threads -1)
           vs `tar -cf - -C BOX . | zstd -T0 -3`   (throughput, compressed size)
           vs `conda-pack -p ENV -o out.tar.zst --compress-level 3 --n-threads -1`
-  unpack: scrollcase.box.unpack.unpack_archive (size + sha256 + safety checks + relocation)
+  unpack: scrollcase.format.archive.unpack.unpack_archive (size + sha256 + safety checks + relocation)
           vs `zstd -dc ARCHIVE | tar -xf - -C DEST`
   rss:    peak RSS of pack_tree and unpack_archive on a ~2 GB box, each in a fresh child process
           (resource.getrusage(RUSAGE_CHILDREN) in a wrapper process)
@@ -42,10 +42,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scrollcase.box.archive import pack_tree  # noqa: E402
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files  # noqa: E402
-from scrollcase.box.unpack import unpack_archive  # noqa: E402
 from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package  # noqa: E402
+from scrollcase.format.archive.pack import pack_tree  # noqa: E402
+from scrollcase.format.archive.unpack import unpack_archive  # noqa: E402
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files  # noqa: E402
 
 SUBDIR = "linux-64"
 N_PACKAGES = 40
@@ -378,11 +378,11 @@ print(json.dumps(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
 """
 
 PACK_JOB = (
-    "import sys; from pathlib import Path; from scrollcase.box.archive import pack_tree; "
+    "import sys; from pathlib import Path; from scrollcase.format.archive.pack import pack_tree; "
     "r = pack_tree(Path(sys.argv[1]), Path(sys.argv[2])); print(r.size, r.sha256)"
 )
 UNPACK_JOB = (
-    "import sys; from pathlib import Path; from scrollcase.box.unpack import unpack_archive; "
+    "import sys; from pathlib import Path; from scrollcase.format.archive.unpack import unpack_archive; "
     "unpack_archive(Path(sys.argv[1]), Path(sys.argv[2]), expected_size=int(sys.argv[3]), "
     "expected_sha256=sys.argv[4])"
 )

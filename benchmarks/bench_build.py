@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrollcase.box.assets import default_fetchers
-from scrollcase.box.build import STAGES, execute_build, locked_install, plan_build
-from scrollcase.box.verify import verify_release
+from scrollcase.build.pipeline import STAGES, execute_build, locked_install, plan_build
+from scrollcase.build.verify import verify_release
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
-from scrollcase.pixi import engine
+from scrollcase.io.fetch import default_fetchers
+from scrollcase.lock import solve as engine
 from scrollcase.recipe.loader import resolve_recipe
 
 

@@ -21,7 +21,7 @@ package is rewritten (new content, same size) — what a release that bumps one 
   upgrade:  bytes an upgrade downloads: the frames of the new archive whose sha256 the old one lacks
             (exactly what `scrollcase upgrade` fetches; tests/integration/test_upgrade_cli.py counts them
             at the server), against the archive and against the changed package's own frame;
-  rebuild:  pack_tree of the changed box with a warm pack cache (box/packcache.py) holding what the release
+  rebuild:  pack_tree of the changed box with a warm pack cache (format/archive/packcache.py) holding what the release
             before left (each round starts from that: the changed package's frame is compressed every time)
             vs a full pack of it, alternating as above, and that both give the same bytes; the same pair with
             pack_tree_unhashed, what the build's pack stage runs (its self-test's unpack, which reads every
@@ -61,9 +61,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_archive  # noqa: E402
 
-from scrollcase.box.archive import PackResult, UnhashedPack, pack_tree, pack_tree_unhashed, plan_pack  # noqa: E402
-from scrollcase.box.packcache import PackCache  # noqa: E402
-from scrollcase.box.unpack import unpack_archive  # noqa: E402
+from scrollcase.format.archive.pack import PackResult, UnhashedPack, pack_tree, pack_tree_unhashed, plan_pack  # noqa: E402
+from scrollcase.format.archive.packcache import PackCache  # noqa: E402
+from scrollcase.format.archive.unpack import unpack_archive  # noqa: E402
 from scrollcase.io.digest import sha256_file  # noqa: E402
 from scrollcase.store.base import FileUpload, Store, Transfer  # noqa: E402
 from scrollcase.store.local import LocalStore  # noqa: E402
@@ -91,9 +91,11 @@ def single_frame_packer() -> Callable[[Path, Path], object] | None:
     """The packer as it was before frames, from git, with the tree walk of its day (None when git or the
     revision is not there)."""
     try:
-        _module_at_rev("scrollcase/box/treewalk.py", "single_frame_treewalk")
+        _module_at_rev("scrollcase/format/archive/treewalk.py", "single_frame_treewalk")
         module = _module_at_rev(
-            "scrollcase/box/archive.py", "single_frame_archive", ("scrollcase.box.treewalk", "single_frame_treewalk")
+            "scrollcase/format/archive/pack.py",
+            "single_frame_archive",
+            ("scrollcase.format.archive.treewalk", "single_frame_treewalk"),
         )
     except (OSError, subprocess.CalledProcessError):
         return None

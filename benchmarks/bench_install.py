@@ -85,10 +85,10 @@ print(json.dumps({"seconds": seconds, "rssKiB": resource.getrusage(resource.RUSA
 SCROLLCASE_JOB = """
 import json, os, sys, time
 from pathlib import Path
-from scrollcase.box.layout import box_layout
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.box.wheelcache import WheelCache, fill_all
-from scrollcase.box.wheels import install_wheels
+from scrollcase.format.layout import box_layout
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER
+from scrollcase.wheels.cache import WheelCache, fill_all
+from scrollcase.wheels.install import install_wheels
 dest, workers, cache_dir, mode, *pairs = sys.argv[1:]
 wheels = [(Path(p.split("=")[0]), p.split("=")[1]) for p in pairs]  # the build knows each sha256 from the lock
 start = time.perf_counter()  # what a build's install stage pays: its process has started and imported

@@ -42,10 +42,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_archive  # noqa: E402
 
-from scrollcase.box.archive import pack_tree  # noqa: E402
-from scrollcase.box.boxjson import BoxJson, dump_box_json  # noqa: E402
-from scrollcase.box.frames import frame_table  # noqa: E402
-from scrollcase.box.release import (  # noqa: E402
+from scrollcase.format.archive.frames import frame_table  # noqa: E402
+from scrollcase.format.archive.pack import pack_tree  # noqa: E402
+from scrollcase.format.boxjson import BoxJson, dump_box_json  # noqa: E402
+from scrollcase.format.release import (  # noqa: E402
     ArchiveInfo,
     BuiltBy,
     CheckOutcome,
@@ -56,7 +56,7 @@ from scrollcase.box.release import (  # noqa: E402
     object_keys,
     release_relocation,
 )
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files  # noqa: E402
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files  # noqa: E402
 from scrollcase.recipe.model import Compatibility, SelfTest, Target  # noqa: E402
 from scrollcase.store.local import LocalStore  # noqa: E402
 from scrollcase.store.publish import publish  # noqa: E402

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from scrollcase.cli import main  # noqa: E402
-from scrollcase.pixi.lockfile import parse_lock  # noqa: E402
+from scrollcase.lock.read import parse_lock  # noqa: E402
 from tests.integration.lock_channel_kit import recipe_json  # noqa: E402
 
 SOURCE = Path("/work/shared/real-world/pixi/data-apis__array-api-extra/pixi.lock")

@@ -29,15 +29,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scrollcase.box.archive import pack_tree  # noqa: E402
-from scrollcase.box.boxjson import dump_box_json  # noqa: E402
-from scrollcase.box.release import ReleaseManifest  # noqa: E402
+from scrollcase.format.archive.pack import pack_tree  # noqa: E402
+from scrollcase.format.boxjson import dump_box_json  # noqa: E402
+from scrollcase.format.release import ReleaseManifest  # noqa: E402
 from tests.support.releases import box_json_for, make_manifest, write_large_archive  # noqa: E402
 from tests.support.s3servers import S3Server, seaweedfs  # noqa: E402
 
 
 def child_scrollcase(endpoint: str, bucket: str, archive: Path, manifest_json: Path) -> dict[str, float]:
-    from scrollcase.box.release import parse_release
+    from scrollcase.format.release import parse_release
     from scrollcase.store.factory import make_s3_client
     from scrollcase.store.publish import publish
     from scrollcase.store.s3 import S3Store
@@ -132,7 +132,7 @@ def main() -> None:
 
     size = args.size_mb * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="bench-publish-") as tmp:
-        from scrollcase.box.release import dump_release
+        from scrollcase.format.release import dump_release
 
         manifest = large_release(Path(tmp), size)
         archive = Path(tmp) / manifest.archive.name

@@ -20,9 +20,9 @@ Measured in one run, all on warm page cache; rounds alternate the contenders and
 round (bench_archive.interleaved: ``sync`` before each run), each speed-up given best run against best
 run and as the median (min-max) of the per-round ratios:
 
-  pack:    scrollcase.box.archive.pack_tree on the box tree vs ``tar -cf - -C BOX . | zstd -T0 -3``
+  pack:    scrollcase.format.archive.pack.pack_tree on the box tree vs ``tar -cf - -C BOX . | zstd -T0 -3``
            (throughput, compressed size; bench_archive.measure_real_tree)
-  unpack:  scrollcase.box.unpack.unpack_archive (size + sha256 + safety checks + relocation)
+  unpack:  scrollcase.format.archive.unpack.unpack_archive (size + sha256 + safety checks + relocation)
            vs ``zstd -dc ARCHIVE | tar -xf - -C DEST``
   import:  ``python -I -c "import torch"`` wall time with the unpacked box's own interpreter vs a plain
            ``python -m venv`` of the same base CPython holding the same wheels, installed by
@@ -108,8 +108,8 @@ class ChildPeaks:
 
 def child_build(recipe: str, recipes_root: str, state: str, out: str) -> dict[str, object]:
     """What `scrollcase build` does, with each stage's peak RSS: scrollcase's own and its children's."""
-    from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, locked_install, plan_build
+    from scrollcase.build.pipeline import execute_build, locked_install, plan_build
+    from scrollcase.io.fetch import default_fetchers
     from scrollcase.recipe.loader import resolve_recipe
 
     children = ChildPeaks()
@@ -154,7 +154,7 @@ def child_build(recipe: str, recipes_root: str, state: str, out: str) -> dict[st
 
 def child_verify(release: str) -> dict[str, object]:
     """verify_release(self_test=True), what `scrollcase verify --self-test` runs: peak RSS, itself vs children."""
-    from scrollcase.box.verify import verify_release
+    from scrollcase.build.verify import verify_release
 
     children = ChildPeaks()
     started = time.monotonic()
@@ -229,7 +229,7 @@ def count_suffix(root: Path, suffix: str) -> int:
 
 def locked_wheel_files(lock: Path) -> list[Path]:
     """The lock's wheels, as the build fetched them into scrollcase's wheel cache."""
-    from scrollcase.box import wheels
+    from scrollcase.wheels import source as wheels
 
     sources = wheels.plan_wheels(wheels.locked_wheels(lock, SUBDIR), lock, SUBDIR)
     files = [WHEEL_CACHE / s.sha256 / s.filename for s in sources]
@@ -307,7 +307,7 @@ def build_venv(work: Path, uv: Path, recipe: str = RECIPE.name) -> Path:
 
 def unpack_box(built: dict[str, Any], dest: Path) -> None:
     """What `scrollcase unpack` does to the archive (less the host GPU check): unpack_archive."""
-    from scrollcase.box.unpack import unpack_archive
+    from scrollcase.format.archive.unpack import unpack_archive
 
     unpack_archive(Path(built["archive"]), dest, expected_size=int(built["size"]), expected_sha256=str(built["sha256"]))
 

@@ -11,7 +11,7 @@ evaluates (counted as equivalent).  Prints, per module: mutants, killed, survive
 incompetent (the mutant could not be run), the score (killed of the non-equivalent mutants that ran),
 the wall time, and each survivor's diff, to be argued as equivalent or killed with a new test.  Run:
 
-    python benchmarks/mutation.py scrollcase/box/paths.py   # one module (~2-15 min on 2 busy cores)
+    python benchmarks/mutation.py scrollcase/format/paths.py   # one module (~2-15 min on 2 busy cores)
     python benchmarks/mutation.py --list                    # the core rooms and their tests
     python benchmarks/mutation.py                           # every core room: hours on 2 cores
 """
@@ -57,58 +57,58 @@ _NO_PROCESS_PUBLISHERS = (
 # module -> the tests that mirror it (and the few others that exercise it for real)
 CORE: dict[str, tuple[str, ...]] = {
     "scrollcase/store/base.py": (
-        "tests/unit/test_store_base.py",
-        "tests/unit/test_store_publish.py",
-        "tests/unit/test_store_s3_helpers.py",
+        "tests/unit/store/test_base.py",
+        "tests/unit/store/test_publish.py",
+        "tests/unit/store/test_s3_helpers.py",
     ),
-    "scrollcase/store/factory.py": ("tests/unit/test_store_factory.py", "tests/unit/test_store_http.py"),
-    "scrollcase/store/index.py": ("tests/unit/test_store_index.py",),
+    "scrollcase/store/factory.py": ("tests/unit/store/test_factory.py", "tests/unit/store/test_http.py"),
+    "scrollcase/store/index.py": ("tests/unit/store/test_index.py",),
     "scrollcase/store/local.py": (
-        "tests/unit/test_store_local.py",
+        "tests/unit/store/test_local.py",
         "tests/integration/test_publish_local.py",
         _NO_PROCESS_PUBLISHERS,
     ),
     # the unit tests read earlier releases' frame tables from real directory stores; the reuse integration tests
     # (two 16 MB framed releases packed per run, paid by every survivor) are reuse.py's
     "scrollcase/store/publish.py": (
-        "tests/unit/test_store_publish.py",
+        "tests/unit/store/test_publish.py",
         "tests/integration/test_publish_local.py",
         _NO_PROCESS_PUBLISHERS,
     ),
     # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
     # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
-    "scrollcase/store/s3.py": ("tests/unit/test_store_s3.py", "tests/unit/test_store_s3_helpers.py"),
-    "scrollcase/store/http.py": ("tests/unit/test_store_http.py",),
+    "scrollcase/store/s3.py": ("tests/unit/store/test_s3.py", "tests/unit/store/test_s3_helpers.py"),
+    "scrollcase/store/http.py": ("tests/unit/store/test_http.py",),
     "scrollcase/store/reuse.py": (
-        "tests/unit/test_store_reuse.py",
-        "tests/unit/test_store_reuse_property.py",
+        "tests/unit/store/test_reuse.py",
+        "tests/unit/store/test_reuse_property.py",
         *_REUSE_DIRECTORY_TESTS,
     ),
-    "scrollcase/box/paths.py": (
-        "tests/unit/test_box_paths.py",
-        "tests/unit/test_unpack.py",
-        "tests/unit/test_box_paths_property.py",
+    "scrollcase/format/paths.py": (
+        "tests/unit/format/test_paths.py",
+        "tests/unit/format/archive/test_unpack.py",
+        "tests/unit/format/test_paths_property.py",
     ),
     # the CLI's integration test (70 s a run) is left out: each survivor of the unit tests would pay for it
-    "scrollcase/box/unpack.py": ("tests/unit/test_unpack.py",),
-    "scrollcase/box/relocate.py": (
-        "tests/unit/test_relocate.py",
-        "tests/unit/test_relocate_mutations.py",
-        "tests/unit/test_relocate_property.py",
+    "scrollcase/format/archive/unpack.py": ("tests/unit/format/archive/test_unpack.py",),
+    "scrollcase/format/relocate.py": (
+        "tests/unit/format/test_relocate.py",
+        "tests/unit/format/test_relocate_mutations.py",
+        "tests/unit/format/test_relocate_property.py",
     ),
-    "scrollcase/box/verify.py": ("tests/unit/test_verify.py",),
-    "scrollcase/pixi/classify.py": (
-        "tests/unit/test_classify.py",
-        "tests/unit/test_lockcheck.py",
-        "tests/unit/test_classify_property.py",
+    "scrollcase/build/verify.py": ("tests/unit/build/test_verify.py",),
+    "scrollcase/targets/classify.py": (
+        "tests/unit/targets/test_classify.py",
+        "tests/unit/lock/test_check.py",
+        "tests/unit/targets/test_classify_property.py",
     ),
-    "scrollcase/pixi/lockcheck.py": ("tests/unit/test_lockcheck.py",),
-    "scrollcase/parity/compare.py": ("tests/unit/test_parity_compare.py", "tests/unit/test_parity_compare_property.py"),
-    "scrollcase/client/select.py": ("tests/unit/test_install_select.py",),
-    "scrollcase/client/download.py": ("tests/unit/test_install_download.py",),
-    "scrollcase/client/framecache.py": ("tests/unit/test_install_framecache.py",),
-    "scrollcase/client/upgrade.py": ("tests/unit/test_install_upgrade.py", "tests/integration/test_upgrade_cli.py"),
-    "scrollcase/client/install.py": ("tests/unit/test_install_reads.py", "tests/integration/test_install_cli.py"),
+    "scrollcase/lock/check.py": ("tests/unit/lock/test_check.py",),
+    "scrollcase/parity/compare.py": ("tests/unit/parity/test_compare.py", "tests/unit/parity/test_compare_property.py"),
+    "scrollcase/client/select.py": ("tests/unit/client/test_select.py",),
+    "scrollcase/client/download.py": ("tests/unit/client/test_download.py",),
+    "scrollcase/client/framecache.py": ("tests/unit/client/test_framecache.py",),
+    "scrollcase/client/upgrade.py": ("tests/unit/client/test_upgrade.py", "tests/integration/test_upgrade_cli.py"),
+    "scrollcase/client/install.py": ("tests/unit/client/test_install.py", "tests/integration/test_install_cli.py"),
 }
 
 
@@ -489,7 +489,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the same instant on a monotonic clock of nanoseconds: no test can land on it",
         ),
     ),
-    "scrollcase/box/paths.py": (
+    "scrollcase/format/paths.py": (
         *(
             ('return name[:cut] if cut >= 0 else ""', f'return name[:cut] if cut {op} else ""', "name[:0] is '' too")
             for op in ("> 0", ">= 1")
@@ -508,7 +508,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the first piece of a split does not depend on maxsplit",
         ),
     ),
-    "scrollcase/box/relocate.py": (
+    "scrollcase/format/relocate.py": (
         (
             'tail = data[-(len(needle) - 1) :] if len(needle) > 1 else b""',
             'tail = data[-(len(needle) ^ 1) :] if len(needle) > 1 else b""',
@@ -525,7 +525,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "the last piece of an rsplit does not depend on maxsplit",
         ),
     ),
-    "scrollcase/box/verify.py": (
+    "scrollcase/build/verify.py": (
         (
             "release: Path, *, self_test: bool, junit: Path | None = None, temp_parent: Path | None = None",
             "release: Path, /, self_test: bool, junit: Path | None = None, temp_parent: Path | None = None",
@@ -542,7 +542,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             'no platform sorts after "windows" (linux, osx, windows)',
         ),
     ),
-    "scrollcase/box/unpack.py": (
+    "scrollcase/format/archive/unpack.py": (
         *(
             (
                 line,
@@ -838,7 +838,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
         ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "no code assigns to an ArrayInfo"),
     ),
-    "scrollcase/pixi/classify.py": (
+    "scrollcase/targets/classify.py": (
         (
             'if mutex is not None and mutex.build == "cpu":',
             "*",
@@ -867,7 +867,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             for regex in ("_CUDA_RUNTIME_WHEEL", "_CUDA_LIBRARY_WHEEL")
         ),
     ),
-    "scrollcase/pixi/lockcheck.py": (
+    "scrollcase/lock/check.py": (
         *(
             (
                 _SUBDIR.format(n=2, i=-2),

@@ -54,21 +54,21 @@ class Mutant:
     tests: tuple[str, ...]
 
 
-SELECT = ("tests/unit/test_install_select.py",)
-GPU = ("tests/unit/test_gpucheck.py",)
-EVIDENCE = ("tests/unit/test_evidence.py",)
-SELFTEST = ("tests/unit/test_selftest.py",)
-RECIPE = ("tests/unit/test_recipe_rules.py", "tests/unit/test_recipe.py")
-PIXI = ("tests/unit/test_pixi_rules.py",)
-LOCKCHECK = ("tests/unit/test_lockcheck.py",)
-RELOCATE = ("tests/unit/test_relocate.py", "tests/unit/test_relocate_mutations.py")
-UNPACK = ("tests/unit/test_unpack.py", "tests/unit/test_box_paths.py")
-INDEX = ("tests/unit/test_store_index.py",)
-LOCAL = ("tests/unit/test_store_local.py",)
-FRAMECACHE = ("tests/unit/test_install_framecache.py",)
-UPGRADE = ("tests/unit/test_install_upgrade.py",)
-RECEIVE = ("tests/unit/test_receive.py",)
-VERIFY = ("tests/unit/test_verify.py", "tests/unit/test_installed.py")
+SELECT = ("tests/unit/client/test_select.py",)
+GPU = ("tests/unit/targets/test_gpucheck.py",)
+EVIDENCE = ("tests/unit/targets/test_evidence.py",)
+SELFTEST = ("tests/unit/build/test_selftest.py",)
+RECIPE = ("tests/unit/recipe/test_rules.py", "tests/unit/recipe/test_loader.py")
+PIXI = ("tests/unit/lock/test_rules.py",)
+LOCKCHECK = ("tests/unit/lock/test_check.py",)
+RELOCATE = ("tests/unit/format/test_relocate.py", "tests/unit/format/test_relocate_mutations.py")
+UNPACK = ("tests/unit/format/archive/test_unpack.py", "tests/unit/format/test_paths.py")
+INDEX = ("tests/unit/store/test_index.py",)
+LOCAL = ("tests/unit/store/test_local.py",)
+FRAMECACHE = ("tests/unit/client/test_framecache.py",)
+UPGRADE = ("tests/unit/client/test_upgrade.py",)
+RECEIVE = ("tests/unit/client/test_receive.py",)
+VERIFY = ("tests/unit/build/test_verify.py", "tests/unit/format/test_receipt.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ selection
@@ -139,7 +139,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-family-as-arch-specific",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         'if self.suffix not in ("", "f"):',
         "if self.suffix:",
         "a family-specific sm_100f runs only on exactly 10.0 (refused on a 10.3 GPU it runs on)",
@@ -148,7 +148,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-family-ptx-any-newer",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "if self.ptx and not self.suffix:",
         "if self.ptx:",
         "family-specific PTX compute_100f accepted on any newer GPU (12.0), outside its family",
@@ -157,7 +157,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-ptx-major-only",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "return (self.major, self.minor) <= cap",
         "return self.major <= cap[0]",
         "PTX compared at major precision: compute_86 accepted on an 8.0 GPU it cannot JIT for",
@@ -166,7 +166,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-sass-minor-ignored",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "return self.major == cap[0] and self.minor <= cap[1]",
         "return self.major == cap[0]",
         "SASS sm_86 accepted on an 8.0 GPU",
@@ -175,7 +175,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-unknown-refused",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "if cannot and not can and not unknown:",
         "if cannot and not can:",
         "a host with a GPU that cannot and one of unknown capability is refused (the unknown one may run it)",
@@ -184,7 +184,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-any-cannot-refuses",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "if cannot and not can and not unknown:",
         "if cannot and not unknown:",
         "one GPU that cannot run the box refuses a machine whose other GPU can",
@@ -193,7 +193,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-first-gpus-driver",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "driver = min((g.driver_version for g in gpus), key=dotted_key)",
         "driver = gpus[0].driver_version",
         "only the first GPU's driver is checked: an older driver listed later passes",
@@ -202,7 +202,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-oldest-sass",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         "newest = sorted(archs, key=lambda a: (a.major, a.minor), reverse=True)",
         "newest = sorted(archs, key=lambda a: (a.major, a.minor))",
         "the oldest matching SASS is reported (sm_80 on an 8.6 GPU that has sm_86)",
@@ -211,7 +211,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "gpu-ptx-before-sass",
         "gpucheck",
-        "scrollcase/host/gpucheck.py",
+        "scrollcase/targets/gpucheck.py",
         '    if sass:\n        return GpuVerdict(gpu, "sass", sass[0].text)\n',
         '    if sass and not ptx:\n        return GpuVerdict(gpu, "sass", sass[0].text)\n',
         "a GPU with matching SASS is said to JIT the PTX (a false slow-start warning, SASS ranked as PTX)",
@@ -221,7 +221,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ev-major-precision",
         "evidence",
-        "scrollcase/box/evidence.py",
+        "scrollcase/targets/evidence.py",
         "        if evidence.cudaRuntime != want:\n",
         '        if (evidence.cudaRuntime or "").split(".")[0] != (want or "").split(".")[0]:\n',
         "a torch built for CUDA 12.1 passes as a cuda12.4 box (only the major compared)",
@@ -230,7 +230,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ev-several-runtimes-major",
         "evidence",
-        "scrollcase/box/evidence.py",
+        "scrollcase/targets/evidence.py",
         "if fw is None and len(runtimes) > 1:",
         'if fw is None and len({r.split(".")[0] for r in runtimes}) > 1:',
         "runtime files of CUDA 12.1 and 12.4 in one box pass (several runtimes compared by major)",
@@ -239,7 +239,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ev-cpu-target-files-ignored",
         "evidence",
-        "scrollcase/box/evidence.py",
+        "scrollcase/targets/evidence.py",
         "    if evidence.cudaRuntime is not None:\n        return [\n",
         "    if fw is not None and evidence.cudaRuntime is not None:\n        return [\n",
         "a cpu box that ships CUDA runtime files (no torch) passes",
@@ -248,7 +248,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ev-cpu-torch-passes",
         "evidence",
-        "scrollcase/box/evidence.py",
+        "scrollcase/targets/evidence.py",
         "if fw is not None and fw.cuda is None:",
         "if fw is not None and fw.cuda is None and not evidence.runtimePackages:",
         "a CPU torch beside CUDA runtime wheels passes as a CUDA box",
@@ -258,7 +258,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "st-signal-passes",
         "selftest",
-        "scrollcase/box/selftest.py",
+        "scrollcase/build/selftest.py",
         "    if not run.ok:\n",
         "    if run.returncode is not None and run.returncode > 0:\n",
         "a check killed by a signal (a segfaulting import torch: returncode -11) passes",
@@ -267,7 +267,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "st-env-dropped",
         "selftest",
-        "scrollcase/box/selftest.py",
+        "scrollcase/build/selftest.py",
         "run = runner(python, check.args, env=env, timeout=timeout, cwd=box_root)",
         "run = runner(python, check.args, env={}, timeout=timeout, cwd=box_root)",
         "checks run without SCROLLCASE_BOX_ROOT/MODEL_CACHE (and CUDA_VISIBLE_DEVICES): pythonCode sees another box",
@@ -276,7 +276,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "st-prefix-unchecked",
         "selftest",
-        "scrollcase/box/selftest.py",
+        "scrollcase/build/selftest.py",
         "if _real(prefix) != _real(env_dir):",
         "if not _real(prefix).is_dir():",
         "a host interpreter answering for the box (another sys.prefix) passes the entry-point check",
@@ -285,7 +285,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "st-any-on-demand-skips-all",
         "selftest",
-        "scrollcase/box/selftest.py",
+        "scrollcase/build/selftest.py",
         "skip=absent if path in not_in_box else None,",
         "skip=absent if not_in_box else None,",
         "one on-demand asset skips every file check",
@@ -294,7 +294,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "st-stop-at-first",
         "selftest",
-        "scrollcase/box/selftest.py",
+        "scrollcase/build/selftest.py",
         "        results.append(CheckResult(check, run, judge(check, run, env_dir)))\n",
         "        results.append(CheckResult(check, run, judge(check, run, env_dir)))\n"
         "        if results[-1].problem:\n            break\n",
@@ -369,7 +369,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-cuda-major-precision",
         "pixi rules",
-        "scrollcase/pixi/rules.py",
+        "scrollcase/lock/rules.py",
         'elif _major_minor(declared) != cuda or declared.count(".") > 1:',
         'elif declared.split(".")[0] != cuda.split(".")[0]:',
         "system-requirements cuda = 12.1 passes for a cuda12.4 recipe",
@@ -378,7 +378,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-cuda-pin-prefix",
         "pixi rules",
-        "scrollcase/pixi/rules.py",
+        "scrollcase/lock/rules.py",
         'if not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\\.\\*)?", (pin.version or "").replace(" ", "")):',
         'if not re.match(rf"(==|=)?{re.escape(cuda)}", (pin.version or "").replace(" ", "")):',
         'cuda-version = "12.4.*" and "12.41" or ">=12.4" treated alike (a prefix match)',
@@ -387,7 +387,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-torch-unpinned-build",
         "pixi rules",
-        "scrollcase/pixi/rules.py",
+        "scrollcase/lock/rules.py",
         'if not (torch.build or "").startswith("cuda"):',
         'if torch.build is not None and not torch.build.startswith("cuda"):',
         "a conda pytorch without a build pin on a CUDA recipe passes (the solver may pick the cpu build)",
@@ -396,7 +396,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-pypi-cpu-target-cuda-index",
         "pixi rules",
-        "scrollcase/pixi/rules.py",
+        "scrollcase/lock/rules.py",
         'if (want and flavour != want) or (not want and flavour.startswith("cu")):',
         "if want and flavour != want:",
         "a cpu recipe taking torch from the cu124 index passes",
@@ -406,7 +406,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lc-cuda-version-major",
         "lock-check",
-        "scrollcase/pixi/lockcheck.py",
+        "scrollcase/lock/check.py",
         "    if major_minor(record.version) != cuda:\n",
         '    if record.version.split(".")[0] != cuda.split(".")[0]:\n',
         "a lock with cuda-version 12.1 passes for a cuda12.4 recipe",
@@ -415,7 +415,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lc-conda-torch-other-cuda",
         "lock-check",
-        "scrollcase/pixi/lockcheck.py",
+        "scrollcase/lock/check.py",
         '    if torch.accelerator != f"cuda{cuda}":\n        found = "a CPU build" if torch.accelerator == "cpu"',
         '    if torch.accelerator == "cpu":\n        found = "a CPU build" if torch.accelerator == "cpu"',
         "a conda torch built for another CUDA passes (only a CPU build is refused)",
@@ -424,7 +424,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lc-runtime-wheel-major",
         "lock-check",
-        "scrollcase/pixi/lockcheck.py",
+        "scrollcase/lock/check.py",
         'if versions and versions != {cuda} and torch.accelerator == f"cuda{cuda}":',
         'if versions and {v.split(".")[0] for v in versions} != {cuda.split(".")[0]}'
         ' and torch.accelerator == f"cuda{cuda}":',
@@ -434,7 +434,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lc-pixi-reads-strict",
         "lock-check",
-        "scrollcase/pixi/lockcheck.py",
+        "scrollcase/lock/check.py",
         "    return parts >= needed\n",
         "    return parts > needed\n",
         "the first pixi release that reads a lock format is said not to",
@@ -444,7 +444,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rl-binary-longer-prefix",
         "relocation",
-        "scrollcase/box/relocate.py",
+        "scrollcase/format/relocate.py",
         "    if len(new_prefix) > len(placeholder):\n",
         "    if len(new_prefix) > len(placeholder) + 8:\n",
         "a DEST longer than the placeholder is written into binaries (shifts every offset after it)",
@@ -453,7 +453,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rl-follows-symlinks",
         "relocation",
-        "scrollcase/box/relocate.py",
+        "scrollcase/format/relocate.py",
         "if path.is_symlink() or not path.is_file() or os.path.commonpath(",
         "if not path.is_file() or os.path.commonpath(",
         "a listed file that is a symlink is rewritten through the link",
@@ -462,7 +462,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rl-shebang-blanks",
         "relocation",
-        "scrollcase/box/relocate.py",
+        "scrollcase/format/relocate.py",
         "if len(new_line) <= MAX_SHEBANG and not _BLANKS.search(new_prefix):",
         "if len(new_line) <= MAX_SHEBANG:",
         "a DEST with a space is written into a shebang (the kernel splits it there)",
@@ -471,7 +471,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rl-dest-limit-off-by-one",
         "relocation",
-        "scrollcase/box/relocate.py",
+        "scrollcase/format/relocate.py",
         "if limit is None or size <= limit:",
         "if limit is None or size <= limit + 1:",
         "a DEST one byte over the longest the box allows is accepted",
@@ -481,7 +481,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-dotdot-leading-only",
         "unpack safety",
-        "scrollcase/box/paths.py",
+        "scrollcase/format/paths.py",
         '    if ".." in parts:\n',
         '    if parts[:1] == [".."]:\n',
         "a member a/../../x escapes DEST (only a leading .. refused)",
@@ -490,7 +490,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-link-backslash-absolute",
         "unpack safety",
-        "scrollcase/box/paths.py",
+        "scrollcase/format/paths.py",
         'if target.startswith(("/", "\\\\")) or _DRIVE.match(target):',
         'if target.startswith("/"):',
         "a symlink to C:\\\\x or \\\\x passes (absolute on Windows)",
@@ -499,7 +499,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-fifo-allowed",
         "unpack safety",
-        "scrollcase/box/unpack.py",
+        "scrollcase/format/archive/unpack.py",
         'if header.kind in ("device", "fifo") or header.kind.startswith("other"):',
         'if header.kind == "device":',
         "a fifo or unknown member type is extracted",
@@ -508,7 +508,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-hardlink-any-earlier",
         "unpack safety",
-        "scrollcase/box/unpack.py",
+        "scrollcase/format/archive/unpack.py",
         'if self.kinds.get(source) != "file":',
         "if source not in self.kinds:",
         "a hardlink to a directory or symlink of the archive is made",
@@ -517,7 +517,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-duplicate-allowed",
         "unpack safety",
-        "scrollcase/box/unpack.py",
+        "scrollcase/format/archive/unpack.py",
         'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
         'if previous is not None and previous == "dir" and header.kind == "dir":',
         "a member name seen twice overwrites the first (a file replaced by a symlink)",
@@ -526,7 +526,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-digest-after-tar-error",
         "unpack safety",
-        "scrollcase/box/unpack.py",
+        "scrollcase/format/archive/unpack.py",
         "    if expected_sha256 is not None and feed.sha256 != expected_sha256:\n",
         "    if failure is None and expected_sha256 is not None and feed.sha256 != expected_sha256:\n",
         "a tampered archive is reported as unsafe/corrupt tar instead of as the wrong bytes",
@@ -675,7 +675,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "vf-sbom-presence-only",
         "verify",
-        "scrollcase/box/verify.py",
+        "scrollcase/build/verify.py",
         "if found != (manifest.sbom.sha256, manifest.sbom.size):",
         "if found is None:",
         "an SBOM changed after the build passes verify",
@@ -684,7 +684,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "vf-bundled-asset-folder",
         "verify",
-        "scrollcase/box/verify.py",
+        "scrollcase/build/verify.py",
         "if asset.bundled and not (box_root / box.modelCacheSubdir / asset.path).is_file():",
         "if asset.bundled and not (box_root / box.modelCacheSubdir).is_dir():",
         "a bundled asset missing from the box passes (only its folder checked)",
@@ -693,7 +693,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "vf-changed-unreported",
         "verify",
-        "scrollcase/box/installed.py",
+        "scrollcase/format/receipt.py",
         "        elif want != have:\n",
         "        elif want != have and len(want) != len(have):\n",
         "an installed file whose bytes changed is not reported by verify --installed",
@@ -702,7 +702,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "vf-interpreter-not-executable",
         "verify",
-        "scrollcase/box/verify.py",
+        "scrollcase/build/verify.py",
         "if not windows and not os.access(python, os.X_OK):",
         "if windows and not os.access(python, os.X_OK):",
         "a box whose interpreter lost its executable bit passes verify",

@@ -68,12 +68,12 @@ def command_modules(argv: Sequence[str] = ()) -> list[str]:
 
 
 class _VersionAction(argparse.Action):
-    """argparse's version action, but the version is looked up only when asked for (see scrollcase/__init__)."""
+    """argparse's version action, but the version is looked up only when asked for (see scrollcase/version.py)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        from scrollcase import __version__
+        from scrollcase.version import package_version
 
-        print(f"scrollcase {__version__}")
+        print(f"scrollcase {package_version()}")
         parser.exit()
 
 

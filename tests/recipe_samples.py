@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from scrollcase.recipe.targets import TargetSpec
+from scrollcase.targets.vocabulary import TargetSpec
 
 CUDA_RECIPE: dict[str, Any] = {
     "schemaVersion": 1,

@@ -3,7 +3,7 @@ benchmarks/README.md and docs/*.md exists in this checkout, and no prose names a
 
 What counts as a repository path: a word in inline code or a code block, shaped like a relative path, whose
 first folder is one of this repository's top-level entries (or a folder repositories commonly have, such as
-``examples/``), or a ``.py`` module named from inside the package (``box/build.py`` in architecture.md).
+``examples/``), or a ``.py`` module named from inside the package (``build/pipeline.py`` in architecture.md).
 Paths inside a box, a user's repository or a store start elsewhere (``venv/``, ``.scrollcase/``, ``boxes/``)
 and are not checked; the few names below that look like paths but are GitHub repositories or generated
 folders are listed with the reason.
@@ -146,7 +146,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     page.write_text(
         "# Probe\n\nSee [locks](locks.md#no-such-heading), [gone](missing.md), [here](#probe).\n\n"
         "```\n$ scrollcase inspect examples/multi-machine/pixi.lock\n```\n\n"
-        "`box/nowhere.py`, `scrollcase/errors.py`, `venv/bin/python`, `scrollcase/MODULE.py`, `docs/GONE.md`.\n"
+        "`format/nowhere.py`, `scrollcase/errors.py`, `venv/bin/python`, `scrollcase/MODULE.py`, `docs/GONE.md`.\n"
         "The minimal recipe is in the CUDA guide.\n",
         encoding="utf-8",
     )
@@ -157,7 +157,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
         ]
         assert path_problems(page) == [
             "docs/_probe.md: `examples/multi-machine/pixi.lock` is not a path in this repository",
-            "docs/_probe.md: `box/nowhere.py` is not a module of scrollcase/",
+            "docs/_probe.md: `format/nowhere.py` is not a module of scrollcase/",
             "docs/_probe.md: `docs/GONE.md` is not a path in this repository",
         ]
         assert len(guide_problems(page)) == 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
-from scrollcase.io import usercache
+from scrollcase.io import cache as usercache
 from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, try_lock, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore

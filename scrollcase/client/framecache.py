@@ -1,7 +1,7 @@
 """The frame cache: the frames of installed releases, kept by sha256, so an upgrade fetches only new ones.
 
 ``<user cache dir>/frames/<sha[:2]>/<sha256>`` holds the bytes of one zstd frame of an archive (see
-:mod:`scrollcase.box.frames`); a frame gets that name only after its bytes hashed to it, so a file in the
+:mod:`scrollcase.format.archive.frames`); a frame gets that name only after its bytes hashed to it, so a file in the
 cache is always right (a killed run leaves only a ``.part`` temp, removed by the next).  ``install`` fills
 it from the archive it downloaded (which is also where it checks the manifest's frame table against the
 archive); ``upgrade`` reads the missing frames from the store with ranged reads, checks each against the
@@ -32,13 +32,13 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scrollcase.box.frames import FrameLike, iter_frame_bytes, table_problems
-from scrollcase.box.release import ArchiveInfo
-from scrollcase.box.tarbuffer import HashingWriter
-from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.download import make_cache_dir
 from scrollcase.errors import IntegrityError
-from scrollcase.io import usercache
+from scrollcase.format.archive.frames import FrameLike, iter_frame_bytes, table_problems
+from scrollcase.format.archive.tarbuffer import HashingWriter
+from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
+from scrollcase.format.release import ArchiveInfo
+from scrollcase.io import cache as usercache
 from scrollcase.io.files import (
     cache_entry,
     digest_entries,

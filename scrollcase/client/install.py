@@ -3,8 +3,8 @@ release manifest — each checked against the others, so a store whose files dis
 
 ``scrollcase install`` and ``upgrade`` (:mod:`scrollcase.commands.install`, :mod:`scrollcase.commands.upgrade`)
 string these together with :func:`~scrollcase.client.select.select_release`,
-:func:`~scrollcase.client.download.download_archive` and :func:`~scrollcase.box.unpack.unpack_archive`; a host
-app can do the same from Python.
+:func:`~scrollcase.client.download.download_archive` and
+:func:`~scrollcase.format.archive.unpack.unpack_archive`; a host app can do the same from Python.
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import ReleaseManifest, ReleaseRelocation, parse_release
-from scrollcase.box.relocate import check_dest_length, prefix_text
-from scrollcase.box.unpack import absolute_as_given
 from scrollcase.client.preflight import refuse, release_gpu_check
 from scrollcase.client.select import Candidate, HostView, Wanted
 from scrollcase.errors import IntegrityError, Problem, StoreError
-from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
-from scrollcase.host.gpucheck import GpuCheckResult
+from scrollcase.format.archive.unpack import absolute_as_given
+from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, parse_release
+from scrollcase.format.relocate import check_dest_length, prefix_text
+from scrollcase.host.facts import HostProbes
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.progress import Emit, waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
+from scrollcase.targets.gpucheck import GpuCheckResult
+from scrollcase.targets.hostgpu import GpuFacts, gather_gpus
 
 
 @dataclass(frozen=True)

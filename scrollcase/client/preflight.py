@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scrollcase.box.agreement import disagreements, shown
-from scrollcase.box.boxjson import BoxJson, parse_box_json
-from scrollcase.box.peek import read_member
-from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
-from scrollcase.host.facts import GpuFacts, HostProbes, gather_gpus
-from scrollcase.host.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.format.archive.peek import read_member
+from scrollcase.format.boxjson import BoxJson, parse_box_json
+from scrollcase.format.release import ReleaseManifest, parse_release
+from scrollcase.format.soundness import disagreements, shown
+from scrollcase.host.facts import HostProbes
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
+from scrollcase.targets.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
+from scrollcase.targets.hostgpu import GpuFacts, gather_gpus
 
 
 def read_manifest(source: Path) -> ReleaseManifest | None:

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from scrollcase.box.release import ReleaseManifest
-from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.download import Cancelled, Download, Follower, cache_paths, download_archive
 from scrollcase.client.framecache import FrameCache, check_table, fill_from_archive, unpack_keeping_frames
 from scrollcase.client.preflight import check_identity
 from scrollcase.errors import ScrollcaseError
+from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
+from scrollcase.format.release import ReleaseManifest
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 

@@ -7,7 +7,7 @@ The rules (docs/install.md, "Selection"), for every (version, target) the index 
 2. **Target.** ``--target T`` keeps only T and skips rule 3 (it is installed as ``unpack`` would);
    otherwise the release's platform and arch must be this machine's.
 3. **Accelerator.** ``cpu`` fits any machine of its platform, ``metal`` fits osx-arm64; ``cuda`` must pass
-   the install-time GPU check (:func:`scrollcase.host.gpucheck.gpu_check`: a GPU and driver, the driver
+   the install-time GPU check (:func:`scrollcase.targets.gpucheck.gpu_check`: a GPU and driver, the driver
    >= ``minNvidiaDriverVersion`` compared numerically, a GPU that the release's ``archList`` runs on)
    against the GPU evidence the index carries, unless ``--skip-gpu-check``.
 4. **Preference** among the releases that fit: the best accelerator first (cuda, then metal, then
@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from scrollcase.errors import HostError, Problem, UsageError
-from scrollcase.host.facts import GpuFacts, dotted_key
-from scrollcase.host.gpucheck import GpuCheckResult, gpu_check
 from scrollcase.recipe.fields import SEMVER_RE
 from scrollcase.store.index import BoxIndex, IndexEntry
+from scrollcase.targets.gpucheck import GpuCheckResult, gpu_check
+from scrollcase.targets.hostgpu import GpuFacts, dotted_key
 
 ACCELERATOR_RANK = {"cuda": 2, "metal": 1, "cpu": 0}
 GPU_RANK = {"pass": 2, "skip": 1, "warn": 1}

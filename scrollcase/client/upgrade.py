@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from scrollcase.box.boxjson import BoxJson, parse_box_json
-from scrollcase.box.layout import BOX_JSON
-from scrollcase.box.release import ArchiveFrame, ReleaseManifest
-from scrollcase.box.units import BOX_JSON_UNIT
-from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.download import locked
 from scrollcase.client.framecache import FrameCache, FrameStream, fetch_frames
 from scrollcase.client.preflight import check_identity
 from scrollcase.errors import BuildError, ScrollcaseError, UsageError, describe_path
+from scrollcase.format.archive.units import BOX_JSON_UNIT
+from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
+from scrollcase.format.boxjson import BoxJson, parse_box_json
+from scrollcase.format.layout import BOX_JSON
+from scrollcase.format.release import ArchiveFrame, ReleaseManifest
 from scrollcase.io import files
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, NoReturn, Self, TypeAlias, TypeVar
 from scrollcase.errors import ResultShownError, ScrollcaseError, UsageError
 
 if TYPE_CHECKING:  # the commands that use these import them; matrix, report and lock-check need none
-    from scrollcase.box.unpack import UnpackResult
     from scrollcase.client.install import Offer
     from scrollcase.console import Console
+    from scrollcase.format.archive.unpack import UnpackResult
     from scrollcase.host.facts import HostProbes
-    from scrollcase.host.gpucheck import GpuCheckResult
+    from scrollcase.targets.gpucheck import GpuCheckResult
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = "Callable[[argparse.Namespace, Console], int]"

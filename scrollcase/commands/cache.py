@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box import pyccache
-from scrollcase.box.packcache import PackCache
+from scrollcase.build import pyccache
 from scrollcase.client.framecache import FrameCache
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
-from scrollcase.io import usercache
+from scrollcase.format.archive.packcache import PackCache
+from scrollcase.io import cache as usercache
+from scrollcase.io.cache import Freed, Section, Usage
 from scrollcase.io.files import user_cache_dir
-from scrollcase.io.usercache import Freed, Section, Usage
 from scrollcase.progress import human_bytes
 
 NAME = "cache"

@@ -22,7 +22,7 @@ from scrollcase.console import Console
 from scrollcase.errors import HostError, ManifestError, describe_path
 from scrollcase.host.doctor import diagnose
 from scrollcase.host.facts import HostProbes, gather_facts
-from scrollcase.pixi.rules import recipe_manifest_problems
+from scrollcase.lock.rules import recipe_manifest_problems
 from scrollcase.recipe.loader import resolve_recipe
 
 NAME = "doctor"

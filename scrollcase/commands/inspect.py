@@ -10,8 +10,8 @@ from typing import Any
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import describe_path
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import LockFile, load_lock
+from scrollcase.lock.read import LockFile, load_lock
+from scrollcase.targets.classify import classify_torch
 
 NAME = "inspect"
 HELP = "report the torch build and accelerator of every environment/platform in a pixi.lock"

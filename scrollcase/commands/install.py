@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.box.release import ReleaseManifest
-from scrollcase.box.unpack import prepare_dest
 from scrollcase.client.download import Download, cache_paths
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import Offer, check_dest_fits, checked_manifest
@@ -34,9 +32,11 @@ from scrollcase.commands import (
 )
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, UsageError
+from scrollcase.format.archive.unpack import prepare_dest
+from scrollcase.format.release import ReleaseManifest
 from scrollcase.host.facts import HostProbes
-from scrollcase.host.gpucheck import GpuCheckResult
 from scrollcase.store.base import ReadableStore
+from scrollcase.targets.gpucheck import GpuCheckResult
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"

@@ -16,12 +16,13 @@ from scrollcase.commands import (
 )
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, about_recipe, collect, describe_path
-from scrollcase.pixi import engine
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import load_lock
-from scrollcase.pixi.manifest import load_manifest
-from scrollcase.pixi.rules import manifest_problems
+from scrollcase.lock import channels
+from scrollcase.lock import solve as engine
+from scrollcase.lock.manifest import load_manifest
+from scrollcase.lock.read import load_lock
+from scrollcase.lock.rules import manifest_problems
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
+from scrollcase.targets.classify import classify_torch
 
 NAME = "lock"
 HELP = "solve a recipe for its target and write its pixi.lock"
@@ -50,7 +51,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", metavar="RECIPE", help="recipe ID (folder under --recipes-root) or folder")
     add_recipes_root(p)
     add_channel_override(
-        p, f"solve from URL instead of channel NAME (repeatable; also {engine.OVERRIDES_ENV}=NAME=URL,NAME=URL)"
+        p, f"solve from URL instead of channel NAME (repeatable; also {channels.OVERRIDES_ENV}=NAME=URL,NAME=URL)"
     )
     p.add_argument(
         "--exclude-newer",
@@ -86,7 +87,7 @@ def warn_about_rules(recipe_dir: RecipeDir, console: Console) -> None:
 
 
 def lock_one(recipe_dir: RecipeDir, args: LockArgs, console: Console) -> int:
-    overrides = engine.overrides_from_env(args.channel_override)
+    overrides = channels.overrides_from_env(args.channel_override)
     target = recipe_dir.recipe.target.spec
     warn_about_rules(recipe_dir, console)
     console.progress(
@@ -99,7 +100,7 @@ def lock_one(recipe_dir: RecipeDir, args: LockArgs, console: Console) -> int:
                 "--use-pixi cannot apply channel overrides",
                 fix="configure mirrors in pixi's own config, or drop --use-pixi",
             )
-        from scrollcase.pixi import runner
+        from scrollcase.lock import solve as runner
 
         path = runner.lock_with_pixi(recipe_dir)
     else:

@@ -1,8 +1,8 @@
 """``scrollcase lock-check [RECIPES...]``: prove committed locks are fresh and the build their target says.
 
 Reads recipe.json, pixi.toml and pixi.lock of every recipe (no network, no pixi, no GPU), runs the
-pure rules of :mod:`scrollcase.pixi.rules` (pixi.toml on its own, as ``validate`` does) and of
-:mod:`scrollcase.pixi.lockcheck` (the lock against both), and reports every problem of every recipe in
+pure rules of :mod:`scrollcase.lock.rules` (pixi.toml on its own, as ``validate`` does) and of
+:mod:`scrollcase.lock.check` (the lock against both), and reports every problem of every recipe in
 one run.
 """
 
@@ -25,11 +25,11 @@ from scrollcase.commands import (
 )
 from scrollcase.console import Console
 from scrollcase.errors import RECIPE_ID, LockError, Problem, ScrollcaseError, UsageError, collect, describe_path
-from scrollcase.pixi import engine
-from scrollcase.pixi.lockcheck import ENVIRONMENT, LockCheckInput, LockCheckResult, check_lock
-from scrollcase.pixi.lockfile import parse_lock, read_lock_text
-from scrollcase.pixi.manifest import load_manifest
-from scrollcase.pixi.rules import manifest_problems
+from scrollcase.lock import channels
+from scrollcase.lock.check import ENVIRONMENT, LockCheckInput, LockCheckResult, check_lock
+from scrollcase.lock.manifest import load_manifest
+from scrollcase.lock.read import parse_lock, read_lock_text
+from scrollcase.lock.rules import manifest_problems
 from scrollcase.recipe.loader import LOCK_FILE, MANIFEST_FILE, discover_recipes, load_recipe, resolve_recipe
 from scrollcase.reports.junit import write_junit
 from scrollcase.reports.outcome import RecipeOutcome, failures, junit_cases
@@ -63,7 +63,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, NAME, HELP, DESCRIPTION)
     add_recipe_list(p, "recipes", "RECIPE", "recipe IDs or folders")
     add_recipes_root(p)
-    add_channel_override(p, f"the same overrides `lock` was given (also {engine.OVERRIDES_ENV})")
+    add_channel_override(p, f"the same overrides `lock` was given (also {channels.OVERRIDES_ENV})")
     p.add_argument(
         "--junit",
         type=Path,
@@ -94,7 +94,7 @@ def problems_of(error: ScrollcaseError, file: str) -> tuple[Problem, ...]:
 
 
 def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
-    """Read one recipe's three files, run pixi.toml's rules (:mod:`scrollcase.pixi.rules`, as ``validate``
+    """Read one recipe's three files, run pixi.toml's rules (:mod:`scrollcase.lock.rules`, as ``validate``
     does) and then the lock rules; reading errors become problems beside the rules' findings."""
     shown = describe_path(folder) or str(folder)
     recipe_id: str | None = None
@@ -111,7 +111,7 @@ def check_folder(folder: Path, overrides: Mapping[str, str]) -> Outcome:
             recipe.target.spec,
             manifest,
             lock,
-            engine.apply_overrides(manifest.channels, overrides),
+            channels.apply_overrides(manifest.channels, overrides),
             pixi_version=recipe.pixiVersion,
         )
         result = check_lock(inp)
@@ -151,12 +151,12 @@ def relock_fix(failed: Sequence[Outcome], overrides: Mapping[str, str]) -> str:
     fix = f"fix pixi.toml if needed, then {commands} and commit pixi.lock"
     if overrides:
         pairs = ",".join(f"{name}={url}" for name, url in overrides.items())
-        fix += f" (with the same channel overrides: {engine.OVERRIDES_ENV}={pairs})"
+        fix += f" (with the same channel overrides: {channels.OVERRIDES_ENV}={pairs})"
     return fix
 
 
 def run(args: LockCheckArgs, console: Console) -> int:
-    overrides = engine.overrides_from_env(args.channel_override)
+    overrides = channels.overrides_from_env(args.channel_override)
     outcomes = [named(check_folder(folder, overrides)) for folder in recipe_folders(args)]
     if args.junit is not None:
         write_junit(args.junit, NAME, junit_cases(outcomes, NAME, LOCK_FILE))

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scrollcase.box.release import ParityReport
 from scrollcase.commands import CommandArgs, SubParsers, fail_after_result, handler
 from scrollcase.console import Console
 from scrollcase.errors import ParityError, UsageError
+from scrollcase.format.release import ParityReport
 from scrollcase.io.documents import validation_problems
 from scrollcase.io.pathcheck import require_file_path
 from scrollcase.parity.gate import GateOptions, compare_saved, run_gate

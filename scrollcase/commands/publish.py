@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import load_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError, Problem, describe_path
+from scrollcase.format.release import load_release
 from scrollcase.github import report
 from scrollcase.store.base import Store
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store

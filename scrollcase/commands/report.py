@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import parse_release
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
+from scrollcase.format.release import parse_release
 from scrollcase.github import buildcache, checks, report
 from scrollcase.github.paths import located, repo_relative
 from scrollcase.io.files import ReadErrors, read_bytes, user_cache_dir

@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.boxjson import box_json_schema
-from scrollcase.box.release import release_json_schema
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
+from scrollcase.format.boxjson import box_json_schema
+from scrollcase.format.release import release_json_schema
 from scrollcase.io.documents import canonical_json
 from scrollcase.io.files import write_atomic
 from scrollcase.recipe.model import recipe_json_schema

@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.unpack import unpack_archive
 from scrollcase.client.install import check_dest_fits
 from scrollcase.client.preflight import check_gpu, check_identity, expected_digest, read_manifest, refuse
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler, report_gpu, unpack_json
 from scrollcase.console import Console
 from scrollcase.errors import UsageError, describe_path
+from scrollcase.format.archive.unpack import unpack_archive
 from scrollcase.host.facts import HostProbes
 
 NAME = "unpack"

@@ -8,9 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.boxjson import BoxJson
-from scrollcase.box.release import ReleaseManifest
-from scrollcase.box.unpack import UnpackResult, unpack_archive
 from scrollcase.client.download import download_archive
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import check_dest_fits, checked_manifest
@@ -30,6 +27,9 @@ from scrollcase.client.upgrade import (
 from scrollcase.commands import ReleaseArgs, SubParsers, add_command, handler, offer_for, report_gpu
 from scrollcase.console import Console
 from scrollcase.errors import IntegrityError
+from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
+from scrollcase.format.boxjson import BoxJson
+from scrollcase.format.release import ReleaseManifest
 from scrollcase.host.facts import HostProbes
 from scrollcase.progress import ByteMeter
 from scrollcase.store.base import ReadableStore

@@ -18,7 +18,7 @@ from scrollcase.commands import (
 )
 from scrollcase.console import Console
 from scrollcase.errors import Problem, RecipeError, UsageError, describe_path
-from scrollcase.pixi.rules import recipe_manifest_problems
+from scrollcase.lock.rules import recipe_manifest_problems
 from scrollcase.recipe.loader import MANIFEST_FILE, RECIPE_FILE, check_recipe_dir, discover_recipes
 from scrollcase.recipe.model import Recipe
 from scrollcase.reports.outcome import RecipeOutcome, failures
@@ -79,7 +79,7 @@ def manifest_rules(file: Path, shown: str, recipe: Recipe) -> list[Problem]:
 
 
 def validate_paths(files: list[Path]) -> list[RecipeOutcome[None]]:
-    from scrollcase.box.assets import local_asset_problems  # the build's rules for assets, loaded when used
+    from scrollcase.build.assets import local_asset_problems  # the build's rules for assets, loaded when used
 
     outcomes: list[RecipeOutcome[None]] = []
     for file in files:

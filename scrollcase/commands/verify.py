@@ -53,7 +53,7 @@ def run(args: VerifyArgs, console: Console) -> int:
     if args.installed is not None:
         return run_installed(args.installed, console)
     assert args.release is not None
-    from scrollcase.box.verify import verify_release
+    from scrollcase.build.verify import verify_release
 
     if args.junit is not None:
         require_file_path(args.junit, "--junit")
@@ -67,7 +67,7 @@ def run(args: VerifyArgs, console: Console) -> int:
 
 
 def run_installed(dest: Path, console: Console) -> int:
-    from scrollcase.box.installed import verify_installed
+    from scrollcase.format.receipt import verify_installed
 
     console.progress(f"hashing the box installed in {dest}")
     report = verify_installed(dest)

@@ -19,12 +19,19 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
+from scrollcase.build.pipeline import execute_build, locked_install, plan_build
+from scrollcase.build.verify import verify_release
 from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError
 from scrollcase.io import proc
 from scrollcase.io.digest import sha256_bytes
+from scrollcase.io.fetch import default_fetchers
 from scrollcase.io.files import replacing_dir
-from scrollcase.recipe.targets import SUBDIRS, SUPPORTED, host_platform
+from scrollcase.lock import solve as engine
+from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import publish
+from scrollcase.targets.vocabulary import SUBDIRS, SUPPORTED, host_platform
 
 DEMO_BOX_ID = "scrollcase-demo"
 DEMO_CHANNEL_NAME = "scrollcase-demo"
@@ -264,13 +271,6 @@ def run_demo(workdir: Path, progress: Callable[[str], None] = lambda _: None) ->
     The demo targets this host's CPU, which has no second accelerator to compare with, so its recipe
     declares no parity gate (see recipes/ for CUDA recipes that do).
     """
-    from scrollcase.box.assets import default_fetchers
-    from scrollcase.box.build import execute_build, locked_install, plan_build
-    from scrollcase.box.verify import verify_release
-    from scrollcase.pixi import engine
-    from scrollcase.recipe.loader import resolve_recipe
-    from scrollcase.store.local import LocalStore
-    from scrollcase.store.publish import publish
 
     timings: dict[str, float] = {}
     state = workdir / ".scrollcase"

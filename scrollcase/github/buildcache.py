@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.io import usercache
+from scrollcase.io import cache as usercache
 
 PREFIX = "scrollcase-build-v1"
 # The user cache's build folders worth carrying: downloads by digest, and what a rebuild reuses.

@@ -22,7 +22,7 @@ from scrollcase.github.paths import located
 from scrollcase.reports.junit import JUnitResult, Tally, read_junit
 
 if TYPE_CHECKING:  # its models take a third of a second to build; `scrollcase matrix` never needs them
-    from scrollcase.box.release import ReleaseManifest
+    from scrollcase.format.release import ReleaseManifest
 
 # GitHub shows at most 10 annotations of each level per step; the rest vanish silently.
 ANNOTATIONS_PER_LEVEL = 10

@@ -4,7 +4,7 @@ verdicts come from :func:`host_checks`, a pure function tests drive with made-up
 Checks: native build (no cross-building), NVIDIA driver >= minNvidiaDriverVersion for CUDA targets,
 free disk space, and the pixi version when a ``pixi`` binary is on PATH.  :func:`gather_gpus` (the GPUs,
 their compute capability and the driver, from ``nvidia-smi``) also feeds ``scrollcase unpack``'s GPU
-check (:mod:`scrollcase.host.gpucheck`).
+check (:mod:`scrollcase.targets.gpucheck`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Literal
 
 from scrollcase.io import proc
 from scrollcase.recipe.model import Recipe
-from scrollcase.recipe.targets import host_platform
+from scrollcase.targets.hostgpu import Gpu, GpuFacts, dotted_key, gather_gpus
+from scrollcase.targets.vocabulary import host_platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
 GIB = 1024**3
-NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=driver_version,compute_cap,name", "--format=csv,noheader")
 # Drivers before 510 do not know compute_cap (nvidia-smi refuses the whole query): ask for the driver alone.
 NVIDIA_SMI_DRIVER_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
 _UNKNOWN = ("", "[n/a]", "n/a", "[not supported]")
@@ -40,36 +40,6 @@ class HostCheck:
         if self.fix:
             out["fix"] = self.fix
         return out
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU as nvidia-smi lists it; ``compute_cap`` ("8.6") is None when the driver cannot say."""
-
-    index: int
-    driver_version: str
-    compute_cap: str | None = None
-    name: str = ""
-
-    def label(self) -> str:
-        cap = f"compute capability {self.compute_cap}" if self.compute_cap else "compute capability unknown"
-        return f"GPU {self.index} ({self.name or 'NVIDIA GPU'}, {cap})"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "computeCapability": self.compute_cap,
-            "driverVersion": self.driver_version,
-        }
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """The host's NVIDIA GPUs; ``error`` says why there are none (no nvidia-smi, it failed, no GPU)."""
-
-    gpus: tuple[Gpu, ...] = ()
-    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,37 +66,6 @@ class HostProbes:
     which: Callable[[str], str | None] = shutil.which
     free_bytes: Callable[[Path], int] = lambda path: shutil.disk_usage(path).free
     platform: Callable[[], tuple[str, str]] = host_platform
-
-
-def parse_gpus(stdout: str) -> tuple[Gpu, ...]:
-    """nvidia-smi's CSV lines (``550.54.14, 8.6, NVIDIA GeForce RTX 3090`` or just ``550.54.14``) as GPUs."""
-    gpus: list[Gpu] = []
-    for line in (raw.strip() for raw in stdout.splitlines()):
-        if not line:
-            continue
-        driver, _, rest = (part.strip() for part in line.partition(","))
-        cap, _, name = (part.strip() for part in rest.partition(","))
-        known = cap if cap.lower() not in _UNKNOWN else None
-        gpus.append(Gpu(len(gpus), driver, known, name if name.lower() not in _UNKNOWN else ""))
-    return tuple(gpus)
-
-
-def _smi_failure(result: proc.RunResult) -> str:
-    detail = (result.stderr or result.stdout).strip().splitlines()
-    return f"nvidia-smi failed: {detail[0] if detail else f'exit {result.returncode}'}"
-
-
-def gather_gpus(probes: HostProbes) -> GpuFacts:
-    """Ask nvidia-smi for every GPU's driver, compute capability and name (the driver alone as a fallback)."""
-    smi = probes.which("nvidia-smi")
-    if smi is None:
-        return GpuFacts(error="nvidia-smi is not on PATH (no NVIDIA driver installed?)")
-    first = probes.run([smi, *NVIDIA_SMI_QUERY[1:]])
-    result = first if first.ok else probes.run([smi, *NVIDIA_SMI_DRIVER_QUERY[1:]])
-    if not result.ok:
-        return GpuFacts(error=_smi_failure(first))  # the full query's own complaint
-    gpus = parse_gpus(result.stdout)
-    return GpuFacts(gpus) if gpus else GpuFacts(error="nvidia-smi listed no GPU")
 
 
 def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
@@ -161,11 +100,6 @@ def gather_facts(probes: HostProbes, workdir: Path, cuda: bool) -> HostFacts:
         pixi_error=pixi_error,
         pixi_found=pixi_found,
     )
-
-
-def dotted_key(version: str) -> tuple[int, ...]:
-    """``"550.54.14"`` -> (550, 54, 14); non-numeric parts count as 0 so odd strings still compare."""
-    return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.\-]", version.strip()))
 
 
 def native_check(facts: HostFacts, recipe: Recipe) -> HostCheck:

@@ -15,8 +15,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from scrollcase.box.release import ParityOutcome
 from scrollcase.errors import ParityError
+from scrollcase.format.release import ParityOutcome
 from scrollcase.recipe.model import Tolerances
 
 # Elements per chunk: two float64 work buffers of 2 MiB each stay in cache and keep numpy's

@@ -12,8 +12,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import ParityReport
 from scrollcase.errors import UsageError, describe_path
+from scrollcase.format.release import ParityReport
 from scrollcase.parity import locate
 from scrollcase.parity.compare import compare_sets
 from scrollcase.parity.outputs import open_outputs

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.box.release import ReleaseManifest, dump_release, load_release
 from scrollcase.errors import BuildError, RecipeError, UsageError
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.release import ReleaseManifest, dump_release, load_release
 from scrollcase.io.files import write_atomic
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from scrollcase.recipe.model import Parity, Recipe
@@ -95,7 +96,6 @@ def box_python(box_dir: Path, entry_point: str) -> Path:
 
 def unpack_release(release: ReleaseFile, dest: Path) -> Path:
     """Verify and extract the release's archive (next to the manifest) into ``dest``."""
-    from scrollcase.box.unpack import unpack_archive  # heavy (zstd, threads): only when needed
 
     archive = release.path.parent / release.manifest.archive.name
     unpack_archive(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scrollcase.box.release import ParityOutcome
+from scrollcase.format.release import ParityOutcome
 from scrollcase.io.proc import RunResult
 
 RUN_OUTPUT = "<run>"  # the ``output`` name of an outcome about the script run itself

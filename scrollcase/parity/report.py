@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.errors import Problem
+from scrollcase.format.release import ParityOutcome, ParityReport
 from scrollcase.reports.junit import JUnitCase
 
 COLUMNS = ("accelerator", "output", "result", "max abs", "max rel", "cosine", "worst index")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.box.release import ParityOutcome, ParityReport
 from scrollcase.errors import ParityError
+from scrollcase.format.release import ParityOutcome, ParityReport
 from scrollcase.io.proc import run_python
 from scrollcase.parity.compare import OutputSet, compare_sets
 from scrollcase.parity.outputs import META_FILE, OUTPUTS_FILE, open_outputs

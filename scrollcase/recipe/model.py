@@ -28,7 +28,7 @@ from scrollcase.recipe.fields import (
     schema_version,
 )
 from scrollcase.recipe.rules import RuleViolation, document_rules, recipe_rules, target_rules
-from scrollcase.recipe.targets import Accelerator, Arch, Platform, TargetSpec
+from scrollcase.targets.vocabulary import Accelerator, Arch, Platform, TargetSpec
 
 # The error kind of a broken cross-field rule raised by a model validator.
 CROSS_FIELD = "scrollcase_cross_field"

@@ -16,7 +16,7 @@ from typing import Any
 
 from scrollcase.recipe.fields import IDENTIFIER_RE, MAJOR_MINOR_RE
 from scrollcase.recipe.jsonpos import JsonPath
-from scrollcase.recipe.targets import ACCELERATORS, ARCHES, PLATFORMS, SUPPORTED, TargetSpec
+from scrollcase.targets.vocabulary import ACCELERATORS, ARCHES, PLATFORMS, SUPPORTED, TargetSpec
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scrollcase.box.release import ReleaseManifest, parse_release
 from scrollcase.errors import IntegrityError
+from scrollcase.format.release import ReleaseManifest, parse_release
 from scrollcase.recipe.model import Recipe
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.index import BoxIndex, read_index

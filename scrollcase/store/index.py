@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scrollcase.box.evidence import GpuEvidence
-from scrollcase.box.release import ReleaseManifest, ReleaseRelocation, dump_release
 from scrollcase.errors import ConflictError, Problem, StoreError
+from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, dump_release
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
 from scrollcase.store.base import ReadableStore, Store
+from scrollcase.targets.evidence import GpuEvidence
 
 MAX_ATTEMPTS = 10
 

@@ -63,7 +63,7 @@ class LocalStore:
         if any(p in ("", ".", "..") or "\\" in p or ":" in p for p in parts):
             raise StoreError(
                 f"object key {key!r} is not a safe relative key",
-                fix="keys come from scrollcase.box.release.object_keys; do not edit them by hand",
+                fix="keys come from scrollcase.format.release.object_keys; do not edit them by hand",
             )
         return self.root.joinpath(*parts)
 

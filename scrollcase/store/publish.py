@@ -20,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from scrollcase.box.agreement import disagreements, shown
-from scrollcase.box.boxjson import BoxJson
-from scrollcase.box.evidence import evidence_problems
-from scrollcase.box.frames import check_frame_table
-from scrollcase.box.peek import read_box_json
-from scrollcase.box.provenance import BuildProvenance, describe_provenance
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
+from scrollcase.format.archive.frames import check_frame_table
+from scrollcase.format.archive.peek import read_box_json
+from scrollcase.format.boxjson import BoxJson
+from scrollcase.format.provenance import BuildProvenance, describe_provenance
+from scrollcase.format.release import ReleaseManifest, dump_release, object_keys, parse_release
+from scrollcase.format.soundness import disagreements, shown
 from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
 from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Store, Transfer, sidecar_text
@@ -42,6 +41,7 @@ from scrollcase.store.index import (
     update_index,
 )
 from scrollcase.store.reuse import EarlierArchive, copied_bytes, plan_reuse
+from scrollcase.targets.evidence import evidence_problems
 
 ObjectKind = Literal["archive", "sha256", "sbom", "release"]
 Progress = Callable[[str], None]

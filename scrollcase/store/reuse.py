@@ -1,6 +1,6 @@
 """Which bytes of a new archive the store already holds in an earlier release of the same box (pure).
 
-A framed archive is a sequence of independent zstd frames, one per package (box/frames.py), and the
+A framed archive is a sequence of independent zstd frames, one per package (format/archive/frames.py), and the
 packer is deterministic: a release in which one package changed shares every other frame, byte for
 byte, with the release before it, only at other offsets.  :func:`plan_reuse` finds the runs of
 consecutive frames of the new archive that stand, consecutively and with the same digests and sizes, in
@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scrollcase.box.frames import FrameLike
+from scrollcase.format.archive.frames import FrameLike
 from scrollcase.store.base import Piece
 
 

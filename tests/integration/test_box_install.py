@@ -1,4 +1,4 @@
-"""box/install.py with real py-rattler on a local channel (no network)."""
+"""build/conda.py with real py-rattler on a local channel (no network)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scrollcase.box.install import install_records
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
+from scrollcase.build.conda import install_records
 from scrollcase.demo.channel import PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER
 
 POST_LINK = b'#!/bin/bash\necho ran > "$PREFIX/post-link-ran"\n'
 

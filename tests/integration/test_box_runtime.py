@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.boxjson import parse_box_json
-from scrollcase.box.build import BuildResult, run_self_test
-from scrollcase.box.unpack import unpack_archive
+from scrollcase.build.pipeline import BuildResult, run_self_test
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.boxjson import parse_box_json
 from scrollcase.io.proc import run_python
 from tests.integration.test_build_e2e import build, demo_channel, make_recipe, shared_cache
 

@@ -15,17 +15,17 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from scrollcase.box.assets import default_fetchers, fetch_file
-from scrollcase.box.build import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
-from scrollcase.box.peek import read_member
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.box.sbom import validation_errors
-from scrollcase.box.unpack import unpack_archive
-from scrollcase.box.verify import verify_release
+from scrollcase.build.pipeline import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
+from scrollcase.build.sbom import validation_errors
+from scrollcase.build.verify import verify_release
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
 from scrollcase.errors import BuildError, HostError, IntegrityError, SelfTestError
+from scrollcase.format.archive.peek import read_member
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER
+from scrollcase.io.fetch import default_fetchers, fetch_file
 from scrollcase.io.proc import run_python
-from scrollcase.pixi import engine
+from scrollcase.lock import solve as engine
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from tests.support.wheels import make_wheel
 

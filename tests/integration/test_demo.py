@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.sbom import validation_errors
+from scrollcase.build.sbom import validation_errors
 from tests.integration.test_build_e2e import stage_line
 
 REPO = Path(__file__).resolve().parents[2]

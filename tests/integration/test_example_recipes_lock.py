@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from scrollcase.cli import main
-from scrollcase.pixi import engine
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import load_lock
+from scrollcase.lock import channels
+from scrollcase.lock.read import load_lock
 from scrollcase.recipe.loader import discover_recipes, load_recipe
+from scrollcase.targets.classify import classify_torch
 from tests.integration.lock_channel_kit import make_channel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_lock_then_lock_check_round_trip(
     example: Path, conda_forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(engine.OVERRIDES_ENV, f"conda-forge={conda_forge}")
+    monkeypatch.setenv(channels.OVERRIDES_ENV, f"conda-forge={conda_forge}")
     shutil.copytree(example, tmp_path / "recipes" / example.name)
     recipe = load_recipe(example)
 
@@ -77,7 +77,7 @@ def test_lock_then_lock_check_round_trip(
 def test_a_cuda_example_refuses_a_channel_without_gpu_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cpu_only = make_channel(tmp_path / "cpu-only", cuda=())
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(engine.OVERRIDES_ENV, f"conda-forge={cpu_only.as_uri()}")
+    monkeypatch.setenv(channels.OVERRIDES_ENV, f"conda-forge={cpu_only.as_uri()}")
     example = REPO / "recipes" / "tiny-mlp-linux-x86_64-cuda12.4"
     shutil.copytree(example, tmp_path / "recipes" / example.name)
     code, out = run_cli("lock", example.name, "--json")

@@ -17,8 +17,8 @@ import zstandard
 
 from scrollcase import cli
 from tests.support import format_host
-from tests.unit.test_format_doc import FORMAT, doc_block, doc_table
-from tests.unit.test_vectors import listing
+from tests.unit.format.test_format_doc import FORMAT, doc_block, doc_table
+from tests.unit.format.test_vectors import listing
 
 pytestmark = pytest.mark.slow
 

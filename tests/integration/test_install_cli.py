@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 
 from scrollcase import cli
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.boxjson import dump_box_json
-from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
-from scrollcase.box.filedigests import digest_tree
-from scrollcase.box.release import ReleaseManifest, dump_release, parse_release
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.download import cache_paths
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.boxjson import dump_box_json
+from scrollcase.format.filedigests import digest_tree
+from scrollcase.format.release import ReleaseManifest, dump_release, parse_release
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
 from scrollcase.store.s3 import S3Store
+from scrollcase.targets.evidence import FrameworkEvidence, GpuEvidence
 from tests.support.httpstore import ServerState, serve
 from tests.support.releases import SyntheticRelease, box_json_for, make_manifest
 from tests.support.s3servers import S3Server, s3_client

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
-from scrollcase.pixi import engine
+from scrollcase.lock import solve as engine
 from scrollcase.recipe.loader import resolve_recipe
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,10 +13,11 @@ import pytest
 
 from scrollcase.cli import main
 from scrollcase.errors import HostError, LockError, SolveError
-from scrollcase.pixi import engine
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import load_lock
+from scrollcase.lock import channels as lock_channels
+from scrollcase.lock import solve as engine
+from scrollcase.lock.read import load_lock
 from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.targets.classify import classify_torch
 from tests.integration.lock_channel_kit import make_channel, make_recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ def channels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(engine.OVERRIDES_ENV, raising=False)
+    monkeypatch.delenv(lock_channels.OVERRIDES_ENV, raising=False)
     return tmp_path
 
 
@@ -133,11 +134,11 @@ def test_channel_override_from_the_environment(
     workspace: Path, channels: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_recipe(workspace / "recipes", "conda-forge")  # the manifest names conda-forge; no network here
-    monkeypatch.setenv(engine.OVERRIDES_ENV, f"conda-forge={channels['full']}")
+    monkeypatch.setenv(lock_channels.OVERRIDES_ENV, f"conda-forge={channels['full']}")
     code, out = run_cli("lock", CUDA_ID, "--json")
     assert code == 0 and json.loads(out)["torch"]["accelerator"] == "cuda12.4"
     assert run_cli("lock-check")[0] == 0  # checked against the same override
-    monkeypatch.delenv(engine.OVERRIDES_ENV)
+    monkeypatch.delenv(lock_channels.OVERRIDES_ENV)
     assert run_cli("lock-check")[0] == 4  # without it the lock's channels differ from pixi.toml
     code, _ = run_cli("lock-check", "--channel-override", f"conda-forge={channels['full']}")
     assert code == 0
@@ -288,7 +289,7 @@ def test_use_pixi_needs_the_pinned_pixi(
         pixi.write_text("#!/bin/sh\necho 'pixi 0.40.0'\n")
         pixi.chmod(0o755)
         with pytest.raises(HostError, match=r"pixi 0\.40\.0, the recipe pins pixi 0\.73\.0"):
-            from scrollcase.pixi.runner import lock_with_pixi
+            from scrollcase.lock.solve import lock_with_pixi
 
             lock_with_pixi(resolve_recipe(CUDA_ID, workspace / "recipes"))
 

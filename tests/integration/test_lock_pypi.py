@@ -18,10 +18,10 @@ import pytest
 
 from scrollcase.demo.run import make_demo_channel
 from scrollcase.errors import SolveError
-from scrollcase.pixi import engine
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import load_lock
+from scrollcase.lock import solve as engine
+from scrollcase.lock.read import load_lock
 from scrollcase.recipe.loader import resolve_recipe
+from scrollcase.targets.classify import classify_torch
 from tests.integration.lock_channel_kit import recipe_json
 from tests.support.pypi_index import make_index
 from tests.support.wheels import make_wheel

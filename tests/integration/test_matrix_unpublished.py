@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.release import ReleaseManifest
+from scrollcase.format.release import ReleaseManifest
 from scrollcase.store.base import Store
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish

@@ -248,7 +248,7 @@ def test_boundary_keeps_real_bugs_visible(monkeypatch: pytest.MonkeyPatch, capsy
 SIGTERM_MIDWAY = """
 import os, signal, sys
 from scrollcase import cli
-from scrollcase.box import unpack as unpack_mod
+from scrollcase.format.archive import unpack as unpack_mod
 
 real = unpack_mod.unpack_archive
 
@@ -313,7 +313,7 @@ def test_a_full_disk_during_unpack_is_exit_5_and_leaves_nothing(
     The disk fills up while the box is written (ENOSPC from the first os.write)."""
     import errno
 
-    from scrollcase.box import unpack as unpack_mod
+    from scrollcase.format.archive import unpack as unpack_mod
 
     def full(fd: int, data: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -352,7 +352,7 @@ def test_the_loser_of_two_unpacks_into_one_dest_fails_cleanly(
     scratch: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Defect 5: the second of two concurrent unpacks into the same DEST ended in a traceback."""
-    from scrollcase.box import unpack as unpack_mod
+    from scrollcase.format.archive import unpack as unpack_mod
 
     real = unpack_mod._relocate
 

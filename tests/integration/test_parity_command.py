@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from junitparser import Failure, JUnitXml
 
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys, parse_release
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.release import ReleaseManifest, dump_release, object_keys, parse_release
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "parity" / "numpy_mlp.py"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scrollcase.box.release import ParityOutcome, ParityReport
+from scrollcase.format.release import ParityOutcome, ParityReport
 from scrollcase.parity.runner import RunRecord, run_parity
 from scrollcase.recipe.model import Tolerances
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.provenance import BuildProvenance
-from scrollcase.box.release import dump_release
+from scrollcase.format.provenance import BuildProvenance
+from scrollcase.format.release import dump_release
 from tests.integration.test_publish_cli import REPO, scrollcase
 from tests.support.outputs import read_outputs
 from tests.support.releases import SyntheticRelease, write_release

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.release import dump_release
+from scrollcase.format.release import dump_release
 from scrollcase.store.index import parse_index
 from tests.support.outputs import read_outputs
 from tests.support.releases import write_release
@@ -136,7 +136,7 @@ def stored_files(store: Path) -> list[str]:
 
 def test_defect1_cpu_box_relabelled_as_cuda_is_refused_with_nothing_written(tmp_path: Path) -> None:
     """A self-consistent manifest that relabels a CPU box as linux-x86_64-cuda12.4 published with exit 0."""
-    from scrollcase.box.release import object_keys
+    from scrollcase.format.release import object_keys
     from scrollcase.recipe.model import Target
 
     cpu = write_release(tmp_path / "dist", cuda=None)

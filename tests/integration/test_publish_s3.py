@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from scrollcase.box.release import dump_release
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.format.release import dump_release
 from scrollcase.store.base import FileUpload, Transfer
 from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.publish import PublishResult, measure_archive, publish

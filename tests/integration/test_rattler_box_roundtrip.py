@@ -8,10 +8,10 @@ import asyncio
 import json
 from pathlib import Path
 
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo, scan_prefix_files
-from scrollcase.box.unpack import unpack_archive
 from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo, scan_prefix_files
 
 
 def _channel(root: Path) -> Path:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockcheck import LockCheckInput, accelerator_problems, select_platform
-from scrollcase.pixi.lockfile import load_lock
-from scrollcase.pixi.manifest import parse_manifest
+from scrollcase.lock.check import LockCheckInput, accelerator_problems, select_platform
+from scrollcase.lock.manifest import parse_manifest
+from scrollcase.lock.read import load_lock
+from scrollcase.targets.classify import classify_torch
 from tests.support.corpus import corpus_root, skip_without
 from tests.support.targets import target_spec
 

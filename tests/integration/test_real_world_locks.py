@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.pixi.classify import classify_torch
-from scrollcase.pixi.lockfile import load_lock, parse_lock
+from scrollcase.lock.read import load_lock, parse_lock
+from scrollcase.targets.classify import classify_torch
 from tests.support.corpus import corpus_root, skip_without
 
 ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it

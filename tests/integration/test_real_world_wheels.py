@@ -7,8 +7,8 @@ those) are refused, all listed in one error.
 
 from __future__ import annotations
 
-from scrollcase.box.wheels import locked_wheels, plan_wheels
 from scrollcase.errors import BuildError
+from scrollcase.wheels.source import locked_wheels, plan_wheels
 from tests.support.corpus import corpus_root, skip_without
 
 ROOT = corpus_root()  # shared/ beside the checkout; an error only where .ci/run requires it

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
-from scrollcase.box.unpack import unpack_archive
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="shebangs are a POSIX feature")
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.act import copy_tree, working_tree_files
 from tests.support.wheelhouse import build_wheelhouse
-from tests.unit.test_setup_scrollcase import env, setup
+from tests.test_setup_scrollcase import env, setup
 
 
 @pytest.mark.slow

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.box.archive import PackResult, pack_tree
-from scrollcase.box.evidence import FrameworkEvidence, GpuEvidence
-from scrollcase.box.release import ReleaseManifest, dump_release, object_keys
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.format.archive.pack import PackResult, pack_tree
+from scrollcase.format.release import ReleaseManifest, dump_release, object_keys
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
+from scrollcase.targets.evidence import FrameworkEvidence, GpuEvidence
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "demo-1.0.0-linux-x86_64-cpu.tar.zst"

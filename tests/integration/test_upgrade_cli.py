@@ -16,13 +16,13 @@ from typing import Any, NamedTuple
 import pytest
 
 from scrollcase import cli
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.boxjson import dump_box_json
-from scrollcase.box.frames import frame_table
-from scrollcase.box.release import dump_release, release_relocation
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.client.framecache import PRUNE_GRACE_SECONDS, FrameCache
 from scrollcase.commands import upgrade as upgrade_command
+from scrollcase.format.archive.frames import frame_table
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.boxjson import dump_box_json
+from scrollcase.format.release import dump_release, release_relocation
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.store.index import index_key
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish

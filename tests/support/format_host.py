@@ -3,7 +3,7 @@ Rust or Electron host app would be: Python's ``tarfile`` and ``zstandard``, neve
 
 It is the proof of docs/format.md's promise: what it installs is byte for byte what ``scrollcase unpack``
 installs, and ``scrollcase verify --installed`` accepts it (tests/integration/test_format_host.py on the demo
-box, tests/unit/test_format_doc.py on the test vectors).  Where this file needed anything the page does not
+box, tests/unit/format/test_format_doc.py on the test vectors).  Where this file needed anything the page does not
 say, the page was wrong: fix the page, then this file.  Each step names the section it follows.
 """
 

@@ -7,10 +7,10 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.boxjson import dump_box_json
-from scrollcase.box.frames import frame_table
-from scrollcase.box.release import dump_release
+from scrollcase.format.archive.frames import frame_table
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.boxjson import dump_box_json
+from scrollcase.format.release import dump_release
 from tests.support.framedbox import SITE, make_framed_box
 from tests.support.releases import SyntheticRelease, box_json_for, make_manifest
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from scrollcase.box.archive import pack_tree
-from scrollcase.box.boxjson import BoxJson, dump_box_json
-from scrollcase.box.evidence import GpuEvidence, RuntimePackage
-from scrollcase.box.release import (
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.boxjson import BoxJson, dump_box_json
+from scrollcase.format.release import (
     ArchiveInfo,
     BuiltBy,
     CheckOutcome,
@@ -27,9 +26,10 @@ from scrollcase.box.release import (
     dump_release,
     object_keys,
 )
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo
 from scrollcase.recipe.model import Compatibility, SelfTest, Target
-from scrollcase.recipe.targets import target_id
+from scrollcase.targets.evidence import GpuEvidence, RuntimePackage
+from scrollcase.targets.vocabulary import target_id
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrollcase.recipe.model import Target
-from scrollcase.recipe.targets import TargetSpec
+from scrollcase.targets.vocabulary import TargetSpec
 
 
 def target_fields(target_id: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ Two kinds of vector (tests/vectors/README.md says how another implementation use
 * **refused**: a hostile or broken archive (or a DEST the box cannot take) with its release manifest and
   the refusal expected: exit code, error class, the stage that refuses, a phrase of the message.
 
-The expected trees are computed from the source tree and the relocation rules (box/relocate.py), not by
+The expected trees are computed from the source tree and the relocation rules (format/relocate.py), not by
 unpacking, so the test that unpacks every vector checks extraction and relocation against them.
 """
 
@@ -30,12 +30,12 @@ from typing import Any
 
 import zstandard
 
-from scrollcase.box.archive import PackResult, pack_tree, plan_pack
-from scrollcase.box.boxjson import BoxJson, dump_box_json
-from scrollcase.box.filedigests import digest_tree
-from scrollcase.box.frames import frame_table
-from scrollcase.box.installed import RECEIPT, InstallReceipt
-from scrollcase.box.release import (
+from scrollcase.format.archive.frames import frame_table
+from scrollcase.format.archive.pack import PackResult, pack_tree, plan_pack
+from scrollcase.format.boxjson import BoxJson, dump_box_json
+from scrollcase.format.filedigests import digest_tree
+from scrollcase.format.receipt import RECEIPT, InstallReceipt
+from scrollcase.format.release import (
     ArchiveFrame,
     ArchiveInfo,
     BuiltBy,
@@ -47,8 +47,8 @@ from scrollcase.box.release import (
     object_keys,
     release_relocation,
 )
-from scrollcase.box.relocate import BOX_PREFIX_PLACEHOLDER as PH
-from scrollcase.box.relocate import RelocationInfo, replace_binary, replace_text, scan_prefix_files
+from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER as PH
+from scrollcase.format.relocate import RelocationInfo, replace_binary, replace_text, scan_prefix_files
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json
 from scrollcase.recipe.model import Compatibility, SelfTest, Target
@@ -302,7 +302,7 @@ def make_valid(out: Path, vector: Valid) -> dict[str, Any]:
 def frame_contents(root: Path, packed: PackResult) -> dict[str, Any]:
     """``frames.json``: the tar stream all frames decompress to (size, sha256), and per frame of the table
     the members the packer planned for it (docs/format.md §3.2), for a reader that ignores frames and one
-    that decompresses each frame on its own (tests/unit/test_format_doc.py runs both)."""
+    that decompresses each frame on its own (tests/unit/format/test_format_doc.py runs both)."""
     data = packed.path.read_bytes()
     stream = b"".join(
         zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.size]) for f in packed.frames

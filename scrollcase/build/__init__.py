@@ -1,0 +1,1 @@
+"""Building a box: plan, pipeline stages (conda, bytecode, assets, self-test, SBOM), verify."""

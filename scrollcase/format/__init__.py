@@ -1,0 +1,3 @@
+"""The box contract every side shares: box.json, the release manifest, identity, layout, relocation
+and the archive.
+"""

@@ -1,1 +1,0 @@
-"""pixi workspaces: the manifest (pixi.toml) and the lock file (pixi.lock)."""

@@ -1,0 +1,1 @@
+"""PyPI wheels: fetched and checked, read, installed, and the unpacked-wheel cache."""

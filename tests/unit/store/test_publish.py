@@ -1,0 +1,975 @@
+"""plan_publish is pure: what goes up, what is skipped, and what is refused before any write; and the
+executor's handling of a lost create-if-absent race (on a real directory store)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Unpack
+
+import pytest
+
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.format.release import ArchiveFrame, ReleaseManifest, dump_release
+from scrollcase.io.digest import sha256_bytes
+from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Transfer, WriteOptions, sidecar_text
+from scrollcase.store.index import BoxIndex, dump_index, entry_for, index_key, merge_entry, parse_index
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import (
+    MAX_REUSE_SOURCES,
+    LocalArchive,
+    PublishResult,
+    RemoteState,
+    Upload,
+    archive_upload,
+    byte_progress,
+    check_sbom,
+    dangling_entries,
+    earlier_archives,
+    measure_archive,
+    plan_publish,
+    publish,
+    read_remote_state,
+    reuse_candidates,
+    sha256_file_and_pieces,
+    size_note,
+)
+from scrollcase.store.reuse import EarlierArchive
+from tests.support.releases import SyntheticRelease, box_json_for, make_manifest, write_release
+
+DATA = b"not really a zstd tar, but bytes with a known digest"
+SHA = hashlib.sha256(DATA).hexdigest()
+MANIFEST = make_manifest(size=len(DATA), sha256=SHA)
+ARCHIVE = LocalArchive(
+    path=Path("dist") / MANIFEST.archive.name, size=len(DATA), sha256=SHA, box=box_json_for(MANIFEST)
+)
+KEYS = MANIFEST.keys
+
+
+def empty() -> RemoteState:
+    return RemoteState(objects={}, index_lists_release=False)
+
+
+def published() -> RemoteState:
+    sidecar = sidecar_text(SHA, MANIFEST.archive.name)
+    release = dump_release(MANIFEST)
+    return RemoteState(
+        objects={
+            KEYS.archive: ObjectInfo(KEYS.archive, len(DATA), SHA),
+            KEYS.sha256: ObjectInfo(KEYS.sha256, len(sidecar), sha256_bytes(sidecar)),
+            KEYS.release: ObjectInfo(KEYS.release, len(release), sha256_bytes(release)),
+        },
+        index_lists_release=True,
+    )
+
+
+def test_fresh_store_uploads_archive_then_sidecar_then_manifest() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty())
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
+    assert [u.key for u in plan.uploads] == [KEYS.archive, KEYS.sha256, KEYS.release]
+    assert all(u.action == "upload" for u in plan.uploads)
+    assert plan.index_action == "update"
+    assert plan.index_key == "boxes/demo-box/index.json"
+    assert plan.bytes_to_upload == len(DATA) + plan.uploads[1].size + plan.uploads[2].size
+
+
+def test_sbom_bytes_for_a_release_that_names_no_sbom_are_not_published() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty(), sbom=b"{}\n")
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
+
+
+def test_sidecar_is_sha256sum_format() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty())
+    assert plan.uploads[1].data == f"{SHA}  {MANIFEST.archive.name}\n".encode()
+    assert plan.uploads[2].data == dump_release(MANIFEST)
+
+
+def test_identical_release_is_a_no_op() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, published())
+    assert [u.action for u in plan.uploads] == ["skip", "skip", "skip"]
+    assert plan.bytes_to_upload == 0
+    assert plan.index_action == "skip"
+
+
+def test_half_published_release_uploads_only_what_is_missing() -> None:
+    state = published()
+    objects = dict(state.objects)
+    objects[KEYS.release] = None
+    objects[KEYS.sha256] = None
+    plan = plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, False))
+    assert [u.action for u in plan.uploads] == ["skip", "upload", "upload"]
+
+
+def test_different_bytes_under_the_key_is_a_conflict_naming_the_release() -> None:
+    objects = dict(published().objects)
+    objects[KEYS.archive] = ObjectInfo(KEYS.archive, len(DATA), "f" * 64)
+    with pytest.raises(ConflictError) as caught:
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, True))
+    text = caught.value.render()
+    assert "demo-box 1.0.0 linux-x86_64-cuda12.4" in text
+    assert "f" * 64 in text and SHA in text
+    assert "bump `version`" in text
+
+
+def test_unknown_remote_digest_is_a_conflict_not_a_guess() -> None:
+    objects = {KEYS.archive: ObjectInfo(KEYS.archive, len(DATA), None)}
+    with pytest.raises(ConflictError, match="unknown sha256"):
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, False))
+
+
+def test_tampered_archive_is_refused_before_planning_uploads() -> None:
+    tampered = LocalArchive(ARCHIVE.path, ARCHIVE.size, hashlib.sha256(b"evil").hexdigest(), box=ARCHIVE.box)
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(MANIFEST, tampered, empty(), "dist/x.release.json")
+    assert "dist/x.release.json" in caught.value.render()
+    assert caught.value.fix
+
+
+def test_truncated_archive_is_refused() -> None:
+    with pytest.raises(IntegrityError, match="bytes"):
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, ARCHIVE.size - 1, SHA, box=ARCHIVE.box), empty())
+
+
+def test_hand_edited_keys_are_refused() -> None:
+    edited = MANIFEST.model_copy(update={"keys": MANIFEST.keys.model_copy(update={"archive": "elsewhere"})})
+    with pytest.raises(IntegrityError, match="keys"):
+        plan_publish(edited, ARCHIVE, empty())
+
+
+def test_plan_json_has_no_payloads() -> None:
+    data = plan_publish(MANIFEST, ARCHIVE, empty()).to_json()
+    assert data["release"] == {"boxId": "demo-box", "version": "1.0.0", "targetId": "linux-x86_64-cuda12.4"}
+    assert all("data" not in u for u in data["uploads"])
+    assert data["index"]["action"] == "update"
+
+
+def test_byte_progress_reports_each_tenth_once() -> None:
+    from scrollcase.store.publish import byte_progress
+
+    lines: list[str] = []
+    advance = byte_progress(1000, lines.append)
+    for _ in range(100):
+        advance(10)
+    assert len(lines) == 10
+    assert lines[-1] == "  100% (1000 of 1000 bytes)"
+
+
+# ------------------------------------------------------------ issue 15: everything is checked before a write
+
+
+def relabel_cpu_as_cuda() -> tuple[LocalArchive, ReleaseManifest]:
+    """The demo's CPU box under a CUDA name: a self-consistent manifest (target, targetId, keys, driver)."""
+    from scrollcase.format.release import object_keys
+    from scrollcase.recipe.model import Target
+
+    cpu = make_manifest(size=len(DATA), sha256=SHA, cuda=None)
+    target = Target(platform="linux", arch="x86_64", accelerator="cuda", cudaVersion="12.4")
+    tid = "linux-x86_64-cuda12.4"
+    forged = cpu.model_copy(
+        update={
+            "target": target,
+            "targetId": tid,
+            "compatibility": cpu.compatibility.model_copy(update={"minNvidiaDriverVersion": "550.54"}),
+            "keys": object_keys(cpu.boxId, cpu.version, tid, cpu.archive.name),
+        }
+    )
+    return LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(cpu)), forged
+
+
+def test_defect1_cpu_box_relabelled_as_cuda_is_refused() -> None:
+    archive, forged = relabel_cpu_as_cuda()
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty(), "x.release.json")
+    keys = {p.key for p in caught.value.problems}
+    assert {"target", "targetId", "gpu"} <= keys, caught.value.render()
+
+
+def test_defect1_relabelled_box_json_too_is_caught_by_the_gpu_evidence() -> None:
+    """Even when box.json was forged along with the manifest, the evidence (a CPU box) does not fit."""
+    _, forged = relabel_cpu_as_cuda()
+    archive = LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(forged))
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty())
+    assert [p.key for p in caught.value.problems] == ["gpu"]
+    assert "needs CUDA 12.4" in caught.value.render()
+
+
+def test_defect1_box_json_of_another_box_or_version_is_refused() -> None:
+    other = box_json_for(make_manifest(size=len(DATA), sha256=SHA, box_id="other-box", version="2.0.0"))
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, len(DATA), SHA, box=other), empty())
+    assert {p.key for p in caught.value.problems} == {"boxId", "version"}
+
+
+def test_defect1_failed_or_missing_self_test_is_refused() -> None:
+    from scrollcase.format.release import SelfTestReport
+
+    for report in (SelfTestReport(passed=False, checks=[]), None):
+        manifest = MANIFEST.model_copy(update={"selfTest": report})
+        with pytest.raises(IntegrityError) as caught:
+            plan_publish(manifest, ARCHIVE, empty())
+        assert [p.key for p in caught.value.problems] == ["selfTest.passed"]
+
+
+def test_defect1_cuda_release_without_gpu_evidence_and_archive_without_box_json() -> None:
+    manifest = MANIFEST.model_copy(update={"gpu": None})
+    archive = LocalArchive(ARCHIVE.path, len(DATA), SHA, box=box_json_for(manifest))
+    with pytest.raises(IntegrityError, match="no GPU evidence"):
+        plan_publish(manifest, archive, empty())
+    with pytest.raises(IntegrityError, match=r"has no box\.json"):
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, len(DATA), SHA), empty())
+
+
+def test_defect2_index_listing_other_bytes_is_a_conflict_at_planning_time() -> None:
+    from scrollcase.store.index import BoxIndex, entry_for
+
+    theirs = entry_for(MANIFEST).model_copy(update={"sha256": "e" * 64})
+    index = BoxIndex(boxId=MANIFEST.boxId, versions={MANIFEST.version: {MANIFEST.targetId: theirs}})
+    with pytest.raises(ConflictError, match="already lists"):
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects={}, index_lists_release=False, index=index))
+
+
+def test_defect4_index_of_another_box_is_refused_and_dangling_entries_are_warned() -> None:
+    from scrollcase.errors import StoreError
+    from scrollcase.store.index import BoxIndex
+
+    with pytest.raises(StoreError, match="index of box 'someone-else'") as caught:
+        plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=BoxIndex(boxId="someone-else")))
+    assert not isinstance(caught.value, ConflictError) and caught.value.exit_code == 9
+    plan = plan_publish(
+        MANIFEST,
+        ARCHIVE,
+        RemoteState({}, False, index=BoxIndex(boxId=MANIFEST.boxId), dangling=("demo-box 0.9.0 linux-x86_64-cpu (k)",)),
+    )
+    assert len(plan.warnings) == 1 and "0.9.0" in plan.warnings[0]
+    assert plan.to_json()["warnings"] == list(plan.warnings)
+
+
+# --- lost races (docs/publish.md, Guarantees 4 and 5) ------------------------------------------------
+
+
+class RacingStore(LocalStore):
+    """A directory store where a rival publisher creates the archive key just before our upload of it
+    (between our HEAD and our create-if-absent write): the race a second CI job can win."""
+
+    def __init__(self, root: Path, rival: bytes) -> None:
+        super().__init__(root)
+        self.rival = rival
+
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
+        rival = self.path_for(key)
+        rival.parent.mkdir(parents=True, exist_ok=True)
+        rival.write_bytes(self.rival)
+        return super().put_file(key, upload)
+
+
+def test_lost_race_to_identical_bytes_succeeds_and_completes_the_release(tmp_path: Path) -> None:
+    """docs/publish.md Guarantee 5: "Two publishers of the same release both succeed: one writes, the
+    other finds identical bytes" -- also when the other wrote the archive after our HEAD."""
+    release = write_release(tmp_path / "dist")
+    store = RacingStore(tmp_path / "store", rival=release.archive_path.read_bytes())
+    result = publish(store, release.manifest, release.archive_path)
+    assert list(result.uploaded) == [release.manifest.keys.sha256, release.manifest.keys.release]
+    assert result.index_written
+    assert (tmp_path / "store" / release.manifest.keys.release).read_bytes() == dump_release(release.manifest)
+
+
+def test_lost_race_to_different_bytes_is_a_conflict_and_publishes_no_manifest(tmp_path: Path) -> None:
+    """docs/publish.md Guarantee 4: a key that already holds different bytes is a ConflictError -- a
+    publisher that lost the archive race to other bytes must not go on to upload its sidecar and a
+    manifest that would point at someone else's archive."""
+    release = write_release(tmp_path / "dist")
+    store = RacingStore(tmp_path / "store", rival=b"another build's archive")
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(store, release.manifest, release.archive_path)
+    keys = release.manifest.keys
+    assert not (tmp_path / "store" / keys.sha256).exists()
+    assert not (tmp_path / "store" / keys.release).exists()
+    assert not (tmp_path / "store" / "boxes/demo-box/index.json").exists()
+
+
+def test_a_dest_limit_that_is_not_box_jsons_is_refused() -> None:
+    """The index and hosts check DEST against the manifest's relocation before downloading: it must be box.json's."""
+    from scrollcase.format.release import ReleaseRelocation
+
+    assert plan_publish(
+        MANIFEST.model_copy(update={"relocation": ReleaseRelocation(placeholderBytes=196)}), ARCHIVE, empty()
+    )
+    lying = MANIFEST.model_copy(update={"relocation": ReleaseRelocation(placeholderBytes=196, maxDestBytes=196)})
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(lying, ARCHIVE, empty())  # box.json's relocation has no binary file: no limit
+    assert [p.key for p in caught.value.problems] == ["relocation"]
+
+
+# --- reusing the frames of earlier releases (docs/publish.md, "Reusing earlier releases") --------------
+
+
+def framed(frames: list[tuple[str, int]]) -> tuple[ReleaseManifest, LocalArchive]:
+    rows, offset = [], 0
+    for tag, size in frames:
+        rows.append(
+            ArchiveFrame(name=tag, offset=offset, size=size, uncompressedSize=size, sha256=sha256_bytes(tag.encode()))
+        )
+        offset += size
+    manifest = MANIFEST.model_copy(
+        update={"archive": MANIFEST.archive.model_copy(update={"size": offset, "frames": rows})}
+    )
+    return manifest, LocalArchive(path=ARCHIVE.path, size=offset, sha256=SHA, box=ARCHIVE.box)
+
+
+def test_plan_copies_the_frames_an_earlier_archive_holds() -> None:
+    manifest, archive = framed([("a", 100), ("b2", 30), ("c", 200)])
+    old, _ = framed([("a", 100), ("b", 40), ("c", 200)])
+    source = EarlierArchive("boxes/demo-box/0.9.0/x.tar.zst", "demo-box 0.9.0", tuple(old.archive.frames or []))
+    plan = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)))
+    step = plan.uploads[0]
+    assert [u.kind for u in plan.uploads] == ["archive", "sha256", "release"]
+    assert step.pieces == (Piece(0, 100, source.key, 0), Piece(100, 130), Piece(130, 330, source.key, 140))
+    assert (step.bytes_to_send, step.bytes_reused) == (30, 300)
+    assert plan.bytes_to_send == 30 + sum(u.size for u in plan.uploads[1:])
+    out = plan.to_json()
+    assert out["bytesReused"] == 300 and out["uploads"][0]["reusedFrom"] == [{"key": source.key, "bytes": 300}]
+    shaped = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)), layout=lambda _s, _p: ())
+    assert shaped.uploads[0].pieces == () and shaped.bytes_reused == 0  # the store could not use the copies
+
+
+def test_an_archive_already_published_is_skipped_not_copied() -> None:
+    manifest, archive = framed([("a", 100)])
+    source = EarlierArchive("k", "l", tuple(manifest.archive.frames or []))
+    objects = {manifest.keys.archive: ObjectInfo(manifest.keys.archive, 100, SHA)}
+    plan = plan_publish(manifest, archive, RemoteState(objects, False, earlier=(source,)))
+    assert plan.uploads[0].action == "skip" and plan.uploads[0].pieces == () and plan.bytes_reused == 0
+
+
+def test_earlier_releases_are_read_same_target_first_newest_first(tmp_path: Path) -> None:
+    """Only releases whose manifest the index vouches for, the same target before others, newest first."""
+    store = LocalStore(tmp_path / "store")
+    for version, cuda in [("0.9.0", "12.4"), ("1.1.0", "12.4"), ("1.0.0", None), ("0.10.0", "12.4")]:
+        release = write_release(tmp_path / version / str(cuda), version=version, cuda=cuda)
+        publish(store, release.manifest, release.archive_path)
+    current = write_release(tmp_path / "new", version="1.0.1")
+    index = parse_index(store.get_bytes(index_key("demo-box")).data, "index.json")  # type: ignore[union-attr]
+    found, notes = earlier_archives(store, index, current.manifest, set())
+    assert found == () and notes == ()  # none of them has a frame table
+    order = [(v, e.targetId) for v, e in reuse_candidates(index, current.manifest, set())]
+    assert order == [
+        ("1.1.0", "linux-x86_64-cuda12.4"),
+        ("0.10.0", "linux-x86_64-cuda12.4"),
+        ("0.9.0", "linux-x86_64-cuda12.4"),
+        ("1.0.0", "linux-x86_64-cpu"),
+    ]
+    gone = {index.versions["1.1.0"]["linux-x86_64-cuda12.4"].archive}
+    assert [v for v, _ in reuse_candidates(index, current.manifest, gone)] == ["0.10.0", "0.9.0", "1.0.0"]
+
+
+# --- the plan's and the result's accounting, and the executor's edges ---------------------------------
+
+
+def test_a_plan_counts_sent_and_copied_bytes_per_source_and_a_skip_moves_nothing() -> None:
+    pieces = (Piece(0, 10, "a"), Piece(10, 15), Piece(15, 40, "b"), Piece(40, 50, "a"))
+    step = Upload("archive", "k", 50, SHA, "upload", "not in the store yet", pieces=pieces)
+    assert (step.bytes_reused, step.bytes_to_send, step.reused_from()) == (45, 5, {"a": 20, "b": 25})
+    assert step.to_json()["reusedFrom"] == [{"key": "a", "bytes": 20}, {"key": "b", "bytes": 25}]
+    assert size_note(step) == "50 bytes: 5 to send, 45 to copy from a, b"
+    skipped = replace(step, action="skip")
+    assert (skipped.bytes_reused, skipped.bytes_to_send) == (0, 0)
+    assert "bytesReused" not in skipped.to_json() and skipped.to_json()["bytesToSend"] == 0
+    plain = Upload("sha256", "s", 7, SHA, "upload", "not in the store yet", b"1234567")
+    assert (plain.bytes_to_send, size_note(plain)) == (7, "7 bytes")
+    assert "bytesReused" not in plain.to_json() and "reusedFrom" not in plain.to_json()
+
+
+def test_a_plan_counts_only_what_it_uploads() -> None:
+    state = published()
+    objects = dict(state.objects)
+    objects[KEYS.release] = None
+    plan = plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, True))
+    release_size = plan.uploads[2].size
+    assert (plan.bytes_to_upload, plan.bytes_to_send, plan.bytes_reused) == (release_size, release_size, 0)
+    out = plan.to_json()
+    assert (out["bytesToUpload"], out["bytesToSend"], out["bytesReused"]) == (release_size, release_size, 0)
+    assert out["index"] == {"key": "boxes/demo-box/index.json", "action": "skip"}  # the index listed it
+    assert [u["action"] for u in out["uploads"]] == ["skip", "skip", "upload"]
+
+
+def _result(dry_run: bool, sent: Transfer) -> PublishResult:
+    manifest, archive = framed([("a", 100), ("b2", 30), ("c", 200)])
+    old, _ = framed([("a", 100), ("b", 40), ("c", 200)])
+    source = EarlierArchive("old", "demo-box 0.9.0", tuple(old.archive.frames or []))
+    plan = plan_publish(manifest, archive, RemoteState({}, False, earlier=(source,)))
+    return PublishResult(plan, "store", dry_run, () if dry_run else ("k",), not dry_run, sent)
+
+
+def test_a_result_reports_what_went_up_and_a_dry_run_what_would() -> None:
+    dry = _result(True, Transfer(0))
+    small = sum(u.size for u in dry.plan.uploads[1:])
+    assert dry.bytes_line() == (
+        f"would send {30 + small} bytes, would reuse 300 bytes from earlier releases (90.9% of the archive)"
+    )
+    assert "bytesSent" not in dry.to_json() and dry.to_json()["dryRun"] is True
+    done = _result(False, Transfer(sent=31, reused=299))
+    assert done.bytes_line() == "sent 31 bytes, reused 299 bytes from earlier releases (90.6% of the archive)"
+    out = done.to_json()
+    assert (out["bytesSent"], out["bytesReused"], out["uploaded"], out["indexWritten"]) == (31, 299, ["k"], True)
+    assert (out["store"], out["dryRun"]) == ("store", False)
+    assert _result(False, Transfer(sent=5)).bytes_line() == "sent 5 bytes, reused 0 bytes from earlier releases"
+
+
+def test_byte_progress_reports_each_step_it_passes_once_and_survives_an_empty_file() -> None:
+    lines: list[str] = []
+    advance = byte_progress(1000, lines.append, steps=4)
+    for count in (100, 150, 10, 490, 250):
+        advance(count)
+    assert lines == ["  25% (250 of 1000 bytes)", "  75% (750 of 1000 bytes)", "  100% (1000 of 1000 bytes)"]
+    empty: list[str] = []
+    byte_progress(0, empty.append)(0)
+    assert empty == []
+
+
+def test_byte_progress_in_a_thousand_steps_reports_each_step_once() -> None:
+    lines: list[str] = []
+    advance = byte_progress(10_000, lines.append, steps=1000)  # steps past 256: counts no small int stands for
+    for count in (3000, 1, 9, 1):
+        advance(count)
+    assert lines == ["  30% (3000 of 10000 bytes)", "  30% (3010 of 10000 bytes)"]
+
+
+def test_measure_archive_hashes_the_pieces_the_store_sends(tmp_path: Path) -> None:
+    from scrollcase.store.s3 import S3Store
+
+    path = tmp_path / "big.tar.zst"
+    data = os.urandom(11 * 1024 * 1024)
+    path.write_bytes(data)
+    part = 5 * 1024 * 1024
+    measured = measure_archive(path, S3Store(None, "bucket", part_size=part))  # type: ignore[arg-type]
+    assert (measured.size, measured.sha256) == (len(data), sha256_bytes(data))
+    assert measured.part_sha256 == tuple(sha256_bytes(data[i : i + part]) for i in (0, part, 2 * part))
+    whole = measure_archive(path, LocalStore(tmp_path / "store"))
+    assert (whole.size, whole.sha256, whole.part_sha256) == (len(data), sha256_bytes(data), ())
+    with pytest.raises(IntegrityError, match="does not exist"):
+        measure_archive(tmp_path / "missing.tar.zst", LocalStore(tmp_path / "store"))
+
+
+def test_the_pieces_are_hashed_in_one_read_that_also_sees_a_grown_file(tmp_path: Path) -> None:
+    path = tmp_path / "a"
+    data = os.urandom(3 * CHUNK + 5)
+    path.write_bytes(data)
+    pieces = (Piece(0, CHUNK + 1), Piece(CHUNK + 1, 3 * CHUNK + 5, "old", 7))
+    whole, size, parts = sha256_file_and_pieces(path, pieces)
+    assert (whole, size) == (sha256_bytes(data), len(data))
+    assert parts == (sha256_bytes(data[: CHUNK + 1]), sha256_bytes(data[CHUNK + 1 :]))
+    path.write_bytes(data + b"grown")
+    assert sha256_file_and_pieces(path, pieces)[:2] == (sha256_bytes(data + b"grown"), len(data) + 5)
+    step = Upload("archive", "k", len(data), sha256_bytes(data), "upload", "", pieces=pieces)
+    with pytest.raises(IntegrityError, match="changed while it was being published"):
+        archive_upload(step, LocalArchive(path, len(data), sha256_bytes(data)), lambda _: None)
+    path.write_bytes(data)
+    upload = archive_upload(step, LocalArchive(path, len(data), sha256_bytes(data)), lambda _: None)
+    assert (upload.size, upload.sha256, tuple(upload.part_sha256), upload.pieces) == (len(data), whole, parts, pieces)
+
+
+def test_an_unframed_archive_goes_up_whole_with_its_measured_part_digests(tmp_path: Path) -> None:
+    step = Upload("archive", "k", 3, SHA, "upload", "", pieces=(Piece(0, 3),))
+    notes: list[str] = []
+    upload = archive_upload(step, LocalArchive(tmp_path / "a", 3, SHA, ("p1", "p2")), len, notes.append)
+    assert (upload.size, upload.sha256, tuple(upload.part_sha256), tuple(upload.pieces)) == (3, SHA, ("p1", "p2"), ())
+    assert upload.progress is len and upload.notice is not None
+    upload.notice("why")
+    assert notes == ["why"]
+
+
+def test_a_dry_run_writes_nothing(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    lines: list[str] = []
+    result = publish(
+        LocalStore(tmp_path / "store"), release.manifest, release.archive_path, dry_run=True, progress=lines.append
+    )
+    assert (result.dry_run, result.uploaded, result.index_written) == (True, (), False)
+    assert [u.action for u in result.plan.uploads] == ["upload"] * 3 and result.plan.index_action == "update"
+    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").rglob("*"))
+    assert lines[0].startswith(f"checking {release.archive_path} against release.json")
+
+
+class VanishingStore(RacingStore):
+    """A rival creates the archive key before our write and removes it again before we look (a bucket
+    being cleaned by hand): refused as existing, then absent."""
+
+    def put_file(self, key: str, upload: FileUpload) -> Transfer:
+        try:
+            return super().put_file(key, upload)
+        finally:
+            self.path_for(key).unlink()
+
+
+def test_a_key_refused_as_existing_that_is_then_absent_is_a_store_error(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = VanishingStore(tmp_path / "store", rival=b"whatever")
+    with pytest.raises(StoreError, match="was refused as existing but is absent") as caught:
+        publish(store, release.manifest, release.archive_path)
+    assert not isinstance(caught.value, ConflictError)
+    assert not (tmp_path / "store" / release.manifest.keys.release).exists()
+
+
+class NoDigestStore(LocalStore):
+    """A directory store that, like S3 for objects another tool wrote, knows no sha256 of an object; a
+    rival publisher writes each small object just before us (``rival``: its bytes, None: ours)."""
+
+    def __init__(self, root: Path, rival: bytes | None) -> None:
+        super().__init__(root)
+        self.rival = rival
+
+    def head(self, key: str) -> ObjectInfo | None:
+        info = super().head(key)
+        return None if info is None else ObjectInfo(key, info.size, None, info.etag)
+
+    def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
+        if not key.endswith("index.json"):
+            super().put_bytes(key, data if self.rival is None else self.rival, if_none_match=True)
+        return super().put_bytes(key, data, **write)
+
+
+def test_a_lost_race_for_a_small_object_without_a_digest_compares_its_bytes(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    result = publish(NoDigestStore(tmp_path / "same", rival=None), release.manifest, release.archive_path)
+    assert list(result.uploaded) == [release.manifest.keys.archive] and result.index_written
+    assert result.sent == Transfer(sent=release.manifest.archive.size)
+    with pytest.raises(ConflictError, match="already published with different bytes") as caught:
+        publish(NoDigestStore(tmp_path / "other", rival=b"x" * 91), release.manifest, release.archive_path)
+    assert "holds 91 bytes with sha256 " + sha256_bytes(b"x" * 91) in caught.value.message
+
+
+def test_what_a_publish_sent_adds_up_over_its_uploads(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist", sbom=b"{}\n")
+    result = publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path)
+    assert result.sent == Transfer(sent=sum(u.size for u in result.plan.uploads), reused=0)
+    assert [u.kind for u in result.plan.uploads] == ["archive", "sha256", "sbom", "release"]
+    assert list(result.uploaded) == [u.key for u in result.plan.uploads]
+
+
+# --- what the store holds: the release's keys, the index, and the earlier releases to copy from ----------
+
+
+def framed_release(version: str, tags: tuple[str, ...] = ("a", "b")) -> ReleaseManifest:
+    rows = [
+        ArchiveFrame(name=t, offset=10 * n, size=10, uncompressedSize=10, sha256=sha256_bytes(t.encode()))
+        for n, t in enumerate(tags)
+    ]
+    draft = make_manifest(version=version, size=10 * len(tags), sha256=sha256_bytes(version.encode()))
+    return draft.model_copy(update={"archive": draft.archive.model_copy(update={"frames": rows})})
+
+
+def _store_with(tmp_path: Path, manifests: list[ReleaseManifest]) -> tuple[LocalStore, BoxIndex]:
+    store = LocalStore(tmp_path / "store")
+    index: BoxIndex | None = None
+    for manifest in manifests:
+        store.put_bytes(manifest.keys.release, dump_release(manifest))
+        index = merge_entry(index, "demo-box", manifest.version, entry_for(manifest)) or index
+    assert index is not None
+    store.put_bytes(index_key("demo-box"), dump_index(index))
+    return store, index
+
+
+def test_earlier_archives_reads_four_manifests_at_most_and_notes_those_the_index_does_not_vouch_for(
+    tmp_path: Path,
+) -> None:
+    versions = ["0.6.0", "0.5.0", "0.4.0", "0.3.0", "0.2.0"]
+    store, index = _store_with(tmp_path, [framed_release(v) for v in versions])
+    release = {v: store.path_for(index.versions[v]["linux-x86_64-cuda12.4"].release) for v in versions}
+    release["0.6.0"].unlink()
+    release["0.5.0"].write_bytes(release["0.5.0"].read_bytes() + b"\n")  # not the bytes the index vouches for
+    other = framed_release("0.3.0").model_copy(update={"archive": framed_release("9.9.9").archive})
+    release["0.3.0"].write_bytes(dump_release(other))
+    entry = index.versions["0.3.0"]["linux-x86_64-cuda12.4"]
+    index = index.model_copy(
+        update={
+            "versions": {**index.versions, "0.3.0": {entry.targetId: entry.model_copy(update={"releaseSha256": None})}}
+        }
+    )
+    found, notes = earlier_archives(store, index, MANIFEST, set())
+    kept = index.versions["0.4.0"]["linux-x86_64-cuda12.4"]
+    assert found == (
+        EarlierArchive(
+            kept.archive, f"demo-box 0.4.0 {kept.targetId}", tuple(framed_release("0.4.0").archive.frames or [])
+        ),
+    )
+    assert notes == (
+        f"not reusing the frames of demo-box 0.6.0 linux-x86_64-cuda12.4: {release['0.6.0']} is missing",
+        f"not reusing the frames of demo-box 0.5.0 linux-x86_64-cuda12.4: {release['0.5.0']} has sha256 "
+        f"{sha256_bytes(release['0.5.0'].read_bytes())}, the index says "
+        f"{index.versions['0.5.0']['linux-x86_64-cuda12.4'].releaseSha256}",
+        f"not reusing the frames of demo-box 0.3.0 linux-x86_64-cuda12.4: {release['0.3.0']} describes another "
+        "archive than the index entry",
+    )  # 0.2.0, the fifth, is never read: four sources are enough
+    assert MAX_REUSE_SOURCES == 4
+
+
+def test_an_earlier_manifest_that_is_not_a_manifest_is_passed_over(tmp_path: Path) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    store.path_for(entry.release).write_bytes(b"{not json")
+    unvouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": None})}}}
+    )
+    found, notes = earlier_archives(store, unvouched, MANIFEST, set())
+    assert found == () and len(notes) == 1 and "not valid JSON" in notes[0]
+
+
+def test_newer_versions_come_first_by_their_numbers() -> None:
+    manifests = [framed_release(v) for v in ("0.9.0", "0.10.0", "1.0.0-rc.1", "0.10.0+local.2", "2.0.0")]
+    index = BoxIndex(boxId="demo-box")
+    for m in manifests:
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    current = framed_release("3.0.0")
+    assert [v for v, _ in reuse_candidates(index, current, set())] == [
+        "2.0.0",
+        "1.0.0-rc.1",
+        "0.10.0",
+        "0.10.0+local.2",
+        "0.9.0",
+    ]
+    assert next(v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())) == "1.0.0-rc.1"  # not itself
+
+
+def test_read_remote_state_of_an_empty_store_and_of_a_published_release(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    release = write_release(tmp_path / "dist")
+    keys = release.manifest.keys
+    state = read_remote_state(store, release.manifest)
+    assert state.objects == {keys.archive: None, keys.sha256: None, keys.release: None}
+    assert (state.index, state.index_lists_release, state.dangling, state.earlier) == (None, False, (), ())
+    publish(store, release.manifest, release.archive_path)
+    state = read_remote_state(store, release.manifest)
+    assert state.index_lists_release and state.index is not None and state.dangling == ()
+    assert state.index_file == str(tmp_path / "store" / "boxes/demo-box/index.json")
+    archive = state.objects[keys.archive]
+    assert archive is not None and (archive.size, archive.sha256) == (
+        release.manifest.archive.size,
+        release.manifest.archive.sha256,
+    )
+
+
+def test_read_remote_state_warns_of_dangling_entries_and_finds_earlier_frames_only_for_a_new_archive(
+    tmp_path: Path,
+) -> None:
+    old, gone = framed_release("0.9.0"), framed_release("0.8.0")
+    store, _ = _store_with(tmp_path, [old, gone])
+    store.put_bytes(old.keys.archive, b"x" * 20)
+    new = framed_release("1.0.0", ("a", "c"))
+    state = read_remote_state(store, new)
+    assert state.dangling == (f"demo-box 0.8.0 linux-x86_64-cuda12.4 ({gone.keys.archive})",)
+    assert [e.key for e in state.earlier] == [old.keys.archive] and state.notes == ()
+    assert not state.index_lists_release
+    plan_warnings = plan_publish(
+        new, LocalArchive(ARCHIVE.path, 20, new.archive.sha256, box=box_json_for(new)), state
+    ).warnings
+    assert plan_warnings == (
+        f"{state.index_file} lists demo-box 0.8.0 linux-x86_64-cuda12.4 ({gone.keys.archive}), but its files "
+        "are missing from the store",
+    )
+    store.put_bytes(new.keys.archive, b"y" * 20)
+    assert read_remote_state(store, new).earlier == ()  # already there: nothing to copy into
+    unframed = MANIFEST.model_copy(update={"version": "1.0.0"})
+    assert read_remote_state(store, unframed).earlier == ()
+
+
+def test_read_remote_state_of_an_index_of_another_box_looks_no_further(tmp_path: Path) -> None:
+    store, _ = _store_with(tmp_path, [framed_release("0.9.0")])
+    path = store.path_for(index_key("demo-box"))
+    path.write_bytes(path.read_bytes().replace(b'"demo-box"', b'"other-box"', 1))
+    state = read_remote_state(store, framed_release("1.0.0"))
+    assert state.index is not None and state.index.boxId == "other-box"
+    assert (state.dangling, state.earlier, state.index_lists_release) == ((), (), False)
+    with pytest.raises(StoreError, match="is the index of box 'other-box'"):
+        plan_publish(MANIFEST, ARCHIVE, state)
+
+
+def test_the_archive_goes_up_through_the_meter_and_its_last_line_is_shown(tmp_path: Path) -> None:
+    from scrollcase.progress import ByteMeter
+
+    release = write_release(tmp_path / "dist", size=20_000)
+    lines: list[str] = []
+    meters: list[ByteMeter] = []
+
+    def meter(label: str, total: int | None) -> ByteMeter:
+        meters.append(ByteMeter(label, total, lines.append, interval=0.0))
+        return meters[-1]
+
+    publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path, meter=meter)
+    size = release.manifest.archive.size
+    assert [(m.label, m.total, m.done) for m in meters] == [("uploading", size, size)]
+    assert len(lines) == 2 and all(line.startswith("uploading: ") for line in lines)  # the bytes, then finish()
+
+
+def test_small_objects_without_a_digest_are_read_and_hashed_the_archive_is_not(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist", sbom=b"{}\n")
+    publish(LocalStore(tmp_path / "store"), release.manifest, release.archive_path)
+    state = read_remote_state(NoDigestStore(tmp_path / "store", rival=None), release.manifest)
+    archive = state.objects[release.manifest.keys.archive]
+    assert archive is not None and (archive.size, archive.sha256) == (release.manifest.archive.size, None)
+    small = [state.objects[u.key] for u in plan_publish_uploads(release)[1:]]
+    assert [(o.size, o.sha256) if o else None for o in small] == [
+        (u.size, u.sha256) for u in plan_publish_uploads(release)[1:]
+    ]
+    with pytest.raises(ConflictError, match="an unknown sha256"):  # the archive is never downloaded to compare
+        publish(NoDigestStore(tmp_path / "store", rival=None), release.manifest, release.archive_path)
+
+
+def plan_publish_uploads(release: SyntheticRelease) -> tuple[Upload, ...]:
+    archive = LocalArchive(
+        release.archive_path,
+        release.manifest.archive.size,
+        release.manifest.archive.sha256,
+        box=box_json_for(release.manifest),
+    )
+    sbom = (release.archive_path.parent / release.manifest.sbom.name).read_bytes() if release.manifest.sbom else None
+    return plan_publish(release.manifest, archive, empty(), sbom=sbom).uploads
+
+
+def test_dangling_entries_are_listed_in_version_and_target_order_with_the_missing_keys() -> None:
+    manifests = [
+        make_manifest(version=v, cuda=c, size=1, sha256=SHA) for v in ("1.0.0", "0.9.0") for c in ("12.4", None)
+    ]
+    index = BoxIndex(boxId="demo-box")
+    for m in manifests:
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    missing = {manifests[0].keys.archive, manifests[0].keys.release, manifests[3].keys.release}
+    assert dangling_entries(index, missing) == (
+        f"demo-box 0.9.0 linux-x86_64-cpu ({manifests[3].keys.release})",
+        f"demo-box 1.0.0 linux-x86_64-cuda12.4 ({manifests[0].keys.release}, {manifests[0].keys.archive})",
+    )
+    assert dangling_entries(index, set()) == ()
+
+
+# --- every comparison refuses a difference whichever way it sorts ------------------------------------------
+
+OTHER_DIGESTS = ("0" * 64, "f" * 64)  # sorting before and after any real sha256
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(len(DATA) + 1, SHA), (len(DATA) - 1, SHA), *((len(DATA), d) for d in OTHER_DIGESTS)]
+)
+def test_an_archive_of_another_size_or_digest_is_refused(size: int, sha: str) -> None:
+    with pytest.raises(IntegrityError, match="does not match"):
+        plan_publish(MANIFEST, LocalArchive(ARCHIVE.path, size, sha, box=ARCHIVE.box), empty())
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(len(DATA) + 1, SHA), (len(DATA) - 1, SHA), *((len(DATA), d) for d in OTHER_DIGESTS)]
+)
+def test_a_stored_archive_of_another_size_or_digest_is_a_conflict(size: int, sha: str) -> None:
+    objects = {KEYS.archive: ObjectInfo(KEYS.archive, size, sha)}
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        plan_publish(MANIFEST, ARCHIVE, RemoteState(objects, False))
+
+
+@pytest.mark.parametrize(
+    ("size", "sha"), [(3, "0" * 64), (2, sha256_bytes(b"{}\n")), (4, sha256_bytes(b"{}\n")), (3, "f" * 64)]
+)
+def test_an_sbom_of_another_size_or_digest_is_refused(size: int, sha: str) -> None:
+    from scrollcase.format.release import SbomInfo
+
+    manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=size, sha256=sha)})
+    with pytest.raises(IntegrityError, match=r"but release\.json records"):
+        check_sbom(manifest, b"{}\n", "release.json")
+    check_sbom(
+        manifest.model_copy(update={"sbom": SbomInfo(name="x", size=3, sha256=sha256_bytes(b"{}\n"))}), b"{}\n", "r"
+    )
+
+
+@pytest.mark.parametrize("rival", ["shorter", "longer", "same size"])
+def test_a_lost_race_to_other_bytes_of_any_size_is_a_conflict(tmp_path: Path, rival: str) -> None:
+    release = write_release(tmp_path / "dist")
+    ours = release.archive_path.read_bytes()
+    theirs = {"shorter": ours[:-1], "longer": ours + b"\0", "same size": bytes(len(ours))}[rival]
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
+    assert not (tmp_path / "store" / release.manifest.keys.release).exists()
+
+
+def test_a_republish_uploads_nothing_and_says_so(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = LocalStore(tmp_path / "store")
+    publish(store, release.manifest, release.archive_path)
+    lines: list[str] = []
+    again = publish(store, release.manifest, release.archive_path, progress=lines.append)
+    assert (again.uploaded, again.sent, again.index_written) == ((), Transfer(0), False)
+    assert not [line for line in lines if line.startswith("uploading")]
+
+
+def test_a_new_release_of_a_framed_box_copies_what_the_earlier_one_holds(tmp_path: Path) -> None:
+    from tests.support.framedreleases import write_framed_release
+
+    old, new = (write_framed_release(tmp_path, v, payload=30_000, packages=3) for v in ("1.0.0", "1.0.1"))
+    store = LocalStore(tmp_path / "store")
+    assert publish(store, old.manifest, old.archive_path).sent.reused == 0
+    result = publish(store, new.manifest, new.archive_path)
+    assert 0 < result.plan.bytes_reused < new.manifest.archive.size
+    assert result.sent == Transfer(sent=result.plan.bytes_to_send, reused=result.plan.bytes_reused)
+    assert store.path_for(new.manifest.keys.archive).read_bytes() == new.archive_path.read_bytes()
+
+
+def test_a_refusal_names_its_first_problem_and_an_sbom_its_size() -> None:
+    archive, forged = relabel_cpu_as_cuda()
+    with pytest.raises(IntegrityError) as caught:
+        plan_publish(forged, archive, empty(), "x.release.json")
+    first, last = caught.value.problems[0], caught.value.problems[-1]
+    assert first.message != last.message
+    assert f"one sound release ({first.key}: {first.message})" in caught.value.message
+    from scrollcase.format.release import SbomInfo
+
+    manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=9, sha256="0" * 64)})
+    with pytest.raises(IntegrityError) as sbom:
+        check_sbom(manifest, b"{}\n", "release.json")
+    found = sha256_bytes(b"{}\n")
+    assert sbom.value.message.startswith(f"x.sbom.json is 3 bytes with sha256 {found}, but release.json records 9")
+
+
+def test_the_plan_and_its_parts_cannot_change() -> None:
+    plan = plan_publish(MANIFEST, ARCHIVE, empty())
+    result = PublishResult(plan, "store", True, (), False)
+    for fact in (ARCHIVE, plan.uploads[0], empty(), plan, result):
+        name = next(iter(vars(fact)))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(fact, name, getattr(fact, name))
+
+
+def test_a_plan_names_its_release() -> None:
+    assert plan_publish(MANIFEST, ARCHIVE, empty()).release == "demo-box 1.0.0 linux-x86_64-cuda12.4"
+
+
+def test_a_pre_release_ranks_by_its_own_numbers() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for m in (framed_release(v) for v in ("1.0.2", "1.0.3-rc.1")):
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3-rc.1", "1.0.2"]
+
+
+def test_a_release_with_build_metadata_ranks_by_its_numbers() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for m in (framed_release(v) for v in ("1.0.2", "1.0.3+build.7")):
+        index = merge_entry(index, "demo-box", m.version, entry_for(m)) or index
+    assert [v for v, _ in reuse_candidates(index, framed_release("2.0.0"), set())] == ["1.0.3+build.7", "1.0.2"]
+
+
+@pytest.mark.parametrize("expected", OTHER_DIGESTS)
+def test_an_archive_whose_second_read_is_not_the_checked_one_is_refused(tmp_path: Path, expected: str) -> None:
+    path = tmp_path / "a"
+    path.write_bytes(DATA)
+    step = Upload("archive", "k", len(DATA), expected, "upload", "", pieces=(Piece(0, len(DATA), "old"),))
+    with pytest.raises(IntegrityError, match="changed while it was being published"):
+        archive_upload(step, LocalArchive(path, len(DATA), expected), lambda _: None)
+
+
+@pytest.mark.parametrize("digest", OTHER_DIGESTS)
+def test_an_earlier_manifest_of_another_digest_than_vouched_is_passed_over_whichever_way_it_sorts(
+    tmp_path: Path, digest: str
+) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    vouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": digest})}}}
+    )
+    found, notes = earlier_archives(store, vouched, MANIFEST, set())
+    assert found == () and len(notes) == 1 and notes[0].endswith(f"the index says {digest}")
+
+
+@pytest.mark.parametrize("digest", OTHER_DIGESTS)
+def test_an_earlier_manifest_of_another_archive_is_passed_over(tmp_path: Path, digest: str) -> None:
+    store, index = _store_with(tmp_path, [framed_release("0.9.0")])
+    entry = index.versions["0.9.0"]["linux-x86_64-cuda12.4"]
+    other = framed_release("0.9.0")
+    other = other.model_copy(update={"archive": other.archive.model_copy(update={"sha256": digest})})
+    store.path_for(entry.release).write_bytes(dump_release(other))
+    unvouched = index.model_copy(
+        update={"versions": {"0.9.0": {entry.targetId: entry.model_copy(update={"releaseSha256": None})}}}
+    )
+    found, notes = earlier_archives(store, unvouched, MANIFEST, set())
+    assert found == () and notes[0].endswith("describes another archive than the index entry")
+
+
+class NoDigestRacingStore(RacingStore):
+    """A rival writes our archive's exact bytes first, and the store (like S3 for a plain PUT) knows no sha256."""
+
+    def head(self, key: str) -> ObjectInfo | None:
+        info = super().head(key)
+        return None if info is None else ObjectInfo(key, info.size, None, info.etag)
+
+
+def test_a_lost_archive_race_to_unknown_digest_is_a_conflict_the_archive_is_never_downloaded(tmp_path: Path) -> None:
+    release = write_release(tmp_path / "dist")
+    store = NoDigestRacingStore(tmp_path / "store", rival=release.archive_path.read_bytes())
+    with pytest.raises(ConflictError, match="an unknown sha256"):
+        publish(store, release.manifest, release.archive_path)
+
+
+def test_other_targets_come_after_the_same_target_whichever_way_they_sort() -> None:
+    index = BoxIndex(boxId="demo-box")
+    for version, cuda in (("1.0.0", "12.8"), ("0.9.0", "12.4"), ("1.0.0", None)):
+        m = make_manifest(version=version, cuda=cuda, size=1, sha256=SHA)
+        index = merge_entry(index, "demo-box", version, entry_for(m)) or index
+    current = make_manifest(version="1.1.0", size=1, sha256=SHA)
+    order = [(v, e.targetId) for v, e in reuse_candidates(index, current, set())]
+    assert order == [
+        ("0.9.0", "linux-x86_64-cuda12.4"),
+        ("1.0.0", "linux-x86_64-cpu"),
+        ("1.0.0", "linux-x86_64-cuda12.8"),
+    ]
+
+
+@pytest.mark.parametrize("other", ["alpha-box", "other-box"])  # sorting before and after demo-box
+def test_read_remote_state_stops_at_the_index_of_another_box_either_way(tmp_path: Path, other: str) -> None:
+    store, _ = _store_with(tmp_path, [framed_release("0.9.0")])
+    path = store.path_for(index_key("demo-box"))
+    path.write_bytes(path.read_bytes().replace(b'"demo-box"', f'"{other}"'.encode(), 1))
+    state = read_remote_state(store, framed_release("1.0.0"))
+    assert state.index is not None and state.index.boxId == other
+    assert (state.earlier, state.dangling) == ((), ())  # another box's entries are not checked against this one
+
+
+def test_an_index_that_does_not_list_the_release_is_to_be_updated() -> None:
+    other = make_manifest(version="0.9.0", size=1, sha256=SHA)
+    index = merge_entry(None, "demo-box", "0.9.0", entry_for(other))
+    assert plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=index)).index_action == "update"
+    listing = merge_entry(index, "demo-box", MANIFEST.version, entry_for(MANIFEST))
+    assert plan_publish(MANIFEST, ARCHIVE, RemoteState({}, False, index=listing)).index_action == "skip"
+
+
+@pytest.mark.parametrize("side", ["below", "above"])
+def test_a_lost_race_to_same_sized_bytes_is_a_conflict_whichever_way_their_digest_sorts(
+    tmp_path: Path, side: str
+) -> None:
+    release = write_release(tmp_path / "dist")
+    ours = release.manifest.archive.sha256
+    size = release.manifest.archive.size
+    # unbounded: 256 one-byte fills all sorted below a digest in the top ~0.4% (1 run in ~130 failed)
+    rivals = ((n.to_bytes(4, "big") * (size // 4 + 1))[:size] for n in itertools.count())
+    theirs = next(r for r in rivals if (sha256_bytes(r) < ours) == (side == "below"))
+    with pytest.raises(ConflictError, match="already published with different bytes"):
+        publish(RacingStore(tmp_path / "store", rival=theirs), release.manifest, release.archive_path)
+
+
+def test_a_real_publish_reports_what_it_sent_and_says_its_warnings(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "store")
+    gone = write_release(tmp_path / "gone", version="0.9.0")
+    publish(store, gone.manifest, gone.archive_path)
+    store.path_for(gone.manifest.keys.archive).unlink()
+    release = write_release(tmp_path / "dist")
+    lines: list[str] = []
+    result = publish(store, release.manifest, release.archive_path, progress=lines.append)
+    assert result.dry_run is False and result.to_json()["bytesSent"] == result.sent.sent > 0
+    assert result.bytes_line().startswith(f"sent {result.sent.sent} bytes")
+    assert [line for line in lines if line.startswith("warning: ")] == [f"warning: {w}" for w in result.plan.warnings]
+    assert len(result.plan.warnings) == 1 and "0.9.0" in result.plan.warnings[0]
+
+
+def test_a_missing_and_a_failed_self_test_are_told_apart() -> None:
+    from scrollcase.format.release import SelfTestReport
+
+    for report, said in ((None, "has no self-test report"), (SelfTestReport(passed=False, checks=[]), "failed")):
+        with pytest.raises(IntegrityError) as caught:
+            plan_publish(MANIFEST.model_copy(update={"selfTest": report}), ARCHIVE, empty())
+        assert said in caught.value.problems[0].message
