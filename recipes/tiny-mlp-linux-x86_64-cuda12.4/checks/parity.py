@@ -12,7 +12,7 @@ the .npz is written with zipfile, so the box does not have to ship numpy.
 One source, many copies: this script is scrollcase/data/parity_example.py in the scrollcase repository,
 and each example recipe carries a byte-identical copy as checks/parity.py (a recipe folder stays
 self-contained: no links, no ``..``).  Edit the source, then run ``python scripts/sync-parity-examples``;
-tests/unit/test_parity_example.py fails while a copy differs.
+tests/unit/parity/test_example.py fails while a copy differs.
 """
 
 from __future__ import annotations
