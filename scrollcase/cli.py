@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import signal
 import sys
 import threading
@@ -55,16 +54,11 @@ def _common_options(default: object) -> argparse.ArgumentParser:
     return common
 
 
-def command_modules(argv: Sequence[str] = ()) -> list[str]:
-    """The command modules to register: only the one ``argv`` names (its run, its --help), else all.
-
-    Importing every command costs about a second (numpy, boto3, rattler); ``scrollcase matrix`` in a
-    CI job, which prints JSON, should not pay for ``build``.  The options before a command take no
-    value, so the first word that is not an option is the command."""
-    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs (or asks the --help of): the first word that is not an option, since the
+    options before a command take no value; None when it names no known command."""
     first = next((arg for arg in argv if not arg.startswith("-")), None)
-    wanted = first.replace("-", "_") if first else None
-    return [wanted] if wanted in names else names
+    return first if first in commands.COMMANDS else None
 
 
 class _VersionAction(argparse.Action):
@@ -87,9 +81,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show scrollcase's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in command_modules(argv):
-        module = importlib.import_module(f"{commands.__name__}.{name}")
-        module.register(sub, common)
+    named = named_command(argv)
+    for name, help in commands.COMMANDS.items():
+        if name == named:  # only the command that runs is imported (numpy, boto3, rattler: about a second)
+            importlib.import_module(commands.module_of(name)).register(sub, common)
+        else:  # the overview's line and a valid choice; never parsed with
+            sub.add_parser(name, help=help)
     return parser
 
 

@@ -3,9 +3,11 @@
 Each module defines ``register(subparsers, common)`` which adds its sub-parser and sets
 ``handler=handler(ITS_ARGS, run)``: argparse's Namespace becomes the command's typed, frozen arguments in
 one place (:meth:`CommandArgs.from_namespace`), then ``run(args, console) -> int`` parses nothing more,
-makes its library call and renders.  The CLI discovers every module here, so adding a command never means
-editing ``cli.py``.  What several commands share (options, arguments, renderings) lives here, so no command
-imports another.
+makes its library call and renders.  :data:`COMMANDS` names every command with its one-line help, so
+``scrollcase --help`` and ``--version`` import no command module (their imports cost about a second): a
+command's module is imported only when it is run or its own ``--help`` is asked for.  Adding a command
+means its module and one line there, never editing ``cli.py``.  What several commands share (options,
+arguments, renderings) lives here, so no command imports another.
 """
 
 from __future__ import annotations
@@ -25,6 +27,34 @@ if TYPE_CHECKING:  # the commands that use these import them; matrix, report and
     from scrollcase.format.archive.unpack import UnpackResult
     from scrollcase.host.facts import HostProbes
     from scrollcase.targets.gpucheck import GpuCheckResult
+
+# Every command and its one-line help (the module's HELP; tests/unit/test_cli.py holds them equal), in the
+# order `scrollcase --help` lists them.  The module is commands/<name with _ for ->.py.
+COMMANDS: dict[str, str] = {
+    "build": "build a box archive and its release manifest",
+    "cache": "show, prune or empty the user cache (wheels, unpacked wheels, frames, bytecode)",
+    "demo": "run the whole lifecycle offline on an example recipe",
+    "doctor": "check this machine against the recipe's target (and show the pixi.toml rules)",
+    "inspect": "report the torch build and accelerator of every environment/platform in a pixi.lock",
+    "install": "install the release of a box that fits this machine from a store",
+    "lock": "solve a recipe for its target and write its pixi.lock",
+    "lock-check": "check committed pixi.lock files against pixi.toml and the recipe's target",
+    "matrix": "emit the GitHub Actions job matrix for the recipes",
+    "parity": "prove the box computes the same on every accelerator (the parity gate)",
+    "publish": "publish a release to a directory or S3 bucket",
+    "report": "render results for GitHub (annotations, summary, checks)",
+    "schema": "print the JSON Schema of recipe.json, *.release.json or a box index",
+    "unpack": "verify and unpack a box archive into a folder",
+    "upgrade": "upgrade an installed box, downloading only what changed",
+    "validate": "check recipes (recipe.json + folder) and report every problem",
+    "verify": "verify a built release (archive digest, layout, self-test) or an installed box (--installed)",
+}
+
+
+def module_of(command: str) -> str:
+    """The dotted name of ``command``'s module (``lock-check`` -> ``scrollcase.commands.lock_check``)."""
+    return f"{__name__}.{command.replace('-', '_')}"
+
 
 SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = "Callable[[argparse.Namespace, Console], int]"

@@ -40,11 +40,10 @@ def test_module_entry_point_runs_as_a_program():
 
 
 def test_json_flag_works_before_and_after_the_command():
-    parser = cli.build_parser()
     assert "demo" in _subcommands()  # a removed command fails here, never skips
     for argv in (["--json", "demo"], ["demo", "--json"]):
-        assert parser.parse_args(argv).json is True
-    assert parser.parse_args(["demo"]).json is False
+        assert cli.build_parser(argv).parse_args(argv).json is True
+    assert cli.build_parser(["demo"]).parse_args(["demo"]).json is False
 
 
 def test_an_interrupt_while_the_commands_load_is_exit_130_without_a_traceback(
@@ -147,12 +146,44 @@ def test_after_the_first_signal_neither_cuts_the_clean_up_short(first: str) -> N
 
 
 def test_only_the_named_command_is_loaded() -> None:
-    everything = cli.command_modules()
-    assert {"build", "lock_check", "matrix", "publish"} <= set(everything)
-    assert cli.command_modules(["--json", "lock-check", "recipes/x"]) == ["lock_check"]
-    assert cli.command_modules(["-q", "matrix", "--help"]) == ["matrix"]
-    assert cli.command_modules(["--help"]) == everything  # the overview lists them all
-    assert cli.command_modules(["bild"]) == everything  # argparse's error names the real choices
+    assert cli.named_command(["--json", "lock-check", "recipes/x"]) == "lock-check"
+    assert cli.named_command(["-q", "matrix", "--help"]) == "matrix"
+    assert cli.named_command(["--help"]) is None  # the overview: every command from the table, none imported
+    assert cli.named_command(["bild"]) is None  # argparse's error names the real choices
+
+
+def test_the_command_table_names_every_command_module() -> None:
+    import pkgutil
+
+    modules = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    assert sorted(commands.module_of(name).rsplit(".", 1)[1] for name in commands.COMMANDS) == modules
+    assert list(commands.COMMANDS) == sorted(commands.COMMANDS)  # the overview lists them as before: sorted
+
+
+@pytest.mark.parametrize("command", sorted(commands.COMMANDS))
+def test_the_overview_is_the_same_whichever_command_is_loaded(command: str) -> None:
+    """The table's help line is the module's own: the overview with ``command`` really registered (its
+    module imported) is the overview built from the table alone, and ``command`` parses with its own parser."""
+    light = cli.build_parser([]).format_help()
+    loaded = cli.build_parser([command])
+    assert loaded.format_help() == light
+    action = next(a for a in loaded._actions if a.dest == "command")
+    assert "--json" in action.choices[command].format_help()  # type: ignore[index]
+
+
+def test_version_and_the_overview_import_no_command_module() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from scrollcase import cli\n"
+        "for argv in (['--version'], ['--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        cli.main(argv)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scrollcase.commands.')))\n"
+    )
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_matrix_command_imports_nothing_heavy(tmp_path: Path) -> None:
