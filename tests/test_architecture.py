@@ -32,7 +32,6 @@ KNOWN_LONG_MODULES: set[str] = {
     "build/pipeline.py",
     "format/archive/pack.py",
     "format/archive/unpack.py",
-    "lock/check.py",
     "store/publish.py",
     "store/s3.py",
     "wheels/install.py",

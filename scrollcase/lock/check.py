@@ -19,18 +19,8 @@ from scrollcase.lock.manifest import Dependency, PixiManifest, PypiDependency
 from scrollcase.lock.rattler_errors import rattler_exceptions
 from scrollcase.lock.read import LockedPackage, LockFile
 from scrollcase.lock.resolve import pypi_name
-from scrollcase.targets.classify import (
-    PackageRecord,
-    TorchBuild,
-    classify_torch,
-    cuda_library_wheels,
-    cuda_runtime_wheel,
-    cuda_runtime_wheels,
-    cuda_version_record,
-    major_minor,
-    pypi_torch_releases,
-    pytorch_index,
-)
+from scrollcase.targets.base import LockContext
+from scrollcase.targets.classify import TorchBuild, classify_torch
 from scrollcase.targets.vocabulary import TargetSpec
 
 ENVIRONMENT = "default"
@@ -72,11 +62,13 @@ def _relock(inp: LockCheckInput) -> str:
 
 
 def select_platform(lock: LockFile, environment: str, target: TargetSpec) -> str | None:
-    """The lock platform key holding ``target``'s subdir; for CUDA prefer one solved with ``__cuda``."""
+    """The lock platform key holding ``target``'s subdir; for a target with virtual packages of its accelerator
+    (``__cuda``) prefer one solved with them."""
     names = lock.platform_names(environment, target.subdir)
-    if len(names) > 1 and target.cuda_version:
-        with_cuda = [n for n in names if any(v.startswith("__cuda") for v in lock.platforms[n].virtual_packages)]
-        names = with_cuda or names
+    own = tuple(target.kind.virtual_packages(target.cuda_version))
+    if len(names) > 1 and own:
+        solved = [n for n in names if any(v.startswith(own) for v in lock.platforms[n].virtual_packages)]
+        names = solved or names
     return names[0] if names else None
 
 
@@ -242,7 +234,7 @@ def dependency_problems(inp: LockCheckInput, packages: Sequence[LockedPackage]) 
         if verdict is True:
             continue
         held = f"{locked.name} {locked.version} {locked.build or ''}".rstrip()
-        where = f"{inp.lock.file}:{_at(inp, locked)}"
+        where = f"{inp.lock.file}:{_line(locked)}"
         if verdict is False:
             message = f"the lock is stale: pixi.toml asks for {spec} but the lock holds {held} ({where})"
         else:
@@ -338,7 +330,7 @@ def _pypi_dependency_problems(inp: LockCheckInput, dep: PypiDependency, locked: 
         return []
     found = f"{locked.name} {locked.version}"
     if verdict is False:
-        where = f" (line {_at(inp, locked)} of {inp.lock.file})" if _at(inp, locked) else ""
+        where = f" (line {_line(locked)} of {inp.lock.file})" if _line(locked) else ""
         message = f"the lock is stale: pixi.toml asks for {dep.name} {dep.version} but the lock holds {found}{where}"
         fix = _relock(inp)
     else:
@@ -353,218 +345,23 @@ def _specifier_fix(name: str, spec: str) -> str:
     return f'write PEP 440 specifiers, e.g. {name} = ">=2.5,<2.7" or {name} = "==2.6.0"'
 
 
+def _line(package: LockedPackage) -> int | None:
+    return package.line or package.entry_line
+
+
+def lock_context(inp: LockCheckInput) -> LockContext:
+    """What the target's accelerator module needs to judge the lock (targets/<accelerator>.py)."""
+    env = inp.lock.environments.get(inp.environment)
+    return LockContext(
+        target_id=inp.target.target_id,
+        accelerator=inp.target.accelerator,
+        version=inp.target.cuda_version,
+        file=inp.lock.file,
+        environment_line=env.line if env else None,
+        relock=_relock(inp),
+    )
+
+
 def accelerator_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild) -> list[Problem]:
-    if inp.target.cuda_version:
-        return cuda_problems(inp, packages, torch, inp.target.cuda_version)
-    return cpu_problems(inp, packages, torch)
-
-
-def _at(inp: LockCheckInput, package: PackageRecord | None) -> int | None:
-    return (package.line or package.entry_line) if package else None
-
-
-def _torch_value(torch: TorchBuild) -> str:
-    return " ".join(x for x in (torch.provider, torch.version, torch.build) if x)
-
-
-def _torch_problem(inp: LockCheckInput, torch: TorchBuild, message: str, fix: str, key: str = "torch") -> Problem:
-    """A problem with the locked torch, located at its record."""
-    return Problem(
-        message=message, file=inp.lock.file, line=_at(inp, torch.package), key=key, value=_torch_value(torch), fix=fix
-    )
-
-
-def _package_problem(inp: LockCheckInput, package: PackageRecord, message: str, value: str, fix: str) -> Problem:
-    """A problem with a locked package, located at its record."""
-    return Problem(message=message, file=inp.lock.file, line=_at(inp, package), key=package.name, value=value, fix=fix)
-
-
-def _conda_cuda_fix(inp: LockCheckInput, cuda: str) -> str:
-    return (
-        f'in pixi.toml pin pytorch = {{ version = "2.*", build = "cuda*" }} and '
-        f'cuda-version = "{cuda}.*", declare [system-requirements] cuda = "{cuda}", then ' + _relock(inp)
-    )
-
-
-def pypi_torch_advice(cuda: str) -> str:
-    """How to get a PyPI torch built for ``cuda``: a release whose default wheels use it, or PyTorch's index."""
-    releases = pypi_torch_releases(cuda)
-    if not releases:
-        return (
-            f"PyPI's default index has no torch built for CUDA {cuda}; take torch from PyTorch's index: "
-            f'torch = {{ version = "*", index = "{pytorch_index(cuda)}" }}'
-        )
-    last_major, last_minor = releases[-1].split(".")
-    pin = f">={releases[0]},<{last_major}.{int(last_minor) + 1}"
-    names = releases[0] if len(releases) == 1 else f"{', '.join(releases[:-1])} or {releases[-1]}"
-    return (
-        f"in [pypi-dependencies] pin torch to a release whose PyPI wheels are built for CUDA {cuda} "
-        f'(torch {names}): torch = "{pin}", or take it from PyTorch\'s index for CUDA {cuda}: '
-        f'torch = {{ version = "{pin}", index = "{pytorch_index(cuda)}" }}'
-    )
-
-
-def cuda_problems(
-    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str
-) -> list[Problem]:
-    pin_fix = _conda_cuda_fix(inp, cuda)
-    if torch.provider is None:
-        return _cuda_without_torch(inp, packages, cuda, pin_fix)
-    if torch.provider == "pypi":
-        return _pypi_cuda_problems(inp, packages, torch, cuda)
-    if torch.accelerator != f"cuda{cuda}":
-        found = "a CPU build" if torch.accelerator == "cpu" else f"a build for {torch.accelerator}"
-        return [
-            _torch_problem(
-                inp,
-                torch,
-                f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
-                f"{found} ({torch.evidence}) — CPU packages under a CUDA name",
-                pin_fix,
-            )
-        ]
-    return _cuda_version_record_problems(inp, packages, torch, cuda, pin_fix)
-
-
-def _pypi_cuda_problems(
-    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str
-) -> list[Problem]:
-    """A PyPI torch for exactly the target's CUDA, beside CUDA runtime wheels of that CUDA only."""
-    fix = pypi_torch_advice(cuda) + ", then " + _relock(inp)
-    problems: list[Problem] = []
-    if torch.accelerator != f"cuda{cuda}":
-        cpu = torch.accelerator == "cpu"
-        found = "a CPU build" if cpu else f"a build for {torch.accelerator}"
-        under = "CPU packages" if cpu else f"{torch.accelerator} packages"
-        problems.append(
-            _torch_problem(
-                inp,
-                torch,
-                f"{inp.target.target_id} needs a GPU build of torch for CUDA {cuda}, but the lock holds "
-                f"torch {torch.version} from PyPI, {found} ({torch.evidence}) — {under} under a "
-                f"cuda{cuda} name",
-                fix,
-            )
-        )
-    return problems + _runtime_wheel_problems(inp, packages, torch, cuda, fix)
-
-
-def _runtime_wheel_problems(
-    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str, fix: str
-) -> list[Problem]:
-    """Every CUDA runtime wheel is the target's CUDA (major.minor); one CUDA per lock."""
-    runtimes = cuda_runtime_wheels(packages)
-    versions = {major_minor(r.version) for r in runtimes}
-    shown = ", ".join(f"{r.name} {r.version}" for r in runtimes)
-    if len(versions) > 1:
-        odd = next(r for r in runtimes if major_minor(r.version) != cuda)
-        message = (
-            f"the lock holds CUDA runtime wheels for several CUDA versions ({shown}); a "
-            f"{inp.target.target_id} box must hold one, for CUDA {cuda}"
-        )
-        pin = (
-            f"find what pulls {odd.name} {odd.version} (torch, or the CUDA variant of another package, "
-            f"e.g. a -cu12 or -cu13 build) and pin one built for CUDA {cuda}; for torch: " + fix
-        )
-        return [_package_problem(inp, odd, message, shown, pin)]
-    if versions and versions != {cuda} and torch.accelerator == f"cuda{cuda}":
-        runtime = runtimes[0]
-        message = (
-            f"torch {torch.version} is a CUDA {cuda} build, but the lock holds {shown}, the CUDA "
-            f"{major_minor(runtime.version)} runtime"
-        )
-        return [_package_problem(inp, runtime, message, runtime.version, fix)]
-    return []
-
-
-def _cuda_version_record_problems(
-    inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild, cuda: str, fix: str
-) -> list[Problem]:
-    record = cuda_version_record(packages)
-    if record is None:
-        return [
-            _torch_problem(
-                inp,
-                torch,
-                f"torch is a CUDA {cuda} build but the lock has no cuda-version record to pin the ABI",
-                fix,
-                key="cuda-version",
-            )
-        ]
-    if major_minor(record.version) != cuda:
-        return [
-            Problem(
-                message=f"cuda-version {record.version} does not match the target's CUDA {cuda}",
-                file=inp.lock.file,
-                line=_at(inp, record),
-                key="cuda-version",
-                value=record.version,
-                fix=fix,
-            )
-        ]
-    return []
-
-
-def _cuda_without_torch(inp: LockCheckInput, packages: Sequence[LockedPackage], cuda: str, fix: str) -> list[Problem]:
-    """A CUDA box without torch (e.g. CuPy, ONNX Runtime) must still lock the target's CUDA."""
-    record = cuda_version_record(packages)
-    runtime = cuda_runtime_wheel(packages)
-    found = [major_minor(p.version) for p in (record, runtime) if p is not None]
-    if cuda in found:
-        return []
-    what = (
-        f"CUDA {', '.join(found)}"
-        if found
-        else "no CUDA runtime at all (no cuda-version record, no nvidia-cuda-runtime wheel)"
-    )
-    return [
-        Problem(
-            message=f"{inp.target.target_id} needs CUDA {cuda} packages but the lock holds {what}",
-            file=inp.lock.file,
-            line=_at(inp, record or runtime) or inp.lock.environments[inp.environment].line,
-            key="cuda-version",
-            value=", ".join(found) or None,
-            fix=fix,
-        )
-    ]
-
-
-def cpu_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], torch: TorchBuild) -> list[Problem]:
-    cpu_index = f'torch = {{ version = "*", index = "{pytorch_index(None)}" }}'
-    if torch.provider == "pypi":
-        fix = f"take torch from PyTorch's CPU index in [pypi-dependencies]: {cpu_index}, then " + _relock(inp)
-    else:
-        fix = 'pin a CPU build in pixi.toml, e.g. pytorch = { version = "2.*", build = "cpu*" }, then ' + _relock(inp)
-    problems: list[Problem] = []
-    if torch.cuda_version:
-        problems.append(
-            _torch_problem(
-                inp,
-                torch,
-                f"{inp.target.target_id} is not a CUDA target but the lock holds a CUDA "
-                f"{torch.cuda_version} build of torch ({torch.evidence})",
-                fix,
-            )
-        )
-    return problems + _cuda_wheel_problems(inp, packages, cpu_index)
-
-
-def _cuda_wheel_problems(inp: LockCheckInput, packages: Sequence[LockedPackage], cpu_index: str) -> list[Problem]:
-    """A box that is not for CUDA holds no NVIDIA CUDA wheels (PyPI's default Linux torch pulls them)."""
-    wheels = cuda_library_wheels(packages)
-    if not wheels:
-        return []
-    shown = ", ".join(f"{w.name} {w.version}" for w in wheels)
-    return [
-        Problem(
-            message=f"{inp.target.target_id} is not a CUDA target but the lock holds {len(wheels)} NVIDIA CUDA "
-            f"wheel{'s' if len(wheels) > 1 else ''}: {shown} — CUDA packages under a {inp.target.accelerator} name",
-            file=inp.lock.file,
-            line=_at(inp, wheels[0]),
-            key=wheels[0].name,
-            value=shown,
-            fix=f"PyPI's default Linux torch is a CUDA build that pulls these: take torch from PyTorch's CPU index "
-            f"in [pypi-dependencies] ({cpu_index}); if another package pulls them, use its CPU variant; then "
-            + _relock(inp),
-        )
-    ]
+    """The accelerator's own lock rules: the torch build and runtime packages it needs (or forbids)."""
+    return inp.target.kind.lock_problems(lock_context(inp), packages, torch)

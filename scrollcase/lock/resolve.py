@@ -3,10 +3,10 @@
 :func:`plan_resolution` is pure: it turns the manifest, the target and the conda records the solver
 chose into exactly what uv is told — the target's wheel platform and the exact Python of the conda
 solve, the conda-installed Python packages held at their conda versions (and never emitted, so they are
-never reinstalled from PyPI), and the CUDA constraints that let the resolver pick only wheels built for
-the recipe's ``cudaVersion``.  :func:`resolve` is the thin executor that runs ``uv pip compile`` and
-reads its ``pylock.toml``.  A failure is explained in the recipe's terms: which requirement, which
-target, which CUDA constraint.
+never reinstalled from PyPI), and the accelerator's constraints (targets/<accelerator>.py) that let the
+resolver pick only wheels built for the recipe's accelerator runtime.  :func:`resolve` is the thin
+executor that runs ``uv pip compile`` and reads its ``pylock.toml``.  A failure is explained in the
+recipe's terms: which requirement, which target, which accelerator constraint.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from scrollcase.errors import ManifestError, Problem, SolveError
 from scrollcase.io import proc
 from scrollcase.lock.manifest import PixiManifest, PypiDependency, _load_toml
 from scrollcase.lock.read import normalize_name as normalize
+from scrollcase.targets import registry
 from scrollcase.targets.vocabulary import DEFAULT_GLIBC, DEFAULT_MACOS, TargetSpec
 
 _OPERATORS = ("==", "!=", "<", ">", "~=", "===")
@@ -111,13 +112,6 @@ def pypi_requirements(manifest: PixiManifest, subdir: str) -> list[PypiRequireme
 DEFAULT_INDEX = "https://pypi.org/simple"
 PROJECT_NAME = "scrollcase-lock"  # the throwaway project uv resolves; its name never reaches a message
 UV_TIMEOUT = 900.0
-# Every name the CUDA runtime wheel has had: -cu11/-cu12 until torch 2.10, unsuffixed since CUDA 13.
-CUDA_RUNTIME_WHEELS = (
-    "nvidia-cuda-runtime",
-    "nvidia-cuda-runtime-cu11",
-    "nvidia-cuda-runtime-cu12",
-    "nvidia-cuda-runtime-cu13",
-)
 # conda names whose PyPI name differs (the rest are the same name, PEP 503 normalised).
 CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-cpu": "torch", "pytorch-gpu": "torch", "py-opencv": "opencv-python"}
 _NOT_PYPI = frozenset({"python", "python_abi", "pip", "setuptools", "wheel"})
@@ -138,7 +132,7 @@ class PypiPlan:
     python_platform: str  # uv's --python-platform
     python_version: str  # the exact Python the conda solve chose
     requirements: tuple[PypiRequirement, ...]
-    constraints: tuple[str, ...]  # held conda packages and the CUDA runtime constraints
+    constraints: tuple[str, ...]  # held conda packages and the accelerator's runtime constraints
     held: tuple[str, ...]  # PyPI names conda installs: never emitted
     index_url: str
     extra_index_urls: tuple[str, ...] = ()
@@ -147,6 +141,7 @@ class PypiPlan:
     environment: tuple[tuple[str, str], ...] = ()  # e.g. MACOSX_DEPLOYMENT_TARGET
     manifest_file: str = "pixi.toml"
     cuda: str | None = None
+    accelerator: str = "cpu"
 
     @property
     def indexes(self) -> tuple[str, ...]:
@@ -181,11 +176,10 @@ def python_platform(subdir: str, glibc: str = DEFAULT_GLIBC) -> tuple[str, dict[
     return table[subdir]
 
 
-def cuda_constraints(target: TargetSpec) -> tuple[str, ...]:
-    """CUDA targets: the runtime wheel must be exactly cudaVersion; CPU targets: no CUDA runtime at all."""
-    if target.is_cuda and target.cuda_version:
-        return tuple(f"{name}=={target.cuda_version}.*" for name in CUDA_RUNTIME_WHEELS)
-    return tuple(f"{name}<0" for name in CUDA_RUNTIME_WHEELS)
+def accelerator_constraints(target: TargetSpec) -> tuple[str, ...]:
+    """The accelerator's runtime constraints: CUDA targets lock exactly their CUDA's runtime wheel,
+    the others none at all (targets/<accelerator>.py says which)."""
+    return target.kind.pypi_constraints(target.cuda_version)
 
 
 def _record_name(record: Any) -> str:
@@ -250,7 +244,7 @@ def plan_resolution(
         python_platform=platform,
         python_version=conda_python(records),
         requirements=requirements,
-        constraints=constraints + cuda_constraints(target),
+        constraints=constraints + accelerator_constraints(target),
         held=tuple(sorted(held)),
         index_url=str(options.get("index-url") or DEFAULT_INDEX).rstrip("/"),
         extra_index_urls=tuple(str(u).rstrip("/") for u in options.get("extra-index-urls") or []),
@@ -259,6 +253,7 @@ def plan_resolution(
         environment=tuple(sorted(env.items())),
         manifest_file=manifest.file,
         cuda=target.cuda_version,
+        accelerator=target.accelerator,
     )
 
 
@@ -406,25 +401,16 @@ _MENTION = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)(?=[=<>!~ ]|$)")
 
 
 def resolution_error(plan: PypiPlan, output: str, timed_out: bool = False) -> SolveError:
-    """uv's explanation, pinned to the pixi.toml requirements it names, with the CUDA constraint spelled out."""
+    """uv's explanation, pinned to the pixi.toml requirements it names, with the accelerator's constraint
+    spelled out."""
     lines = [line for line in output.strip().splitlines() if line.strip()]
     silent = "uv timed out" if timed_out else "uv failed without a message"
     explanation = "\n".join(lines[:40]).replace(PROJECT_NAME, "pixi.toml") or silent
     mentioned = {normalize(m) for m in _MENTION.findall(explanation)}
     named = [r for r in plan.requirements if normalize(r.name) in mentioned] or list(plan.requirements)
-    cuda = (
-        f"for {plan.target_id} the resolver may only pick wheels built for CUDA {plan.cuda} "
-        f"(constraint {CUDA_RUNTIME_WHEELS[0]}*=={plan.cuda}.*)"
-        if plan.cuda
-        else f"{plan.target_id} is not a CUDA target, so no nvidia-cuda-runtime wheel may be locked"
-    )
-    fix = f"{cuda}; pin releases that exist as wheels for {plan.python_platform} and Python {plan.python_version}" + (
-        " (cuda12.4 -> torch 2.5/2.6, 12.6 -> 2.7, 12.8 -> 2.8-2.10, "
-        "13.0 -> 2.11-2.14) or set the torch index to "
-        f"https://download.pytorch.org/whl/cu{plan.cuda.replace('.', '')}"
-        if plan.cuda
-        else "; for torch on Linux use the index https://download.pytorch.org/whl/cpu"
-    )
+    allowed, where = registry.accelerator(plan.accelerator).resolve_hint(plan.target_id, plan.cuda)
+    fix = f"{allowed}; pin releases that exist as wheels for {plan.python_platform} and Python {plan.python_version}"
+    fix += where
     problems = [
         Problem(message=explanation, file=plan.manifest_file, line=r.line, key=r.key, value=r.requirement, fix=fix)
         for r in named[:3]

@@ -21,13 +21,15 @@ from scrollcase.errors import Problem, RecipeError, UsageError, collect, describ
 from scrollcase.recipe.jsonpos import JsonPath, PositionMap, has_duplicate_keys, position_map, render_path
 from scrollcase.recipe.model import RULES_CHECKED, Recipe
 from scrollcase.recipe.rules import RuleViolation, recipe_rules
+from scrollcase.targets import registry
 
 RECIPE_FILE = "recipe.json"
 MANIFEST_FILE = "pixi.toml"
 LOCK_FILE = "pixi.lock"
 MAX_RECIPE_BYTES = 1024 * 1024  # recipe.json is metadata; anything bigger is a mistake, refused unread
 
-# Common spellings of literal values and what the recipe calls them.
+# Common spellings of platform and arch values and what the recipe calls them (accelerators' own
+# spellings, such as gpu and mps, come from the registry: targets/registry.py's device_aliases).
 ALIASES = {
     "macos": "osx",
     "darwin": "osx",
@@ -36,8 +38,6 @@ ALIASES = {
     "win32": "windows",
     "amd64": "x86_64",
     "x64": "x86_64",
-    "gpu": "cuda",
-    "mps": "metal",
 }
 
 
@@ -102,7 +102,8 @@ def _unknown_key_fix(loc: JsonPath) -> tuple[str, str]:
 def _literal_fix(err: Any) -> str:
     expected = (err.get("ctx") or {}).get("expected", "")
     value = err.get("input")
-    alias = ALIASES.get(value.lower()) if isinstance(value, str) else None
+    aliases = ALIASES | {k: v for k, v in registry.device_aliases().items() if k != v}
+    alias = aliases.get(value.lower()) if isinstance(value, str) else None
     if isinstance(value, str) and value.lower() != value and value.lower() in expected:
         alias = value.lower()
     hint = f"did you mean {alias!r}? " if alias and alias in expected else ""

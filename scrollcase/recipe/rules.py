@@ -16,7 +16,8 @@ from typing import Any
 
 from scrollcase.recipe.fields import IDENTIFIER_RE, MAJOR_MINOR_RE
 from scrollcase.recipe.jsonpos import JsonPath
-from scrollcase.targets.vocabulary import ACCELERATORS, ARCHES, PLATFORMS, SUPPORTED, TargetSpec
+from scrollcase.targets import registry
+from scrollcase.targets.vocabulary import ARCHES, PLATFORMS, SUPPORTED, TargetSpec
 
 
 @dataclass(frozen=True)
@@ -40,24 +41,24 @@ def _get(raw: Any, *path: str | int) -> Any:
 
 
 def _target_fields(raw: Any) -> tuple[str, str, str, str | None] | None:
-    """(platform, arch, accelerator, cudaVersion) when each is a known value of the right type, else None
-    (the field itself is then reported; a combination rule on top would only be noise)."""
-    plat, arch, accel, cuda = (_get(raw, k) for k in ("platform", "arch", "accelerator", "cudaVersion"))
-    if not all(isinstance(v, str) for v in (plat, arch, accel)) or (cuda is not None and not isinstance(cuda, str)):
+    """(platform, arch, accelerator, its runtime version) when each is a known value of the right type,
+    else None (the field itself is then reported; a combination rule on top would only be noise)."""
+    plat, arch, accel = (_get(raw, k) for k in ("platform", "arch", "accelerator"))
+    versions = [_get(raw, k) for k in registry.version_fields()]
+    if not all(isinstance(v, str) for v in (plat, arch, accel)) or any(
+        v is not None and not isinstance(v, str) for v in versions
+    ):
         return None
-    if plat not in PLATFORMS or arch not in ARCHES or accel not in ACCELERATORS:
+    if plat not in PLATFORMS or arch not in ARCHES or not registry.known(accel):
         return None
-    return plat, arch, accel, cuda
+    field = registry.accelerator(accel).version_field
+    return plat, arch, accel, _get(raw, field) if field else None
 
 
-def _combination_rule(plat: str, arch: str, accel: str, cuda: str | None, at: JsonPath) -> RuleViolation | None:
-    if plat == "osx" and accel == "cuda":
-        return RuleViolation(
-            (*at, "accelerator"),
-            "macOS has no CUDA target — use metal",
-            accel,
-            'set target.accelerator to "metal" with arch "arm64" (or "cpu"), and remove target.cudaVersion',
-        )
+def _combination_rule(plat: str, arch: str, accel: str, at: JsonPath) -> RuleViolation | None:
+    never = registry.accelerator(accel).unavailable(plat)
+    if never is not None:
+        return RuleViolation((*at, "accelerator"), never[0], accel, never[1])
     if (plat, arch) not in SUPPORTED:
         pairs = ", ".join(f"{p}/{a}" for p, a in SUPPORTED)
         return RuleViolation(
@@ -71,27 +72,38 @@ def _combination_rule(plat: str, arch: str, accel: str, cuda: str | None, at: Js
             accel,
             f"use one of: {', '.join(allowed)}",
         )
-    if accel == "cuda" and cuda is None:
-        return RuleViolation(
-            (*at, "cudaVersion"),
-            "cudaVersion is required for a CUDA target",
-            None,
-            'add "cudaVersion": "12.4" (major.minor of the CUDA runtime) to target',
-        )
-    if accel != "cuda" and cuda is not None:
-        return RuleViolation(
-            (*at, "cudaVersion"),
-            f"cudaVersion is only allowed for CUDA targets, not {accel!r}",
-            cuda,
-            "remove target.cudaVersion",
-        )
     return None
+
+
+def _version_rule(raw: Any, accel: str, at: JsonPath) -> RuleViolation | None:
+    """The accelerator's runtime-version field is set exactly when the accelerator has one."""
+    kind = registry.accelerator(accel)
+    if kind.version_field and _get(raw, kind.version_field) is None:
+        field = kind.version_field
+        return RuleViolation((*at, field), f"{field} is required for a {kind.title} target", None, kind.version_fix())
+    for field, owner in registry.version_fields().items():
+        value = _get(raw, field)
+        if owner != accel and value is not None:
+            title = registry.accelerator(owner).title
+            return RuleViolation(
+                (*at, field),
+                f"{field} is only allowed for {title} targets, not {accel!r}",
+                value,
+                f"remove target.{field}",
+            )
+    return None
+
+
+def _target_rule(raw: Any, at: JsonPath) -> RuleViolation | None:
+    fields = _target_fields(raw)
+    if fields is None:
+        return None
+    return _combination_rule(*fields[:3], at) or _version_rule(raw, fields[2], at)
 
 
 def target_rules(raw: Any, at: JsonPath = ("target",)) -> list[RuleViolation]:
     """The rules about one ``target`` object (which combinations exist); paths are prefixed with ``at``."""
-    fields = _target_fields(raw)
-    violation = _combination_rule(*fields, at) if fields else None
+    violation = _target_rule(raw, at)
     return [violation] if violation else []
 
 
@@ -99,11 +111,11 @@ def _valid_target(raw: Any) -> TargetSpec | None:
     """The target described by raw JSON when it is a supported one (the rules that depend on the
     target run only then), else None."""
     fields = _target_fields(raw)
-    if fields is None or _combination_rule(*fields, ()) is not None:
+    if fields is None or _target_rule(raw, ()) is not None:
         return None
-    cuda = fields[3]
-    if cuda is not None and not MAJOR_MINOR_RE.fullmatch(cuda):
-        return None  # cudaVersion's own field rule reports it; a target ID built from it would be wrong
+    version = fields[3]
+    if version is not None and not MAJOR_MINOR_RE.fullmatch(version):
+        return None  # the version field's own rule reports it; a target ID built from it would be wrong
     return TargetSpec(*fields)
 
 
@@ -122,7 +134,7 @@ def _identity_rules(raw: Mapping[str, Any], target: TargetSpec | None) -> list[R
                 )
             )
     driver = _get(raw, "compatibility", "minNvidiaDriverVersion")
-    if target and not target.is_cuda and driver is not None:
+    if target and not target.kind.uses_gpu and driver is not None:
         out.append(
             RuleViolation(
                 ("compatibility", "minNvidiaDriverVersion"),
@@ -205,7 +217,7 @@ def _parity_rules(raw: Mapping[str, Any], target: TargetSpec | None) -> list[Rul
             f"use only: {', '.join(allowed)}",
         )
         for i, acc in enumerate(accels)
-        if acc in ACCELERATORS and acc not in allowed
+        if registry.known(acc) and acc not in allowed
     ]
     if target.accelerator not in accels:
         out.append(

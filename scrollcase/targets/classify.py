@@ -48,6 +48,13 @@ class PackageRecord(Protocol):
 CONDA_TORCH = "pytorch"
 PYPI_TORCH = "torch"
 CUDA_VERSION_PACKAGE = "cuda-version"
+# The CUDA runtime wheels a PyPI resolution may hold: CUDA 11/12 name the major, CUDA 13 does not.
+CUDA_RUNTIME_WHEELS = (
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu11",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu13",
+)
 _CUDA_RUNTIME_WHEEL = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 # NVIDIA's CUDA library wheels: every ``nvidia-*-cuNN`` (CUDA 11/12 naming, and cudnn/nccl/... for 13)
 # and the unsuffixed CUDA 13 names.  Not nvidia-ml-py (NVML bindings), nvidia-pyindex or nvidia-modelopt.

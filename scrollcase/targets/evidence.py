@@ -18,13 +18,15 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scrollcase.errors import BuildError, Problem, SelfTestError
 from scrollcase.io.proc import run_python
-from scrollcase.targets.vocabulary import TargetSpec
+
+if TYPE_CHECKING:
+    from scrollcase.targets.vocabulary import TargetSpec
 
 _RUNTIME_WHEEL = re.compile(r"^nvidia[-_]cuda[-_]runtime(?:[-_]cu\d+)?$", re.IGNORECASE)
 _RUNTIME_CONDA = ("cuda-cudart", "cuda-version", "cudatoolkit")

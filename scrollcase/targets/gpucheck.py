@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from scrollcase.errors import Problem
 from scrollcase.targets.evidence import GpuEvidence
 from scrollcase.targets.hostgpu import Gpu, GpuFacts, dotted_key
-from scrollcase.targets.vocabulary import TargetSpec
+
+if TYPE_CHECKING:
+    from scrollcase.targets.vocabulary import TargetSpec
 
 Runs = Literal["sass", "ptx", "no", "unknown"]
 Status = Literal["pass", "warn", "fail", "skip"]

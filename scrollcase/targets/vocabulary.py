@@ -8,17 +8,44 @@ from __future__ import annotations
 
 import platform as _platform
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+from pydantic import AfterValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from scrollcase.targets import registry
+from scrollcase.targets.base import Accelerator as AcceleratorKind
 
 # The vocabulary, defined once: the recipe's Target model types its fields with these.
 Platform = Literal["linux", "windows", "osx"]
 Arch = Literal["x86_64", "aarch64", "arm64"]
-Accelerator = Literal["cpu", "cuda", "metal"]
 
 PLATFORMS: tuple[str, ...] = get_args(Platform)
 ARCHES: tuple[str, ...] = get_args(Arch)
-ACCELERATORS: tuple[str, ...] = get_args(Accelerator)
+
+
+def accelerator_names() -> tuple[str, ...]:
+    """The accelerators of the registry (targets/registry.py), in its order."""
+    return tuple(registry.ACCELERATORS)
+
+
+def _known_accelerator(value: str) -> str:
+    if not registry.known(value):
+        names = [repr(n) for n in accelerator_names()]
+        expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+        # The same error a Literal of the names gives, so messages read alike for every field.
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
+
+
+# A recipe's target.accelerator: any registered accelerator (the schema lists the built-in ones).
+Accelerator = Annotated[
+    str,
+    AfterValidator(_known_accelerator),
+    WithJsonSchema({"enum": list(registry.ACCELERATORS), "type": "string"}),
+]
 
 SUBDIRS: dict[tuple[str, str], str] = {
     ("linux", "x86_64"): "linux-64",
@@ -28,14 +55,23 @@ SUBDIRS: dict[tuple[str, str], str] = {
     ("osx", "x86_64"): "osx-64",
 }
 
-# (platform, arch) -> accelerators a box may target there.
-SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
-    ("linux", "x86_64"): ("cpu", "cuda"),
-    ("linux", "aarch64"): ("cpu", "cuda"),
-    ("windows", "x86_64"): ("cpu", "cuda"),
-    ("osx", "arm64"): ("cpu", "metal"),
-    ("osx", "x86_64"): ("cpu",),
-}
+
+class _Supported(Mapping[tuple[str, str], tuple[str, ...]]):
+    """(platform, arch) -> the accelerators a box may target there, read from the registry when asked."""
+
+    def __getitem__(self, key: tuple[str, str]) -> tuple[str, ...]:
+        if key not in SUBDIRS:
+            raise KeyError(key)
+        return tuple(a.name for a in registry.ACCELERATORS.values() if key in a.platforms)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(SUBDIRS)
+
+    def __len__(self) -> int:
+        return len(SUBDIRS)
+
+
+SUPPORTED: Mapping[tuple[str, str], tuple[str, ...]] = _Supported()
 
 # glibc the solver may assume for Linux targets: the manylinux_2_28 baseline most CUDA stacks need.
 DEFAULT_GLIBC = "2.28"
@@ -60,6 +96,11 @@ class TargetSpec:
         return target_id(self.platform, self.arch, self.accelerator, self.cuda_version)
 
     @property
+    def kind(self) -> AcceleratorKind:
+        """The accelerator's module (targets/cpu.py, cuda.py, metal.py, ...): ask it, not its name."""
+        return registry.accelerator(self.accelerator)
+
+    @property
     def is_cuda(self) -> bool:
         return self.accelerator == "cuda"
 
@@ -76,13 +117,13 @@ class TargetSpec:
             packages.update({"__unix": "0", "__osx": DEFAULT_MACOS[self.arch]})
         else:
             packages["__win"] = "0"
-        if self.cuda_version:
-            packages["__cuda"] = self.cuda_version
+        packages.update(self.kind.virtual_packages(self.cuda_version))
         return packages
 
 
 def target_id(platform: str, arch: str, accelerator: str, cuda_version: str | None = None) -> str:
-    suffix = f"cuda{cuda_version}" if accelerator == "cuda" and cuda_version else accelerator
+    known = registry.known(accelerator)
+    suffix = registry.ACCELERATORS[accelerator].target_suffix(cuda_version) if known else accelerator
     return f"{platform}-{arch}-{suffix}"
 
 

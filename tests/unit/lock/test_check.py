@@ -7,9 +7,10 @@ import dataclasses
 import pytest
 
 from scrollcase.errors import Problem
-from scrollcase.lock.check import LockCheckInput, check_lock, locked_accelerator_problems, pypi_torch_advice
+from scrollcase.lock.check import LockCheckInput, check_lock, locked_accelerator_problems
 from scrollcase.lock.manifest import parse_manifest
 from scrollcase.lock.read import parse_lock
+from scrollcase.targets.cuda import pypi_torch_advice
 from scrollcase.targets.vocabulary import TargetSpec
 
 CF = "https://conda.anaconda.org/conda-forge/"

@@ -11,8 +11,7 @@ import pytest
 from scrollcase.errors import ManifestError, SolveError
 from scrollcase.lock.manifest import parse_manifest
 from scrollcase.lock.resolve import (
-    CUDA_RUNTIME_WHEELS,
-    cuda_constraints,
+    accelerator_constraints,
     held_packages,
     parse_pylock,
     plan_resolution,
@@ -22,6 +21,7 @@ from scrollcase.lock.resolve import (
     resolution_error,
     uv_arguments,
 )
+from scrollcase.targets.classify import CUDA_RUNTIME_WHEELS
 from scrollcase.targets.vocabulary import TargetSpec
 
 CUDA124 = TargetSpec("linux", "x86_64", "cuda", "12.4")
@@ -106,9 +106,9 @@ def test_conda_python_packages_are_held_and_never_emitted() -> None:
 
 
 def test_cuda_target_allows_only_its_cuda_runtime_wheels() -> None:
-    assert cuda_constraints(CUDA124) == tuple(f"{name}==12.4.*" for name in CUDA_RUNTIME_WHEELS)
-    assert "nvidia-cuda-runtime==12.4.*" in cuda_constraints(CUDA124)  # the CUDA 13 name cannot be 12.4
-    assert cuda_constraints(CPU) == tuple(f"{name}<0" for name in CUDA_RUNTIME_WHEELS)
+    assert accelerator_constraints(CUDA124) == tuple(f"{name}==12.4.*" for name in CUDA_RUNTIME_WHEELS)
+    assert "nvidia-cuda-runtime==12.4.*" in accelerator_constraints(CUDA124)  # the CUDA 13 name cannot be 12.4
+    assert accelerator_constraints(CPU) == tuple(f"{name}<0" for name in CUDA_RUNTIME_WHEELS)
 
 
 @pytest.mark.parametrize(
