@@ -19,7 +19,7 @@ from scrollcase.format.archive.unpack import unpack_archive
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON, env_dir_for
 from scrollcase.format.release import ReleaseManifest, SelfTestReport, load_release
-from scrollcase.format.soundness import disagreements, shown
+from scrollcase.format.soundness import MISSING, Measured, Missing, release_problems, require_sound_release
 from scrollcase.io.digest import sha256_file
 from scrollcase.targets import evidence
 from scrollcase.targets.vocabulary import host_platform
@@ -45,16 +45,9 @@ class VerifyReport:
 
 
 def layout_problems(box_root: Path, box: BoxJson, manifest: ReleaseManifest, windows: bool) -> list[Problem]:
-    """How the unpacked box disagrees with its manifest or cannot run (empty when it is sound)."""
-    problems = [
-        Problem(
-            message="box.json and the release manifest disagree",
-            file=BOX_JSON,
-            key=key,
-            value=f"{shown(inside)!r} vs {shown(outside)!r}",
-        )
-        for key, inside, outside in disagreements(box, manifest)
-    ]
+    """What only the unpacked tree shows: an envDir that does not hold the interpreter, an interpreter
+    missing or not executable, a bundled asset missing (empty when it is sound)."""
+    problems = []
     if env_dir_for(box.pythonEntryPoint, windows).as_posix() != box.envDir:
         problems.append(
             Problem(message="envDir does not contain pythonEntryPoint", file=BOX_JSON, key="envDir", value=box.envDir)
@@ -94,18 +87,18 @@ def verify_release(
         if manifest.archive.frames:
             check_frame_table(archive, manifest.archive.frames, manifest.archive.size, release.name)
         box = _read_box_json(root)
-        problems = layout_problems(root, box, manifest, manifest.target.platform == "windows")
-        if problems:
-            raise IntegrityError(
-                f"{manifest.archive.name} does not hold the box its manifest describes",
-                problems=problems,
-                fix="rebuild the box with `scrollcase build`",
-            )
+        problems = release_problems(
+            manifest, manifest_file=release.name, box=box, box_file=BOX_JSON, sbom=_sbom_beside(release, manifest)
+        )
+        if box is not MISSING:
+            problems += layout_problems(root, box, manifest, manifest.target.platform == "windows")
+        require_sound_release(problems, doing=None, archive=manifest.archive.name, manifest_file=release.name)
+        assert isinstance(box, BoxJson)
         checks: tuple[str, ...] = (
             "archive size and sha256" + (", frame table" if manifest.archive.frames else ""),
             "box.json valid and matches the manifest",
             f"{box.pythonEntryPoint} exists and is executable",
-            *check_sbom_file(release.parent, manifest),
+            *(("SBOM size and sha256",) if manifest.sbom else ()),
         )
         report = None
         if self_test:
@@ -117,19 +110,15 @@ def verify_release(
     return VerifyReport(release, archive, manifest, checks, report)
 
 
-def check_sbom_file(folder: Path, manifest: ReleaseManifest) -> tuple[str, ...]:
-    """The SBOM the manifest names must lie in ``folder`` with its recorded size and sha256."""
+def _sbom_beside(release: Path, manifest: ReleaseManifest) -> Measured | Missing | None:
+    """The SBOM the manifest names, measured where `scrollcase build` writes it (beside the manifest)."""
     if manifest.sbom is None:
-        return ()
-    path = folder / manifest.sbom.name
-    found = sha256_file(path) if path.is_file() else None
-    if found != (manifest.sbom.sha256, manifest.sbom.size):
-        raise IntegrityError(
-            f"{manifest.sbom.name} is missing or is not the SBOM the release manifest records "
-            f"({manifest.sbom.size} bytes, sha256 {manifest.sbom.sha256})",
-            fix="keep the .sbom.json `scrollcase build` wrote beside the release manifest (rebuild if in doubt)",
-        )
-    return ("SBOM size and sha256",)
+        return None
+    path = release.parent / manifest.sbom.name
+    if not path.is_file():
+        return MISSING
+    sha256, size = sha256_file(path)
+    return Measured(size, sha256)
 
 
 def recheck_evidence(root: Path, box: BoxJson, manifest: ReleaseManifest) -> None:
@@ -148,8 +137,6 @@ def recheck_evidence(root: Path, box: BoxJson, manifest: ReleaseManifest) -> Non
     evidence.require_evidence(manifest.target.spec, fresh, where="unpacked box")
 
 
-def _read_box_json(root: Path) -> BoxJson:
+def _read_box_json(root: Path) -> BoxJson | Missing:
     path = root / BOX_JSON
-    if not path.is_file():
-        raise IntegrityError("the archive has no box.json at its root", fix="rebuild the box with `scrollcase build`")
-    return parse_box_json(path.read_bytes(), file=BOX_JSON)
+    return parse_box_json(path.read_bytes(), file=BOX_JSON) if path.is_file() else MISSING

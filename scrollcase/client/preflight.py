@@ -1,5 +1,6 @@
 """The checks an installer makes before a byte of an archive is extracted (or downloaded): which archive,
-size and sha256 to expect, box.json's identity against the release manifest, and this machine's GPUs.
+size and sha256 to expect, the release's soundness (box.json against the release manifest, the
+manifest's own claims: :mod:`scrollcase.format.soundness`), and this machine's GPUs.
 
 ``scrollcase unpack`` runs them on a local release manifest or bare archive; ``scrollcase install`` and
 ``upgrade`` on the manifest they fetched (:func:`~scrollcase.client.install.checked_manifest`).  The GPU
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scrollcase.errors import HostError, IntegrityError, Problem, ScrollcaseError, UsageError, describe_path
+from scrollcase.errors import HostError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.format.archive.peek import read_member
-from scrollcase.format.boxjson import BoxJson, parse_box_json
+from scrollcase.format.boxjson import parse_box_json
 from scrollcase.format.release import ReleaseManifest, parse_release
-from scrollcase.format.soundness import disagreements, shown
+from scrollcase.format.soundness import release_problems, require_sound_release
 from scrollcase.host.facts import HostProbes
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
@@ -74,22 +75,9 @@ def _sidecar(archive: Path) -> str:
     return digest
 
 
-def identity_problems(manifest: ReleaseManifest, box: BoxJson, file: str) -> list[Problem]:
-    """Where the archive's box.json names another box, version, target or DEST limit than the manifest."""
-    return [
-        Problem(
-            message="box.json and the release manifest disagree",
-            file=file,
-            key=key,
-            value=f"{shown(inside)!r} vs {shown(outside)!r}",
-            fix="unpack the release manifest built with this archive",
-        )
-        for key, inside, outside in disagreements(box, manifest)
-    ]
-
-
 def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
-    """IntegrityError, before a byte is extracted, when box.json names another release than the manifest.
+    """IntegrityError, before a byte is extracted, when the archive's box.json and the manifest do not
+    describe one sound release (:func:`~scrollcase.format.soundness.release_problems`).
 
     Only the start of the archive is decompressed; its sha256 is checked by the unpack itself."""
     inner = f"{describe_path(archive)}!box.json"
@@ -98,13 +86,14 @@ def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
         box = parse_box_json(data, inner) if data is not None else None
     except (OSError, ValueError, ScrollcaseError):
         return  # unreadable, corrupt or invalid: the unpack reports what is wrong (a wrong sha256 first)
-    problems = identity_problems(manifest, box, inner) if box is not None else []
-    if problems:
-        raise IntegrityError(
-            f"refusing to unpack: {describe_path(archive)} is not the box its release manifest describes",
-            problems=problems,
-            fix="unpack the archive and release manifest that `scrollcase build` wrote together",
-        )
+    if box is None:
+        return  # not among the first members: the unpack reads the whole archive
+    require_sound_release(
+        release_problems(manifest, manifest_file="the release manifest", box=box, box_file=inner),
+        doing="unpack",
+        archive=describe_path(archive) or str(archive),
+        manifest_file="its release manifest",
+    )
 
 
 def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:

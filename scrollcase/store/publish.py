@@ -12,7 +12,6 @@ later tag's run) is "already published": the stored manifest stays, and this pub
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -20,14 +19,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.format.archive.frames import check_frame_table
 from scrollcase.format.archive.peek import read_box_json
 from scrollcase.format.boxjson import BoxJson
 from scrollcase.format.provenance import BuildProvenance, describe_provenance
-from scrollcase.format.release import ReleaseManifest, dump_release, object_keys, parse_release
-from scrollcase.format.soundness import disagreements, shown
-from scrollcase.io.digest import sha256_bytes, sha256_file, sha256_file_and_parts
+from scrollcase.format.release import ReleaseManifest, dump_release, parse_release
+from scrollcase.format.soundness import MISSING, Measured, release_problems, require_sound_release
+from scrollcase.io.digest import new_hash, sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
 from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Store, Transfer, sidecar_text
 from scrollcase.store.index import (
@@ -41,7 +40,6 @@ from scrollcase.store.index import (
     update_index,
 )
 from scrollcase.store.reuse import EarlierArchive, copied_bytes, plan_reuse
-from scrollcase.targets.evidence import evidence_problems
 
 ObjectKind = Literal["archive", "sha256", "sbom", "release"]
 Progress = Callable[[str], None]
@@ -188,102 +186,21 @@ def release_label(manifest: ReleaseManifest) -> str:
     return f"{manifest.boxId} {manifest.version} {manifest.targetId}"
 
 
-def check_archive(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str) -> None:
-    """The archive on disk must be exactly the one the manifest describes (before anything goes up)."""
-    expected = manifest.archive
-    if archive.size != expected.size or archive.sha256 != expected.sha256:
-        raise IntegrityError(
-            f"{archive.path} does not match {manifest_file}: it is {archive.size} bytes with sha256 "
-            f"{archive.sha256}, the manifest says {expected.size} bytes with sha256 {expected.sha256}",
-            fix="publish the archive that was built with this release manifest (rebuild the box if it was "
-            "modified or truncated)",
-        )
-    keys = object_keys(manifest.boxId, manifest.version, manifest.targetId, expected.name)
-    if manifest.keys != keys:
-        raise IntegrityError(
-            f"{manifest_file}: keys are {manifest.keys.model_dump()}, but this release's keys are {keys.model_dump()}",
-            fix="rebuild the box; the release manifest was edited by hand",
-        )
-
-
-def box_problems(
-    manifest: ReleaseManifest, box: BoxJson | None, archive_name: str, manifest_file: str = "release.json"
-) -> list[Problem]:
-    """Why the archive's box.json and the manifest do not describe one sound release (empty: they do).
-
-    The manifest is what the index and every host app trust, so it must say what the box itself
-    says (identity, target), that the self-test passed, and carry GPU evidence that fits the target.
-    """
-    inner = f"{archive_name}!box.json"
-    if box is None:
-        return [
-            Problem(
-                message="the archive has no box.json",
-                file=inner,
-                fix="publish the archive `scrollcase build` wrote with this manifest",
-            )
-        ]
-    return [
-        *_identity_problems(manifest, box, inner, manifest_file),
-        *_self_test_problems(manifest, manifest_file),
-        *_gpu_problems(manifest, manifest_file),
-    ]
-
-
-def _identity_problems(manifest: ReleaseManifest, box: BoxJson, inner: str, manifest_file: str) -> list[Problem]:
-    return [
-        Problem(
-            message=f"the archive's box.json says {shown(inside)!r}, {manifest_file} says {shown(outside)!r}",
-            file=inner,
-            key=key,
-            fix="publish the manifest that was built with this archive (rebuild)",
-        )
-        for key, inside, outside in disagreements(box, manifest)
-    ]
-
-
-def _self_test_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
-    if manifest.selfTest is not None and manifest.selfTest.passed:
-        return []
-    state = "has no self-test report" if manifest.selfTest is None else "records a failed self-test"
-    return [
-        Problem(
-            message=f"the manifest {state}",
-            file=manifest_file,
-            key="selfTest.passed",
-            fix="rebuild with `scrollcase build`: only a box whose self-test passed is published",
-        )
-    ]
-
-
-def _gpu_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
-    spec = manifest.target.spec
-    if manifest.gpu is None:
-        if not spec.is_cuda:
-            return []
-        return [
-            Problem(
-                message=f"{manifest.targetId} is a CUDA target, but the manifest carries no GPU evidence",
-                file=manifest_file,
-                key="gpu",
-                fix="rebuild with this scrollcase version: the build records the evidence",
-            )
-        ]
-    return [
-        Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value, fix=problem.fix)
-        for problem in evidence_problems(spec, manifest.gpu, where="box")
-    ]
-
-
-def check_box(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str) -> None:
-    problems = box_problems(manifest, archive.box, archive.path.name, manifest_file)
-    if problems:
-        raise IntegrityError(
-            f"refusing to publish {release_label(manifest)}: {archive.path} and {manifest_file} do not describe "
-            f"one sound release ({problems[0].key or 'box.json'}: {problems[0].message})",
-            problems=problems,
-            fix="publish the archive and release manifest `scrollcase build` wrote together; rebuild if in doubt",
-        )
+def check_release(manifest: ReleaseManifest, archive: LocalArchive, manifest_file: str, sbom: bytes | None) -> None:
+    """The release's soundness (:func:`~scrollcase.format.soundness.release_problems`) with every fact a
+    publish holds: the archive as measured, its box.json, the SBOM beside the manifest."""
+    measured_sbom = None if sbom is None else Measured(len(sbom), sha256_bytes(sbom))
+    problems = release_problems(
+        manifest,
+        manifest_file=manifest_file,
+        archive_name=archive.path.name,
+        archive=Measured(archive.size, archive.sha256),
+        box=MISSING if archive.box is None else archive.box,
+        sbom=MISSING if measured_sbom is None else measured_sbom,
+    )
+    require_sound_release(
+        problems, doing=f"publish {release_label(manifest)}", archive=str(archive.path), manifest_file=manifest_file
+    )
 
 
 def plan_publish(
@@ -303,9 +220,7 @@ def plan_publish(
     archive's own box.json against the manifest, the self-test and the GPU evidence, each key of the
     store, and the index (another box's, or listing this release with other bytes).
     """
-    check_archive(manifest, archive, manifest_file)
-    check_box(manifest, archive, manifest_file)
-    check_sbom(manifest, sbom, manifest_file)
+    check_release(manifest, archive, manifest_file, sbom)
     if remote.index is not None:
         check_index_box(remote.index, manifest.boxId, remote.index_file)
     kept = kept_release(manifest, remote)
@@ -415,24 +330,6 @@ def sbom_key(manifest: ReleaseManifest) -> str | None:
     if manifest.sbom is None:
         return None
     return manifest.keys.release.rsplit("/", 1)[0] + "/" + manifest.sbom.name
-
-
-def check_sbom(manifest: ReleaseManifest, sbom: bytes | None, manifest_file: str) -> None:
-    """IntegrityError when the release names an SBOM and ``sbom`` is not exactly it (size and sha256)."""
-    if manifest.sbom is None:
-        return
-    if sbom is None:
-        raise IntegrityError(
-            f"{manifest_file} names the SBOM {manifest.sbom.name}, which is not beside it",
-            fix="keep the .sbom.json `scrollcase build` wrote beside the release manifest",
-        )
-    found = (len(sbom), sha256_bytes(sbom))
-    if found != (manifest.sbom.size, manifest.sbom.sha256):
-        raise IntegrityError(
-            f"{manifest.sbom.name} is {found[0]} bytes with sha256 {found[1]}, but {manifest_file} records "
-            f"{manifest.sbom.size} bytes with sha256 {manifest.sbom.sha256}",
-            fix="publish the SBOM `scrollcase build` wrote with this release manifest (rebuild if in doubt)",
-        )
 
 
 def read_sbom(manifest: ReleaseManifest, folder: Path) -> bytes | None:
@@ -712,13 +609,19 @@ def publish(
     read from ``sbom_folder`` (default: the archive's folder, where `scrollcase build` writes both)."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
-    check_archive(manifest, archive, manifest_file)
+    # The archive's bytes first: its box.json is read only from the archive the manifest names.
+    measured = Measured(archive.size, archive.sha256)
+    require_sound_release(
+        release_problems(manifest, manifest_file=manifest_file, archive_name=archive_path.name, archive=measured),
+        doing=f"publish {release_label(manifest)}",
+        archive=str(archive_path),
+        manifest_file=manifest_file,
+    )
     if manifest.archive.frames:
         check_frame_table(archive_path, manifest.archive.frames, manifest.archive.size, manifest_file)
     archive = read_box(archive)
-    check_box(manifest, archive, manifest_file)
     sbom = read_sbom(manifest, sbom_folder or archive_path.parent)
-    check_sbom(manifest, sbom, manifest_file)
+    check_release(manifest, archive, manifest_file, sbom)
     with waiting(progress, store.url):
         store.check()
         remote = read_remote_state(store, manifest)
@@ -809,12 +712,12 @@ def archive_upload(
 
 def sha256_file_and_pieces(path: Path, pieces: Sequence[Piece]) -> tuple[str, int, tuple[str, ...]]:
     """One read of ``path``: its sha256 and size, and the sha256 of each of ``pieces`` (which cover it in order)."""
-    whole = hashlib.sha256()
+    whole = new_hash()
     digests: list[str] = []
     total = 0
     with path.open("rb") as stream:
         for piece in pieces:
-            part = hashlib.sha256()
+            part = new_hash()
             left = piece.size
             while left and (chunk := stream.read(min(CHUNK, left))):
                 whole.update(chunk)

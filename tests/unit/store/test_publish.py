@@ -27,7 +27,6 @@ from scrollcase.store.publish import (
     Upload,
     archive_upload,
     byte_progress,
-    check_sbom,
     dangling_entries,
     earlier_archives,
     measure_archive,
@@ -774,10 +773,9 @@ def test_an_sbom_of_another_size_or_digest_is_refused(size: int, sha: str) -> No
 
     manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=size, sha256=sha)})
     with pytest.raises(IntegrityError, match=r"but release\.json records"):
-        check_sbom(manifest, b"{}\n", "release.json")
-    check_sbom(
-        manifest.model_copy(update={"sbom": SbomInfo(name="x", size=3, sha256=sha256_bytes(b"{}\n"))}), b"{}\n", "r"
-    )
+        plan_publish(manifest, ARCHIVE, empty(), "release.json", sbom=b"{}\n")
+    same = manifest.model_copy(update={"sbom": SbomInfo(name="x", size=3, sha256=sha256_bytes(b"{}\n"))})
+    assert plan_publish(same, ARCHIVE, empty(), "r", sbom=b"{}\n").uploads[2].kind == "sbom"
 
 
 @pytest.mark.parametrize("rival", ["shorter", "longer", "same size"])
@@ -823,9 +821,12 @@ def test_a_refusal_names_its_first_problem_and_an_sbom_its_size() -> None:
 
     manifest = MANIFEST.model_copy(update={"sbom": SbomInfo(name="x.sbom.json", size=9, sha256="0" * 64)})
     with pytest.raises(IntegrityError) as sbom:
-        check_sbom(manifest, b"{}\n", "release.json")
+        plan_publish(manifest, ARCHIVE, empty(), "release.json", sbom=b"{}\n")
     found = sha256_bytes(b"{}\n")
-    assert sbom.value.message.startswith(f"x.sbom.json is 3 bytes with sha256 {found}, but release.json records 9")
+    assert [p.key for p in sbom.value.problems] == ["sbom"]
+    assert sbom.value.problems[0].message.startswith(
+        f"x.sbom.json is 3 bytes with sha256 {found}, but release.json records 9"
+    )
 
 
 def test_the_plan_and_its_parts_cannot_change() -> None:
