@@ -600,7 +600,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fc-dead-pin-keeps",
         "framecache",
-        "scrollcase/client/framecache.py",
+        "scrollcase/io/cache.py",
         "if pin is None or not Path(pin.dest).is_dir():",
         "if pin is None:",
         "frames pinned by a removed install are kept forever",
@@ -609,9 +609,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fc-no-grace",
         "framecache",
-        "scrollcase/client/framecache.py",
-        "cutoff = (time.time() if now is None else now) - PRUNE_GRACE_SECONDS",
-        "cutoff = time.time() if now is None else now",
+        "scrollcase/io/cache.py",
+        "return self._remove_older(folder, now - self.keep.grace_seconds, kept)",
+        "return self._remove_older(folder, now, kept)",
         "a prune removes the frames a running install has just written",
         FRAMECACHE,
     ),

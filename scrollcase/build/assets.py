@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from scrollcase.errors import BuildError, IntegrityError, Problem, describe_path
 from scrollcase.format.release import ReleaseAsset
+from scrollcase.io.cache import ASSET_CACHE
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.fetch import Fetcher, fetching, file_url_path
 from scrollcase.io.files import finish_resumed, resume_path
@@ -119,7 +120,7 @@ def release_assets(sources: Sequence[AssetSource], assets: Sequence[Asset], bund
 
 def fetch_asset(source: AssetSource, cache: Path, fetchers: Mapping[str, Fetcher]) -> Path:
     """The verified file for ``source`` in ``cache``, downloading (or resuming) only what is missing."""
-    done = cache / source.sha256
+    done = ASSET_CACHE.entry(cache, source.sha256)
     if done.is_file() and done.stat().st_size == source.size:
         return done
     cache.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ an interrupted build leaves nothing half-written there and can simply be rerun.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
@@ -47,6 +46,7 @@ from scrollcase.format.release import (
 )
 from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.io import cache as usercache
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.fetch import Fetcher
 from scrollcase.io.files import move_into_place, user_cache_dir, write_atomic
 from scrollcase.lock import solve as engine
@@ -480,7 +480,7 @@ def make_box_sbom(plan: BuildPlan, locked: LockedInstall, archive_sha256: str) -
 
 
 def sbom_info(plan: BuildPlan, sbom: bytes) -> SbomInfo:
-    return SbomInfo(name=plan.sbom_path.name, size=len(sbom), sha256=hashlib.sha256(sbom).hexdigest())
+    return SbomInfo(name=plan.sbom_path.name, size=len(sbom), sha256=sha256_bytes(sbom))
 
 
 def make_manifest(
@@ -493,7 +493,7 @@ def make_manifest(
     relocation: ReleaseRelocation | None = None,
 ) -> ReleaseManifest:
     r = plan.recipe
-    lock_sha = hashlib.sha256(plan.recipe_dir.lock_file.read_bytes()).hexdigest()
+    lock_sha = sha256_bytes(plan.recipe_dir.lock_file.read_bytes())
     return ReleaseManifest(
         **identity_fields(identity_of(r)),
         recipeVersion=r.recipeVersion,

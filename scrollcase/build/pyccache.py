@@ -20,9 +20,7 @@ inode key holds), so a module is compiled again at most once a month.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,8 +28,9 @@ from pathlib import Path, PurePosixPath
 
 from scrollcase.format import paths
 from scrollcase.io import proc
-from scrollcase.io.digest import sha256_file
-from scrollcase.io.files import cache_entry_from, digest_entries, link_or_copy, remove_older_than
+from scrollcase.io.cache import PYC_CACHE
+from scrollcase.io.digest import sha256_file, sha256_text
+from scrollcase.io.files import cache_entry_from, link_or_copy
 
 MAX_AGE_DAYS = 30
 _IDENTITY = (
@@ -47,10 +46,10 @@ class PycCache:
     cache_tag: str
 
     def key(self, rel: str, source_sha256: str) -> str:
-        return hashlib.sha256(f"{self.identity}\0{rel}\0{source_sha256}".encode()).hexdigest()
+        return sha256_text(f"{self.identity}\0{rel}\0{source_sha256}")
 
     def entry(self, key: str) -> Path:
-        return self.root / key[:2] / key
+        return PYC_CACHE.entry(self.root, key)
 
     def pyc_for(self, rel: str) -> str:
         """Where the interpreter looks for the bytecode of source ``rel`` (importlib's cache_from_source)."""
@@ -116,5 +115,4 @@ def store_compiled(box_root: Path, cache: PycCache, keys: dict[str, str], compil
 def prune(root: Path, now: float | None = None, max_age_days: float = MAX_AGE_DAYS) -> list[tuple[Path, int]]:
     """Remove the entries below ``root`` made more than ``max_age_days`` ago; (path, bytes) of each removed
     (what cannot be listed or removed stays)."""
-    cutoff = (time.time() if now is None else now) - max_age_days * 86400
-    return remove_older_than(digest_entries(root), cutoff)
+    return PYC_CACHE.prune(root, max_age_days, now)

@@ -13,21 +13,25 @@ pid) keeps two installs from writing the same partial file.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
-from scrollcase.io import cache as usercache
+from scrollcase.io.cache import DOWNLOAD_CACHE
+from scrollcase.io.digest import new_hash
 from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, try_lock, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
 
+if TYPE_CHECKING:
+    from scrollcase.io.digest import Hasher
+
 ATTEMPTS = 3  # tries within one run; each that got bytes earns the next
-DOWNLOADS = usercache.DOWNLOADS
+DOWNLOADS = DOWNLOAD_CACHE.name
 
 
 class Cancelled(Exception):  # noqa: N818 - the caller's own stop, not a failure of the store
@@ -107,7 +111,7 @@ def _fetch(
                 raise
             progress(f"warning: {exc.message}; starting over")
             partial.unlink(missing_ok=True)
-            digest, have, before = hashlib.sha256(), 0, 0
+            digest, have, before = new_hash(), 0, 0
         except StoreError as exc:
             have = partial.stat().st_size if partial.exists() else 0
             fetched += have - before
@@ -127,7 +131,7 @@ def _append(
     partial: Path,
     have: int,
     size: int,
-    digest: hashlib._Hash,
+    digest: Hasher,
     meter: MeterFactory,
     cancel: threading.Event | None = None,
 ) -> int:
@@ -154,8 +158,8 @@ def _append(
     return have
 
 
-def _hash_partial(partial: Path) -> tuple[hashlib._Hash, int]:
-    digest = hashlib.sha256()
+def _hash_partial(partial: Path) -> tuple[Hasher, int]:
+    digest = new_hash()
     have = 0
     with contextlib.suppress(FileNotFoundError), partial.open("rb") as stream:
         while chunk := stream.read(CHUNK):

@@ -21,46 +21,25 @@ at the same time may have fetched it and not pinned it yet.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import BinaryIO
 
 from scrollcase.client.download import make_cache_dir
 from scrollcase.errors import IntegrityError
 from scrollcase.format.archive.frames import FrameLike, iter_frame_bytes, table_problems
-from scrollcase.format.archive.tarbuffer import HashingWriter
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.release import ArchiveInfo
-from scrollcase.io import cache as usercache
-from scrollcase.io.files import (
-    cache_entry,
-    digest_entries,
-    remove_older_than,
-    user_cache_dir,
-    write_atomic,
-)
+from scrollcase.io.cache import FRAME_CACHE, FRAME_GRACE_SECONDS
+from scrollcase.io.digest import HashingWriter, sha256_chunks
+from scrollcase.io.files import user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
-FRAMES = usercache.FRAMES
-PINS = "pins"
-PRUNE_GRACE_SECONDS = 3600.0
-
-
-class Pin(BaseModel):
-    """The frames the release installed in ``dest`` is made of (what pruning keeps)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    version: Literal[1] = 1
-    dest: str
-    frames: tuple[str, ...]
+FRAMES = FRAME_CACHE.name
+PRUNE_GRACE_SECONDS = FRAME_GRACE_SECONDS
 
 
 @dataclass(frozen=True)
@@ -83,7 +62,7 @@ class FrameCache:
         return cls((cache_dir or user_cache_dir()) / FRAMES)
 
     def path_for(self, sha256: str) -> Path:
-        return self.root / sha256[:2] / sha256
+        return FRAME_CACHE.entry(self.root, sha256)
 
     def has(self, frame: FrameLike) -> bool:
         try:
@@ -99,7 +78,7 @@ class FrameCache:
         for frame in frames:
             if frame.sha256 not in seen:
                 if self.has(frame):
-                    usercache.touch(self.path_for(frame.sha256))  # a read-only cache: only the grace is lost
+                    FRAME_CACHE.touch(self.path_for(frame.sha256))  # a read-only cache: only the grace is lost
                 else:
                     out.append(frame)
             seen.add(frame.sha256)
@@ -107,41 +86,18 @@ class FrameCache:
 
     def pin(self, dest: Path, frames: Iterable[FrameLike] | Iterable[str]) -> None:
         """Record that ``dest`` holds a release made of ``frames`` (FrameLike rows, or their sha256s)."""
-        digests = sorted({f if isinstance(f, str) else f.sha256 for f in frames})
-        pin = Pin(dest=str(_absolute(dest)), frames=tuple(digests))
-        write_atomic(self._pin_path(dest), pin.model_dump_json().encode())  # OSError: keep_installed
+        digests = (f if isinstance(f, str) else f.sha256 for f in frames)
+        FRAME_CACHE.pin(self.root, dest, digests)  # OSError: keep_installed
 
     def pinned(self, dest: Path) -> tuple[str, ...]:
         """The frames pinned for ``dest`` (none when it has no pin, or one that cannot be read)."""
-        pin = _read_pin(self._pin_path(dest))
-        return pin.frames if pin is not None else ()
+        return FRAME_CACHE.pinned(self.root, dest)
 
     def prune(self, now: float | None = None) -> Pruned:
         """Remove every frame no pin of an existing folder names, unless it is younger than the grace.
         What cannot be listed or removed stays (a prune only ever costs disk, never an install)."""
-        try:
-            keep = self._kept_frames()
-        except OSError:
-            return Pruned(0, 0)
-        cutoff = (time.time() if now is None else now) - PRUNE_GRACE_SECONDS
-        removed = remove_older_than(digest_entries(self.root), cutoff, keep)
+        removed = FRAME_CACHE.prune(self.root, 0.0, now)  # the rule is the pins and the grace, not an age
         return Pruned(len(removed), sum(size for _, size in removed))
-
-    def _pin_path(self, dest: Path) -> Path:
-        key = hashlib.sha256(os.fsencode(_absolute(dest))).hexdigest()[:32]
-        return self.root / PINS / f"{key}.json"
-
-    def _kept_frames(self) -> set[str]:
-        """The frames named by pins whose folder still exists (the pins of folders that are gone removed)."""
-        keep: set[str] = set()
-        for path in sorted((self.root / PINS).glob("*.json")):
-            pin = _read_pin(path)
-            if pin is None or not Path(pin.dest).is_dir():
-                with contextlib.suppress(OSError):
-                    path.unlink(missing_ok=True)
-                continue
-            keep.update(pin.frames)
-        return keep
 
     @contextlib.contextmanager
     def adding(self, frame: FrameLike, source: str) -> Iterator[HashingWriter]:
@@ -149,7 +105,7 @@ class FrameCache:
         ``frame.sha256`` with ``frame.size`` bytes, else IntegrityError naming ``source``."""
         target = self.path_for(frame.sha256)
         make_cache_dir(target.parent, "frame cache")
-        with cache_entry(target) as out:
+        with FRAME_CACHE.put(self.root, frame.sha256) as out:
             hashing = HashingWriter(out)
             yield hashing
             _check_frame(frame, hashing.sha.hexdigest(), hashing.size, source)
@@ -167,19 +123,6 @@ def keep_installed(
     except OSError:
         return Pruned(0, 0)  # without DEST's pin, pruning would take the frames its next upgrade starts from
     return cache.prune()
-
-
-def _absolute(dest: Path) -> Path:
-    """The folder a pin names: absolute, links not followed (a DEST that is a link is pinned as the link)."""
-    return Path(os.path.abspath(dest))  # noqa: PTH100 - lexical, as unpack names DEST (absolute_as_given)
-
-
-def _read_pin(path: Path) -> Pin | None:
-    """A pin, or None when it is missing or unreadable (it then protects nothing: only disk is at stake)."""
-    try:
-        return Pin.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
-        return None
 
 
 def _check_frame(frame: FrameLike, sha256: str, size: int, source: str) -> None:
@@ -243,22 +186,13 @@ def fill_from_archive(cache: FrameCache, archive: Path, frames: Sequence[FrameLi
         for frame in frames:
             raw.seek(frame.offset)
             if cache.has(frame):
-                _check_frame(frame, *_hash(iter_frame_bytes(raw, frame)), source)
+                _check_frame(frame, *sha256_chunks(iter_frame_bytes(raw, frame)), source)
                 continue
             with cache.adding(frame, source) as out:
                 for data in iter_frame_bytes(raw, frame):
                     out.write(data)
             added += 1
     return added
-
-
-def _hash(chunks: Iterable[bytes]) -> tuple[str, int]:
-    sha = hashlib.sha256()
-    size = 0
-    for data in chunks:
-        sha.update(data)
-        size += len(data)
-    return sha.hexdigest(), size
 
 
 def fetch_frames(

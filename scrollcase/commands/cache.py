@@ -1,26 +1,22 @@
 """``scrollcase cache dir|info|prune|clean [SECTION ...]``: the user cache, shown, pruned or emptied.
 
 Builds and installs keep gigabytes there between runs (wheels, unpacked wheels, compressed frames,
-bytecode, an installed release's frames).  Each folder's rule for what stays lives with the room that
-fills it; this command only asks each to apply it now, or removes folders whole.
+bytecode, an installed release's frames).  Each cache is a :class:`~scrollcase.io.cache.ContentCache`
+carrying its own rule for what stays; this command iterates :data:`~scrollcase.io.cache.CACHES` and asks
+each to apply its rule now, or removes folders whole.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.build import pyccache
-from scrollcase.client.framecache import FrameCache
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
-from scrollcase.format.archive.packcache import PackCache
 from scrollcase.io import cache as usercache
-from scrollcase.io.cache import Freed, Section, Usage
+from scrollcase.io.cache import ContentCache, Freed, Usage
 from scrollcase.io.files import user_cache_dir
 from scrollcase.progress import human_bytes
 
@@ -34,7 +30,7 @@ DESCRIPTION = (
     "prune: remove what was not used for --older-than days (wheels, unpacked wheels, build frames, "
     "bytecode) and the frames no installed box uses.  clean: remove the named sections, or all of them; "
     "run it when no build or install is running.  Sections: "
-    + ", ".join(f"{s.name} ({s.used_by}: {s.holds})" for s in usercache.SECTIONS)
+    + ", ".join(f"{s.name} ({s.used_by}: {s.holds})" for s in usercache.CACHES)
 )
 
 
@@ -61,14 +57,14 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=handler(CacheArgs, run))
 
 
-def chosen_sections(names: tuple[str, ...]) -> tuple[Section, ...]:
+def chosen_sections(names: tuple[str, ...]) -> tuple[ContentCache, ...]:
     unknown = [name for name in names if name not in usercache.BY_NAME]
     if unknown:
         raise UsageError(
             f"no cache section named {', '.join(map(repr, unknown))}",
             fix=f"name sections among: {', '.join(usercache.BY_NAME)}",
         )
-    return tuple(usercache.BY_NAME[name] for name in names) if names else usercache.SECTIONS
+    return tuple(usercache.BY_NAME[name] for name in names) if names else usercache.CACHES
 
 
 def run(args: CacheArgs, console: Console) -> int:
@@ -82,37 +78,12 @@ def run(args: CacheArgs, console: Console) -> int:
     elif args.action == "prune":
         if args.older_than < 0:
             raise UsageError(f"--older-than must be 0 or more, not {args.older_than:g}", fix="pass --older-than 30")
-        show_freed(console, root, "pruned", prune(root, sections, args.older_than))
+        show_freed(console, root, "pruned", usercache.prune(root, sections, args.older_than))
     else:
         console.progress(f"removing {', '.join(s.name for s in sections)} from {root}")
         removed = usercache.clean(root, sections)
         show_freed(console, root, "removed", {u.section.name: Freed(u.files, u.freeable_bytes) for u in removed})
     return 0
-
-
-def prune(root: Path, sections: tuple[Section, ...], max_age_days: float) -> dict[str, Freed]:
-    """Each chosen section's own prune, with ``max_age_days`` where its rule is an age."""
-    cutoff = time.time() - max_age_days * 86400
-    pruners: dict[str, Callable[[Path], Freed]] = {
-        usercache.WHEELS: lambda folder: Freed.of(usercache.remove_unused(folder, cutoff)),
-        usercache.UNPACKED: lambda folder: Freed.of(usercache.remove_unused(folder, cutoff)),
-        usercache.PACK_FRAMES: lambda folder: _prune_pack_cache(folder, max_age_days),
-        usercache.PYC: lambda folder: Freed.of(pyccache.prune(folder, max_age_days=max_age_days)),
-        usercache.FRAMES: lambda folder: _prune_frame_cache(FrameCache(folder)),
-    }
-    return {s.name: pruners[s.name](root / s.name) for s in sections if s.name in pruners}
-
-
-def _prune_pack_cache(folder: Path, max_age_days: float) -> Freed:
-    cache = PackCache.open(folder)
-    freed = Freed.of(cache.prune(max_age_days=max_age_days))
-    cache.save()
-    return freed
-
-
-def _prune_frame_cache(cache: FrameCache) -> Freed:
-    pruned = cache.prune()
-    return Freed(pruned.frames, pruned.bytes)
 
 
 def usage_json(u: Usage) -> dict[str, object]:

@@ -9,7 +9,6 @@ of its first run); :func:`index_channel` has py-rattler write ``repodata.json``.
 from __future__ import annotations
 
 import bz2
-import hashlib
 import io
 import json
 import sys
@@ -24,6 +23,7 @@ import zstandard
 
 from scrollcase.errors import BuildError
 from scrollcase.io import proc
+from scrollcase.io.digest import sha256_bytes, sha256_text
 from scrollcase.io.files import write_atomic
 
 # conda's prefix placeholder convention: a 255-char path that install-time code replaces.
@@ -97,7 +97,7 @@ def _paths_json(files: Iterable[PackageFile]) -> dict[str, object]:
                 {
                     "_path": f.path,
                     "path_type": "softlink",
-                    "sha256": hashlib.sha256(f.symlink_to.encode()).hexdigest(),
+                    "sha256": sha256_text(f.symlink_to),
                     "size_in_bytes": 0,
                 }
             )
@@ -105,7 +105,7 @@ def _paths_json(files: Iterable[PackageFile]) -> dict[str, object]:
         entry: dict[str, object] = {
             "_path": f.path,
             "path_type": "hardlink",
-            "sha256": hashlib.sha256(f.data).hexdigest(),
+            "sha256": sha256_bytes(f.data),
             "size_in_bytes": len(f.data),
         }
         if f.prefix_mode:

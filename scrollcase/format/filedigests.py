@@ -3,7 +3,7 @@
 Computed once at build, before packing, for ``box.json``'s ``files`` and ``links`` (the last link of the
 digest chain: index → release manifest → archive → box.json → each file), and again by
 ``scrollcase verify --installed`` over an installed box.  A box holds tens of thousands of files and
-gigabytes: the files are hashed by a pool of threads (hashlib releases the GIL while it hashes, and small
+gigabytes: the files are hashed by a pool of threads (sha256 releases the GIL while it hashes, and small
 files are bound by the file system's latency more than by the CPU).
 """
 

@@ -12,11 +12,11 @@ build: packages and wheels by their sha256, assets against recipe.json.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from scrollcase.io import cache as usercache
+from scrollcase.io.digest import sha256_bytes
 
 PREFIX = "scrollcase-build-v1"
 # The user cache's build folders worth carrying: downloads by digest, and what a rebuild reuses.
@@ -45,7 +45,7 @@ def build_cache(
 ) -> BuildCache:
     """The folders to carry and the keys for ``recipe_id`` whose pixi.lock holds ``lock`` (None: none yet)."""
     platform = f"{PREFIX}-{runner_os}-{runner_arch}"
-    lock_hash = hashlib.sha256(lock).hexdigest()[:20] if lock is not None else "no-lock"
+    lock_hash = sha256_bytes(lock)[:20] if lock is not None else "no-lock"
     paths = tuple(user_cache / name for name in USER_SECTIONS) + tuple(state_cache / name for name in STATE_SECTIONS)
     return BuildCache(
         paths=paths,

@@ -1,23 +1,42 @@
-"""The user cache's folders: their names, what each holds, the disk they take, and removing them whole.
+"""The one content-cache type: every cache scrollcase keeps between runs is a :class:`ContentCache`.
 
-Every room that keeps something between runs names its folder here (one source for the names that
-``scrollcase cache`` shows and cleans); each room keeps its own rule for what stays and for how long.
-Measuring and removing are the same for every folder, so they live here too.  A folder is removed by
-renaming it aside first: a build or install that starts meanwhile finds it absent (and fills a new
-one), never half-deleted.
+A cache is a folder of entries named by a key (a sha256): ``entry`` says where one lives, ``put`` makes
+one (temp, then rename: :func:`~scrollcase.io.files.cache_entry`, so an entry is whole or absent),
+``touch`` marks one used, ``prune`` removes what its :class:`Keep` rule lets go, ``usage`` measures the
+folder and ``clean`` removes it whole.  What differs between caches is data on the instance: the folder
+name, the entries' layout, and the rule for what stays.  The user cache's caches are listed once, in
+:data:`CACHES` (what ``scrollcase cache`` shows, prunes and cleans, with no code of its own per cache);
+the rooms that fill them (wheels, the packer, the bytecode stage, the installer) use these instances.
+
+A folder is removed by renaming it aside first: a build or install that starts meanwhile finds it
+absent (and fills a new one), never half-deleted.  A prune only ever costs disk: what cannot be listed
+or removed stays.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import suppress
+import time
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
-from scrollcase.io.files import DIGEST_NAME, remove_stale_temps, temp_path
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scrollcase.io.digest import sha256_bytes
+from scrollcase.io.files import (
+    DIGEST_NAME,
+    cache_entry,
+    digest_entries,
+    move_aside,
+    remove_older_than,
+    remove_stale_temps,
+    temp_path,
+    write_atomic,
+)
 
 WHEELS = "wheels"
 UNPACKED = "unpacked"
@@ -26,41 +45,30 @@ PACK_FRAMES = "packframes"
 PYC = "pyc"
 FRAMES = "frames"
 DOWNLOADS = "downloads"
+ASSETS = "assets"
+PINS = "pins"  # below a pinned cache: which entries the folders that use them are made of
 REMOVING = ".removing"  # the suffix of a folder renamed aside to be deleted
+DAY = 86400.0
+FRAME_GRACE_SECONDS = 3600.0  # a frame this young may be about to be pinned by an install running beside
+
+# How entries lie below the folder: a folder per key (``<sha256>/``), a file per key below the key's
+# first two characters (``<key[:2]>/<key>``), or a file per key (``<sha256>``).
+Layout = Literal["folders", "fanout", "files"]
 
 
 @dataclass(frozen=True)
-class Section:
-    name: str  # the folder below the user cache
-    used_by: Literal["build", "install"]
-    holds: str
+class Keep:
+    """A cache's rule for what a prune keeps.
 
+    ``by="age"``: the entries modified within the prune's days (an entry ``touched`` when used is kept
+    while it is used; one never touched, while it is young).  ``by="pins"``: the entries named by a pin
+    whose folder still exists, and any younger than ``grace_seconds`` (another run may be about to pin
+    it); the prune's days do not apply.
+    """
 
-SECTIONS: tuple[Section, ...] = (
-    Section(WHEELS, "build", "wheels downloaded for locks and builds, by sha256 (checked on every use)"),
-    Section(UNPACKED, "build", "wheels unpacked once and hard-linked into boxes (a build's install stage)"),
-    Section(METADATA, "build", "PyPI wheel metadata `lock` fetched"),
-    Section(PACK_FRAMES, "build", "compressed frames a rebuild reuses; pruned after 30 days unused"),
-    Section(PYC, "build", "compiled bytecode a rebuild links; pruned 30 days after it was made"),
-    Section(FRAMES, "install", "frames of the installed releases, for `upgrade`; pruned to what installs use"),
-    Section(DOWNLOADS, "install", "archives being downloaded (resumed by the next run) or kept (--keep-download)"),
-)
-BY_NAME = {section.name: section for section in SECTIONS}
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What a folder holds: its files, their bytes (a hard-linked file once), and of those bytes the ones
-    also linked from outside the folder (from a box), which removing the folder does not free."""
-
-    section: Section
-    files: int
-    bytes: int
-    shared_bytes: int
-
-    @property
-    def freeable_bytes(self) -> int:
-        return self.bytes - self.shared_bytes
+    by: Literal["age", "pins"]
+    touched_on_use: bool = True
+    grace_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -75,13 +83,193 @@ class Freed:
         return cls(len(removed), sum(size for _, size in removed))
 
 
-def usage(root: Path, sections: Sequence[Section] = SECTIONS) -> list[Usage]:
-    """How much each folder below ``root`` holds (a folder that is absent or unreadable: nothing)."""
-    return [_usage(root / s.name, s) for s in sections]
+@dataclass(frozen=True)
+class Usage:
+    """What a folder holds: its files, their bytes (a hard-linked file once), and of those bytes the ones
+    also linked from outside the folder (from a box), which removing the folder does not free."""
+
+    section: ContentCache
+    files: int
+    bytes: int
+    shared_bytes: int
+
+    @property
+    def freeable_bytes(self) -> int:
+        return self.bytes - self.shared_bytes
 
 
-def _usage(folder: Path, section: Section) -> Usage:
-    return Usage(section, *measure(folder))
+class Pin(BaseModel):
+    """The entries the folder ``dest`` is made of (what a prune by pins keeps)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    version: Literal[1] = 1
+    dest: str
+    frames: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ContentCache:
+    """One cache: its folder below the cache root, who fills it, what it holds, its layout and its rule.
+    Methods take the cache's folder (``folder(root)``): the root differs per run and per test."""
+
+    name: str
+    used_by: Literal["build", "install"]
+    holds: str
+    layout: Layout
+    keep: Keep | None = None  # None: never pruned, only cleaned
+
+    def folder(self, root: Path) -> Path:
+        return root / self.name
+
+    def entry(self, folder: Path, key: str) -> Path:
+        return folder / key[:2] / key if self.layout == "fanout" else folder / key
+
+    def entries(self, folder: Path) -> list[Path]:
+        """The entries below ``folder``, sorted (temps, indexes and other names left out)."""
+        if self.layout == "fanout":
+            return digest_entries(folder)
+        try:
+            return sorted(p for p in folder.iterdir() if DIGEST_NAME.fullmatch(p.name) and self._is_entry(p))
+        except OSError:
+            return []
+
+    def _is_entry(self, path: Path) -> bool:
+        return path.is_dir() if self.layout == "folders" else path.is_file()
+
+    @contextlib.contextmanager
+    def put(self, folder: Path, key: str) -> Iterator[BinaryIO]:
+        """A temp file that becomes the entry for ``key`` only if the block ends without an error."""
+        with cache_entry(self.entry(folder, key)) as out:
+            yield out
+
+    def touch(self, entry: Path) -> None:
+        """Mark an entry used now (its mtime), so an age prune keeps it; a read-only cache stays as it is."""
+        if self.keep is None or self.keep.touched_on_use:
+            with contextlib.suppress(OSError):
+                os.utime(entry)
+
+    def prune(self, folder: Path, max_age_days: float, now: float | None = None) -> list[tuple[Path, int]]:
+        """Remove what this cache's rule lets go (``max_age_days`` where the rule is an age); (path, bytes)
+        of each entry removed.  A cache without a rule keeps everything."""
+        now = time.time() if now is None else now
+        if self.keep is None:
+            return []
+        if self.keep.by == "pins":
+            try:
+                kept = self.pinned_entries(folder)
+            except OSError:
+                return []
+            return self._remove_older(folder, now - self.keep.grace_seconds, kept)
+        return self._remove_older(folder, now - max_age_days * DAY, ())
+
+    def _remove_older(self, folder: Path, cutoff: float, keep: Container[str]) -> list[tuple[Path, int]]:
+        if self.layout != "folders":
+            return remove_older_than(self.entries(folder), cutoff, keep)
+        removed = []
+        for entry in self.entries(folder):
+            with contextlib.suppress(OSError):
+                if entry.name not in keep and entry.stat().st_mtime < cutoff:
+                    _, size, _ = measure(entry)
+                    remove_tree(entry)
+                    removed.append((entry, size))
+        return removed
+
+    def usage(self, folder: Path) -> Usage:
+        """What ``folder`` holds (absent or unreadable: nothing)."""
+        return Usage(self, *measure(folder))
+
+    def clean(self, folder: Path) -> Usage:
+        """Remove ``folder`` whole; what it held.  OSError when it cannot be renamed aside."""
+        held = self.usage(folder)
+        remove_tree(folder)
+        return held
+
+    # --- pins: what a prune by pins keeps ------------------------------------------------------------
+
+    def pin(self, folder: Path, dest: Path, keys: Iterable[str]) -> None:
+        """Record that the folder ``dest`` is made of the entries ``keys`` (OSError when it cannot)."""
+        pin = Pin(dest=str(_absolute(dest)), frames=tuple(sorted(set(keys))))
+        write_atomic(self.pin_path(folder, dest), pin.model_dump_json().encode())
+
+    def pinned(self, folder: Path, dest: Path) -> tuple[str, ...]:
+        """The entries pinned for ``dest`` (none when it has no pin, or one that cannot be read)."""
+        pin = _read_pin(self.pin_path(folder, dest))
+        return pin.frames if pin is not None else ()
+
+    def pinned_entries(self, folder: Path) -> set[str]:
+        """The entries named by pins whose folder still exists (the pins of folders that are gone removed)."""
+        keep: set[str] = set()
+        for path in sorted((folder / PINS).glob("*.json")):
+            pin = _read_pin(path)
+            if pin is None or not Path(pin.dest).is_dir():
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+                continue
+            keep.update(pin.frames)
+        return keep
+
+    def pin_path(self, folder: Path, dest: Path) -> Path:
+        return folder / PINS / f"{sha256_bytes(os.fsencode(_absolute(dest)))[:32]}.json"
+
+
+_BY_AGE = Keep("age")
+WHEEL_CACHE = ContentCache(
+    WHEELS, "build", "wheels downloaded for locks and builds, by sha256 (checked on every use)", "folders", _BY_AGE
+)
+UNPACKED_CACHE = ContentCache(
+    UNPACKED, "build", "wheels unpacked once and hard-linked into boxes (a build's install stage)", "folders", _BY_AGE
+)
+METADATA_CACHE = ContentCache(METADATA, "build", "PyPI wheel metadata `lock` fetched", "files")
+PACK_FRAME_CACHE = ContentCache(
+    PACK_FRAMES, "build", "compressed frames a rebuild reuses; pruned after 30 days unused", "fanout", _BY_AGE
+)
+# Not touched when used: that would change the mtime of the box's own link, which the pack cache's inode
+# key holds; so a module is compiled again at most once per age.
+PYC_CACHE = ContentCache(
+    PYC, "build", "compiled bytecode a rebuild links; pruned 30 days after it was made", "fanout", Keep("age", False)
+)
+FRAME_CACHE = ContentCache(
+    FRAMES,
+    "install",
+    "frames of the installed releases, for `upgrade`; pruned to what installs use",
+    "fanout",
+    Keep("pins", grace_seconds=FRAME_GRACE_SECONDS),
+)
+DOWNLOAD_CACHE = ContentCache(
+    DOWNLOADS, "install", "archives being downloaded (resumed by the next run) or kept (--keep-download)", "files"
+)
+# Below a build's --state-dir, not the user cache (the CI build cache keeps it): not in CACHES.
+ASSET_CACHE = ContentCache(ASSETS, "build", "model assets downloaded by sha256", "files")
+
+CACHES: tuple[ContentCache, ...] = (
+    WHEEL_CACHE,
+    UNPACKED_CACHE,
+    METADATA_CACHE,
+    PACK_FRAME_CACHE,
+    PYC_CACHE,
+    FRAME_CACHE,
+    DOWNLOAD_CACHE,
+)
+BY_NAME = {cache.name: cache for cache in CACHES}
+
+
+def usage(root: Path, caches: Sequence[ContentCache] = CACHES) -> list[Usage]:
+    """How much each cache below ``root`` holds (a folder that is absent or unreadable: nothing)."""
+    return [c.usage(c.folder(root)) for c in caches]
+
+
+def clean(root: Path, caches: Iterable[ContentCache]) -> list[Usage]:
+    """Remove each cache's folder below ``root``; what each held before.  OSError when a folder cannot
+    be renamed aside (nothing of it removed); once aside, what cannot be deleted is left there and
+    removed by the next clean."""
+    return [c.clean(c.folder(root)) for c in caches]
+
+
+def prune(root: Path, caches: Iterable[ContentCache], max_age_days: float) -> dict[str, Freed]:
+    """Each cache's own prune below ``root`` (``max_age_days`` where its rule is an age); the caches
+    without a rule are left out."""
+    now = time.time()
+    return {c.name: Freed.of(c.prune(c.folder(root), max_age_days, now)) for c in caches if c.keep is not None}
 
 
 def measure(folder: Path) -> tuple[int, int, int]:
@@ -116,51 +304,22 @@ def _file_stats(folder: Path) -> Iterator[os.stat_result]:
                 continue
 
 
-def clean(root: Path, sections: Iterable[Section]) -> list[Usage]:
-    """Remove each section's folder below ``root``; what each held before.  OSError when a folder cannot
-    be renamed aside (nothing of it removed); once aside, what cannot be deleted is left there and
-    removed by the next clean."""
-    removed = []
-    for s in sections:
-        folder = root / s.name
-        held = _usage(folder, s)
-        remove_tree(folder)
-        removed.append(held)
-    return removed
-
-
-def remove_unused(folder: Path, cutoff: float) -> list[tuple[Path, int]]:
-    """Remove the entries ``<folder>/<sha256>/`` last used (touched: :func:`touch`) before ``cutoff``;
-    (path, bytes) of each removed.  What cannot be listed or removed stays."""
-    removed = []
-    for entry in _digest_folders(folder):
-        with suppress(OSError):
-            if entry.stat().st_mtime < cutoff:
-                _, size, _ = measure(entry)
-                remove_tree(entry)
-                removed.append((entry, size))
-    return removed
-
-
-def _digest_folders(folder: Path) -> list[Path]:
-    try:
-        return sorted(p for p in folder.iterdir() if DIGEST_NAME.fullmatch(p.name) and p.is_dir())
-    except OSError:
-        return []
-
-
-def touch(path: Path) -> None:
-    """Mark a cache entry used now (its mtime), so an age prune keeps it; a read-only cache stays as it is."""
-    with suppress(OSError):
-        os.utime(path)
-
-
 def remove_tree(folder: Path) -> None:
     """Rename ``folder`` aside, then delete it (leftovers of killed removals first); absent: nothing."""
     remove_stale_temps(folder, REMOVING)
     aside = temp_path(folder, REMOVING)
+    if move_aside(folder, aside):
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _absolute(dest: Path) -> Path:
+    """The folder a pin names: absolute, links not followed (a DEST that is a link is pinned as the link)."""
+    return Path(os.path.abspath(dest))  # noqa: PTH100 - lexical, as unpack names DEST (absolute_as_given)
+
+
+def _read_pin(path: Path) -> Pin | None:
+    """A pin, or None when it is missing or unreadable (it then protects nothing: only disk is at stake)."""
     try:
-        folder.rename(aside)
-    except FileNotFoundError:
-        return
-    shutil.rmtree(aside, ignore_errors=True)
+        return Pin.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return None

@@ -136,6 +136,15 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> Path:
     return path
 
 
+def move_aside(source: Path, aside: Path) -> bool:
+    """Rename ``source`` to ``aside`` (a name on the same file system); False when ``source`` is absent."""
+    try:
+        source.rename(aside)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def move_into_place(source: Path, target: Path) -> Path:
     """Move the finished file ``source`` to ``target`` in one rename; from another filesystem it is
     copied beside ``target`` first (and ``source`` is left where it is)."""

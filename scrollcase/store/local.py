@@ -25,7 +25,7 @@ from typing import Unpack
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
-from scrollcase.io.digest import sha256_bytes, sha256_file
+from scrollcase.io.digest import HashingWriter, sha256_bytes, sha256_file
 from scrollcase.store.base import (
     CHUNK,
     Blob,
@@ -236,20 +236,15 @@ def _write_synced(path: Path, data: bytes) -> None:
 
 
 def _copy_synced(source: Path, dest: Path, progress: ProgressCallback | None) -> tuple[str, int]:
-    import hashlib
-
-    digest = hashlib.sha256()
-    total = 0
     with source.open("rb") as src, dest.open("xb") as out:
+        hashing = HashingWriter(out)
         while chunk := src.read(CHUNK * 8):
-            digest.update(chunk)
-            out.write(chunk)
-            total += len(chunk)
+            hashing.write(chunk)
             if progress:
                 progress(len(chunk))
         out.flush()
         os.fsync(out.fileno())
-    return digest.hexdigest(), total
+    return hashing.sha.hexdigest(), hashing.size
 
 
 def _check_copy(upload: FileUpload, copied_sha: str, copied_size: int) -> None:

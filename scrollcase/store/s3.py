@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from botocore.exceptions import (
 )
 
 from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError, UsageError
+from scrollcase.io.digest import sha256_bytes, sha256_raw
 from scrollcase.store.base import (
     CHUNK,
     SHA256_METADATA,
@@ -276,7 +276,7 @@ class S3Store:
     # ----------------------------------------------------------------------------------- writes
 
     def put_bytes(self, key: str, data: bytes, **write: Unpack[WriteOptions]) -> str:
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_bytes(data)
         args: dict[str, Any] = {
             "Bucket": self.bucket,
             "Key": self._full(key),
@@ -431,9 +431,7 @@ class S3Store:
         self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
     ) -> _Part:
         data = None if known_sha256 else _read_range(upload.path, piece)
-        job = _PartJob(
-            key, upload_id, upload, number, piece, _b64(known_sha256 or hashlib.sha256(data or b"").hexdigest())
-        )
+        job = _PartJob(key, upload_id, upload, number, piece, _b64(known_sha256 or sha256_bytes(data or b"")))
         if piece.copied and self.verified_copies:
             copied = self._copy_part(job)
             if copied is not None:
@@ -588,7 +586,7 @@ class _PartJob:
 def composite_checksum(part_checksums: Sequence[str]) -> str:
     """S3's checksum of a multipart object: the SHA-256 of its parts' SHA-256s (base64), then ``-<parts>``."""
     joined = b"".join(base64.b64decode(c) for c in part_checksums)
-    return f"{base64.b64encode(hashlib.sha256(joined).digest()).decode()}-{len(part_checksums)}"
+    return f"{base64.b64encode(sha256_raw(joined)).decode()}-{len(part_checksums)}"
 
 
 def _read_range(path: Path, piece: Piece) -> bytes:

@@ -30,7 +30,7 @@ from installer import install
 from installer.sources import WheelContentElement, WheelSource
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from scrollcase.io import cache as usercache
+from scrollcase.io.cache import UNPACKED_CACHE
 from scrollcase.io.files import creating_dir
 from scrollcase.io.proc import usable_cores
 from scrollcase.wheels import install as wheelinstall
@@ -227,7 +227,7 @@ class WheelCache:
 
     def load(self, sha256: str) -> CachedWheel | None:
         """The entry for this wheel if it is complete and unchanged; a damaged one is removed."""
-        folder = self.root / sha256
+        folder = UNPACKED_CACHE.entry(self.root, sha256)
         try:
             entry = _parsed(folder / ENTRY_FILE, CacheEntry)
         except FileNotFoundError:
@@ -236,7 +236,7 @@ class WheelCache:
         if cached is None or cached.stale_member() is not None:
             shutil.rmtree(folder, ignore_errors=True)  # never trusted: unpacked again from the wheel
             return None
-        usercache.touch(folder)  # used: an age prune (`scrollcase cache prune`) keeps it
+        UNPACKED_CACHE.touch(folder)  # used: an age prune (`scrollcase cache prune`) keeps it
         return cached
 
     def load_all(self, sha256s: Sequence[str], workers: int | None = None) -> dict[str, CachedWheel]:

@@ -15,7 +15,7 @@ member gets there:
   file two wheels both ship with the same ``RECORD`` sha256 and size (the nvidia-*-cu12 wheels all
   ship the same empty ``nvidia/__init__.py``): it is written once, each wheel's copy is still checked,
   and it appears in both ``RECORD`` files, as pip and uv leave it.
-* **Threads.** zlib, hashlib and file writes release the GIL, so independent wheels install side by
+* **Threads.** zlib, hashing and file writes release the GIL, so independent wheels install side by
   side, biggest first.  The first failure cancels the others at their next read.  The umask is read
   once beforehand: installer's ``make_file_executable`` flips it process-wide, which is a race with
   threads.
@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import errno
 import functools
-import hashlib
 import io
 import itertools
 import os
@@ -50,12 +49,15 @@ from installer.utils import Scheme, copyfileobj_with_hashing
 
 from scrollcase.errors import BuildError, IntegrityError, Problem, ScrollcaseError
 from scrollcase.format.layout import BoxLayout
+from scrollcase.io.digest import hash_file, new_hash, sha256_text
 from scrollcase.io.proc import usable_cores
 from scrollcase.wheels.source import LauncherKind, plain_shebang, scheme_for, script_kind
 from scrollcase.wheels.zipread import MemberReader, member_ends
 
 if TYPE_CHECKING:
     from installer.scripts import ScriptSection
+
+    from scrollcase.io.digest import Hasher
 
 T = TypeVar("T")
 CHUNK = 1 << 18  # 256 KiB reads: few GIL round trips, and small enough to stay out of mmap
@@ -95,8 +97,8 @@ class CheckedMember:
         self._restart()
 
     def _restart(self) -> None:
-        self._hasher = hashlib.new(self._hash_name)
-        self._sha = self._hasher if self._hash_name == "sha256" else hashlib.sha256()  # installed RECORDs'
+        self._hasher = new_hash(self._hash_name)
+        self._sha = self._hasher if self._hash_name == "sha256" else new_hash()  # installed RECORDs'
         self.size = 0
         self.sha256 = ""  # RECORD's form of the sha256 of the bytes, once they passed the check
 
@@ -153,7 +155,7 @@ class CheckedMember:
         self.sha256 = got if self._sha is self._hasher else _record_digest(self._sha)
 
 
-def _record_digest(hasher: hashlib._Hash) -> str:
+def _record_digest(hasher: Hasher) -> str:
     return base64.urlsafe_b64encode(hasher.digest()).decode("ascii").rstrip("=")
 
 
@@ -212,8 +214,7 @@ class LinkedMember:
     def sha256(self) -> str:
         """RECORD's form of the file's sha256 (hashed here only for a wheel that lists another hash)."""
         if self._sha256 is None:
-            with open(self.path, "rb") as f:  # noqa: PTH123
-                self._sha256 = _record_digest(hashlib.file_digest(f, "sha256"))
+            self._sha256 = _record_digest(hash_file(self.path))
         return self._sha256
 
     def _open(self) -> BinaryIO:
@@ -326,7 +327,7 @@ class Job:
         scheme = {k: Path(os.path.abspath(v)).relative_to(env).as_posix() for k, v in sorted(self.scheme.items())}  # noqa: PTH100
         absolute = sorted(self.scheme.items()) if os.name == "nt" else None
         text = repr((scheme, absolute, self.interpreter, self.kind))
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        return sha256_text(text)[:32]
 
 
 class UnpackedWheel(Protocol):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
 from scrollcase.errors import BuildError, IntegrityError, Problem
 from scrollcase.format.layout import BoxLayout
-from scrollcase.io import cache as usercache
+from scrollcase.io.cache import WHEEL_CACHE
 from scrollcase.io.digest import sha256_file
 from scrollcase.io.fetch import fetching
 from scrollcase.io.files import replacing
@@ -145,10 +145,10 @@ def fetch_wheel(
             raise BuildError(f"wheel {source.filename} is missing", problems=[missing])
         _verify(path, source)
         return path
-    done = cache / source.sha256 / source.filename
+    done = WHEEL_CACHE.entry(cache, source.sha256) / source.filename
     if done.is_file():
         if sha256_file(done)[0] == source.sha256:
-            usercache.touch(done.parent)  # used: an age prune (`scrollcase cache prune`) keeps it
+            WHEEL_CACHE.touch(done.parent)  # used: an age prune (`scrollcase cache prune`) keeps it
             return done
         done.unlink()  # a damaged cache entry is fetched again, never trusted
     fetcher = fetchers.get(parts.scheme)

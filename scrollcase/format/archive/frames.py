@@ -10,7 +10,6 @@ each frame it fetches against it before the reassembled archive's own sha256 is 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import queue
 import threading
@@ -18,12 +17,16 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TypeAlias, cast
 
 from scrollcase.errors import BuildError, IntegrityError
 from scrollcase.format.archive.zstdframes import ZSTD_MAGIC
 from scrollcase.format.release import ArchiveFrame
+from scrollcase.io.digest import new_hash, sha256_bytes
 from scrollcase.io.files import copy_range
+
+if TYPE_CHECKING:
+    from scrollcase.io.digest import Hasher
 
 _READ = 1 << 20
 _MAGIC = ZSTD_MAGIC.to_bytes(4, "little")
@@ -118,7 +121,7 @@ class FrameSink:
     """The archive file the packer writes: hashes the whole and each frame as the bytes go to disk.
 
     The archive's sha256 is computed on a thread of its own; each frame's (unless its digest is known)
-    on the writing thread, beside its writes, fed through bounded queues: ``hashlib`` and file writes
+    on the writing thread, beside its writes, fed through bounded queues: hashing and file writes
     release the GIL, so the two digests and the writes overlap with each other and with reading files and
     feeding zstd, instead of stalling zstd's workers between calls (both digests on one thread held the
     torch box's pack back by ~0.5 s: the packer waited for the queue's room).  A frame reused from the
@@ -133,7 +136,7 @@ class FrameSink:
     def __init__(self, out: BinaryIO, depth: int = 8, *, digest: bool = True) -> None:  # 8 writes: at most ~48 MiB
         self.out = out
         # the archive's; None when ``digest`` is False (the caller hashes it as it reads it back)
-        self.sha: hashlib._Hash | None = hashlib.sha256() if digest else None
+        self.sha: Hasher | None = new_hash() if digest else None
         self.size = 0
         self.frames: list[FrameRecord] = []
         # Only items that hold bytes wait for room: a rebuild's packer queues every cached frame at once and
@@ -143,7 +146,7 @@ class FrameSink:
         self._room = threading.BoundedSemaphore(depth)
         self._writes: queue.Queue[_Write | None] = queue.Queue(depth)
         self._error: BaseException | None = None
-        self._frame = hashlib.sha256()  # the writer's: the current frame's bytes so far
+        self._frame = new_hash()  # the writer's: the current frame's bytes so far
         self._known: str | None = None  # the current frame's sha256 when known (a cached frame): not hashed again
         self._tee: BinaryIO | None = None  # where the current frame is copied too (the pack cache)
         self._start = 0
@@ -278,7 +281,7 @@ class FrameSink:
             end.name, end.offset, end.size, end.uncompressed_size, end.known or self._frame.hexdigest()
         )
         self.frames.append(record)
-        self._frame = hashlib.sha256()
+        self._frame = new_hash()
         if end.on_record is not None:
             end.on_record(record)
 
@@ -337,7 +340,7 @@ class FrameSink:
         if reader is None:  # neither the archive's digest nor the frame's to compute: only the writer's copy
             self.size += length
             return
-        frame = hashlib.sha256() if self._known is None else None  # the writer does not see these bytes
+        frame = new_hash() if self._known is None else None  # the writer does not see these bytes
         with contextlib.closing(reader):
             done = 0
             while done < length:
@@ -378,7 +381,7 @@ def table_problems(frames: Sequence[FrameLike], archive_size: int) -> list[str]:
 
 
 def frame_digest(data: bytes | memoryview) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 def iter_frame_bytes(raw: BinaryIO, frame: FrameLike) -> Iterator[bytes]:
@@ -394,7 +397,7 @@ def iter_frame_bytes(raw: BinaryIO, frame: FrameLike) -> Iterator[bytes]:
 
 def frame_mismatch(raw: BinaryIO, frame: FrameLike) -> str | None:
     """Why the next ``frame.size`` bytes of ``raw`` are not that frame (None when they are)."""
-    sha = hashlib.sha256()
+    sha = new_hash()
     got = 0
     head = b""
     for data in iter_frame_bytes(raw, frame):

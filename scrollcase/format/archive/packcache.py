@@ -22,10 +22,8 @@ seen go first).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,15 +31,16 @@ from typing import BinaryIO
 
 from scrollcase.format.archive.units import Unit
 from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER
-from scrollcase.io import cache as usercache
-from scrollcase.io.files import cache_entry, digest_entries, remove_older_than, write_atomic
+from scrollcase.io.cache import PACK_FRAME_CACHE
+from scrollcase.io.digest import sha256_file, sha256_text
+from scrollcase.io.files import write_atomic
 
 FORMAT = "scrollcase-frame-1"  # bump when the packer's bytes for the same content change
 _INODES = "inodes.json"
 _FRAMES = "frames.json"  # key -> sha256 of the cached frame (a reused frame is not hashed again)
 # content sha256s known not to embed the box prefix placeholder (box.json's scan skips them); named by
 # the placeholder, so another placeholder starts another list
-_CLEAN = f"noprefix-{hashlib.sha256(BOX_PREFIX_PLACEHOLDER.encode()).hexdigest()[:12]}.json"
+_CLEAN = f"noprefix-{sha256_text(BOX_PREFIX_PLACEHOLDER)[:12]}.json"
 MAX_INODES = 1_000_000  # ~100 MB of JSON at most: 40 boxes of 25,000 files
 FRAME_MAX_AGE_DAYS = 30
 
@@ -72,7 +71,7 @@ class PackCache:
             self._dirty = True
 
     def path_for(self, key: str) -> Path:
-        return self.root / key[:2] / key
+        return PACK_FRAME_CACHE.entry(self.root, key)
 
     def file_digest(self, path: str, st: os.stat_result) -> str:
         """The sha256 of a file's content, remembered by inode for files with more than one link."""
@@ -81,11 +80,7 @@ class PackCache:
             self._seen[memo] = None
             if memo in self.inodes:
                 return self.inodes[memo]
-        sha = hashlib.sha256()
-        with open(path, "rb") as f:  # noqa: PTH123 - str paths from the walk
-            while data := f.read(1 << 20):
-                sha.update(data)
-        digest = sha.hexdigest()
+        digest, _ = sha256_file(path)  # str paths from the walk
         if memo is not None:
             self.inodes[memo] = digest
             self._dirty = True
@@ -103,7 +98,7 @@ class PackCache:
                 digest = self.file_digest(path_of(m.name), st)
                 mode = 0o755 if st.st_mode & 0o111 else 0o644
             lines.append(f"{m.name}\0{m.kind}\0{mode}\0{m.size}\0{m.link}\0{digest}\n")
-        return hashlib.sha256("".join(lines).encode()).hexdigest()
+        return sha256_text("".join(lines))
 
     def get(self, key: str, size: int | None = None) -> Path | None:
         """The cached frame for ``key``, touched (see :meth:`prune`); None when there is none."""
@@ -113,12 +108,12 @@ class PackCache:
         except OSError:
             return None
         if ok:
-            usercache.touch(path)  # a read-only cache is still read
+            PACK_FRAME_CACHE.touch(path)  # a read-only cache is still read
         return path if ok else None
 
     def put(self, key: str, frame: bytes) -> None:
         try:
-            with cache_entry(self.path_for(key)) as out:
+            with PACK_FRAME_CACHE.put(self.root, key) as out:
                 out.write(frame)
         except OSError:
             return  # a cache that cannot be written only costs the next build time
@@ -129,7 +124,7 @@ class PackCache:
         block ends without an error (None, and nothing cached, when the cache cannot be written)."""
         with contextlib.ExitStack() as stack:
             try:
-                out: BinaryIO | None = stack.enter_context(cache_entry(self.path_for(key)))
+                out: BinaryIO | None = stack.enter_context(PACK_FRAME_CACHE.put(self.root, key))
             except OSError:
                 out = None
             yield out
@@ -150,12 +145,13 @@ class PackCache:
             self._dirty = False
 
     def prune(self, now: float | None = None, max_age_days: float = FRAME_MAX_AGE_DAYS) -> list[tuple[Path, int]]:
-        """Remove the frames no pack has used (touched) for ``max_age_days``; (path, bytes) of each removed."""
-        cutoff = (time.time() if now is None else now) - max_age_days * 86400
-        removed = remove_older_than(digest_entries(self.root), cutoff)
-        for path, _ in removed:
-            if self.digests.pop(path.name, None) is not None:
-                self._dirty = True
+        """Remove the frames no pack has used (touched) for ``max_age_days``; (path, bytes) of each removed.
+        The index forgets them, and the frames a ``scrollcase cache prune`` removed since it was saved."""
+        removed = PACK_FRAME_CACHE.prune(self.root, max_age_days, now)
+        present = {entry.name for entry in PACK_FRAME_CACHE.entries(self.root)}
+        if not present.issuperset(self.digests):
+            self.digests = {key: sha for key, sha in self.digests.items() if key in present}
+            self._dirty = True
         return removed
 
     def _save_clean(self) -> None:

@@ -2,17 +2,17 @@
 
 Files are read straight into the buffer (``os.readv``; one extra copy where there is no ``readv``) and
 zstd gets multi-MiB buffers, whose worker threads compress while Python reads the next files.  Memory
-stays constant whatever the tree size.  :class:`HashingWriter` is the file zstd writes into: it hashes
-and counts the compressed bytes on their way to disk, so the archive is never read back for its digest.
+stays constant whatever the tree size.  The file zstd writes into
+(:class:`~scrollcase.io.digest.HashingWriter`) hashes and counts the compressed bytes on their way to
+disk, so the archive is never read back for its digest.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, cast
+from typing import cast
 
 import zstandard
 
@@ -20,23 +20,6 @@ from scrollcase.errors import BuildError
 from scrollcase.format.archive.tar import padding
 
 CHUNK = 8 << 20  # bytes handed to zstd per call; large so its workers get whole jobs
-
-
-class HashingWriter:
-    """The file zstd writes into: hashes and counts every compressed byte on its way to disk."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.sha.update(data)
-        self.size += len(data)
-        return self.out.write(data)
-
-    def flush(self) -> None:
-        self.out.flush()
 
 
 class _Overflow:

@@ -22,7 +22,6 @@ into the hidden temp sibling, and DEST appears by one rename after it matched.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import queue
 import re
@@ -50,6 +49,7 @@ from scrollcase.format.archive.tar import BLOCK, META_KINDS, Header, TarFormatEr
 from scrollcase.format.archive.tarstream import ChunkReader, read_meta
 from scrollcase.format.archive.zstdframes import FrameError, FrameWalker
 from scrollcase.io import files
+from scrollcase.io.digest import new_hash
 
 READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
@@ -108,7 +108,7 @@ class _Source:
     def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
         self.raw = raw
         self.on_bytes = on_bytes
-        self.sha = hashlib.sha256()
+        self.sha = new_hash()
         self.size = 0
         self.frames = FrameWalker()
         self.error: str | None = None

@@ -24,6 +24,7 @@ from scrollcase.client.framecache import (
 )
 from scrollcase.errors import IntegrityError
 from scrollcase.format.release import ArchiveFrame
+from scrollcase.io.cache import FRAME_CACHE
 from scrollcase.store.local import LocalStore
 from tests.support.framedreleases import write_framed_release
 from tests.support.meters import Meters
@@ -203,7 +204,7 @@ def test_prune_keeps_what_installed_folders_pin_and_removes_the_rest(tmp_path: P
     left = sorted(p.name for p in cache.root.glob("??/*"))
     assert left == sorted([temp.name, *(f.sha256 for f in frames[:2])])
     assert pruned == Pruned(len(frames) - 2, sum(f.size for f in frames[2:]))
-    assert sorted(p.name for p in (cache.root / "pins").iterdir()) == [cache._pin_path(installed).name]
+    assert sorted(p.name for p in (cache.root / "pins").iterdir()) == [FRAME_CACHE.pin_path(cache.root, installed).name]
     assert cache.pinned(installed) == tuple(sorted(f.sha256 for f in frames[:2]))
     assert cache.pinned(deleted) == ()
 

@@ -30,7 +30,7 @@ def test_every_section_has_its_own_folder_and_the_rooms_use_these_names() -> Non
     from scrollcase.client.download import DOWNLOADS
     from scrollcase.client.framecache import FRAMES
 
-    names = [s.name for s in usercache.SECTIONS]
+    names = [s.name for s in usercache.CACHES]
     assert len(set(names)) == len(names) == len(usercache.BY_NAME)
     assert {FRAMES, DOWNLOADS} <= set(names)
 
@@ -51,7 +51,7 @@ def test_usage_counts_a_hard_linked_file_once_and_tells_the_bytes_a_box_also_lin
 
 def test_usage_of_an_absent_or_unreadable_folder_is_nothing(tmp_path: Path) -> None:
     used = usercache.usage(tmp_path / "nowhere")
-    assert [(u.files, u.bytes) for u in used] == [(0, 0)] * len(usercache.SECTIONS)
+    assert [(u.files, u.bytes) for u in used] == [(0, 0)] * len(usercache.CACHES)
 
 
 def test_remove_unused_takes_only_entries_untouched_since_the_cutoff(tmp_path: Path) -> None:
@@ -61,9 +61,9 @@ def test_remove_unused_takes_only_entries_untouched_since_the_cutoff(tmp_path: P
     _file(folder / "notes.txt", 10)  # not an entry: never pruned
     _age(old, 40)
     _age(fresh, 40)
-    usercache.touch(fresh)  # used by a build just now
+    usercache.WHEEL_CACHE.touch(fresh)  # used by a build just now
 
-    removed = usercache.remove_unused(folder, time.time() - 30 * 86400)
+    removed = usercache.WHEEL_CACHE.prune(folder, 30)
 
     assert removed == [(old, 300)] and Freed.of(removed) == Freed(1, 300)
     assert not old.exists() and fresh.is_dir() and (folder / "notes.txt").is_file()

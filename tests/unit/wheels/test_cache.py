@@ -252,7 +252,7 @@ def test_a_used_entry_is_marked_used_so_an_age_prune_keeps_it(tmp_path: Path) ->
     long_ago = time.time() - 90 * 86400
     os.utime(entry, (long_ago, long_ago))
     assert cache.load(sha(wheel)) is not None
-    assert usercache.remove_unused(cache.root, time.time() - 30 * 86400) == []
+    assert usercache.UNPACKED_CACHE.prune(cache.root, 30) == []
     os.utime(entry, (long_ago, long_ago))  # not used since
-    assert [path for path, _ in usercache.remove_unused(cache.root, time.time() - 30 * 86400)] == [entry]
+    assert [path for path, _ in usercache.UNPACKED_CACHE.prune(cache.root, 30)] == [entry]
     assert cache.load(sha(wheel)) is None
