@@ -136,6 +136,18 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> Path:
     return path
 
 
+def replace_with(temp: Path, target: Path) -> None:
+    """Put the finished ``temp`` at ``target`` in one rename on the same file system, replacing what was
+    there: a reader sees the old file or the new one, never a part."""
+    temp.replace(target)
+
+
+def rename_new(temp: Path, target: Path) -> None:
+    """Rename ``temp`` to ``target`` where the OS refuses an existing target (Windows: FileExistsError);
+    POSIX's rename replaces, so a caller that must not replace links there instead."""
+    temp.rename(target)
+
+
 def move_aside(source: Path, aside: Path) -> bool:
     """Rename ``source`` to ``aside`` (a name on the same file system); False when ``source`` is absent."""
     try:

@@ -124,9 +124,9 @@ class LocalStore:
                         raise ConflictError(
                             f"{target} changed since it was read (ETag mismatch)", fix="read it again and retry"
                         )
-                    temp.replace(target)
+                    files.replace_with(temp, target)
             else:
-                temp.replace(target)
+                files.replace_with(temp, target)
         return sha256_bytes(data)
 
     def checksum_part_size(self, size: int) -> int | None:
@@ -289,7 +289,7 @@ def _create_exclusive(temp: Path, target: Path, key: str) -> None:
     """Make ``temp`` visible as ``target`` only if ``target`` does not exist (atomically)."""
     try:
         if os.name == "nt":
-            temp.rename(target)  # Windows: refuses an existing target, atomically
+            files.rename_new(temp, target)  # Windows: refuses an existing target, atomically
         else:
             os.link(temp, target)  # POSIX: refuses an existing target, atomically
     except FileExistsError:
@@ -305,7 +305,7 @@ def _claim_then_replace(temp: Path, target: Path) -> None:
     except FileExistsError:
         raise ConflictError(f"{target} already exists", fix="releases are immutable") from None
     os.close(fd)
-    temp.replace(target)
+    files.replace_with(temp, target)
 
 
 @contextlib.contextmanager
