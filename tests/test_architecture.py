@@ -34,7 +34,6 @@ KNOWN_LONG_MODULES: set[str] = {
     "format/archive/unpack.py",
     "store/publish.py",
     "store/s3.py",
-    "wheels/install.py",
 }
 # Only these import inside functions: the edge, and the package's lazily imported library API.
 LAZY_IMPORTERS = ("cli.py", "commands/", "__init__.py")

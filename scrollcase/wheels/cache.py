@@ -2,7 +2,7 @@
 
 An entry is one wheel (keyed by the sha256 the lock pins for it) unpacked once: every member
 inflated and checked against the wheel's ``RECORD`` exactly as a direct install checks it
-(:class:`~scrollcase.wheels.install.CheckedWheel`), stored under ``files/``, and described by
+(:class:`~scrollcase.wheels.checked.CheckedWheel`), stored under ``files/``, and described by
 ``entry.json`` — the members in the wheel's order with their ``RECORD`` rows, executable bits and
 the size and mtime each file had when it was stored.  The entry appears by one rename of a
 pid-named folder, so a killed fill leaves no half-entry, only a temp folder the next fill removes.
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from scrollcase.io.cache import UNPACKED_CACHE
 from scrollcase.io.files import creating_dir
 from scrollcase.io.proc import usable_cores
+from scrollcase.wheels import checked
 from scrollcase.wheels import install as wheelinstall
 
 ENTRY_FILE = "entry.json"
@@ -201,7 +202,7 @@ class CachedWheel(WheelSource):
                 with (self.root / FILES / path).open("rb") as raw:
                     yield member.row, raw, member.executable
                 continue
-            linked = wheelinstall.LinkedMember(os.path.join(files, path), name, value, int(size))  # noqa: PTH118
+            linked = checked.LinkedMember(os.path.join(files, path), name, value, int(size))  # noqa: PTH118
             try:
                 yield member.row, cast(BinaryIO, linked), member.executable
             finally:
@@ -269,7 +270,7 @@ def _relative(target: str) -> str:
 def _place(job: wheelinstall.Job, links: Sequence[tuple[str, str]]) -> None:
     for source, target in links:
         if job.cancel.is_set():
-            raise wheelinstall.CancelledInstallError
+            raise checked.CancelledInstallError
         job.linker.place(source, target)
 
 
@@ -298,13 +299,13 @@ def _parsed(path: Path, model: type[_Record]) -> _Record | None:
 def _unpack_checked(wheel: Path, sha256: str, files: Path, cancel: threading.Event, umask: int) -> CacheEntry:
     members: list[CachedMember] = []
     with zipfile.ZipFile(wheel) as archive:
-        source = wheelinstall.CheckedWheel(archive, cancel)
+        source = checked.CheckedWheel(archive, cancel)
         source.validate_record(validate_contents=False)
         for row, stream, executable in source.get_contents():
             target = wheelinstall.inside(str(files), row[0])
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("xb") as out:
-                while chunk := stream.read(wheelinstall.CHUNK):
+                while chunk := stream.read(checked.CHUNK):
                     out.write(chunk)
             if executable:
                 target.chmod(0o777 & ~umask | 0o111)
@@ -336,10 +337,10 @@ def fill_all(
     def fill_one(item: tuple[Path, str]) -> None:
         wheel, sha256 = item
         if cancel.is_set():
-            raise wheelinstall.CancelledInstallError
+            raise checked.CancelledInstallError
         try:
             filled[sha256] = cache.fill(wheel, sha256, cancel, umask)
-        except wheelinstall.CancelledInstallError:
+        except checked.CancelledInstallError:
             raise
         except BaseException as exc:
             cancel.set()
