@@ -1,30 +1,206 @@
-"""The reads an installer makes before it downloads an archive: the box index, this machine, the
-release manifest — each checked against the others, so a store whose files disagree is refused early.
+"""Installing a box from a store: :func:`install_box`, the library call behind ``scrollcase install``.
 
-``scrollcase install`` and ``upgrade`` (:mod:`scrollcase.commands.install`, :mod:`scrollcase.commands.upgrade`)
-string these together with :func:`~scrollcase.client.select.select_release`,
-:func:`~scrollcase.client.download.download_archive` and
-:func:`~scrollcase.format.archive.unpack.unpack_archive`; a host app can do the same from Python.
+Before a byte of the archive is downloaded it reads the box index, this machine and the release manifest,
+each checked against the others (a store whose files disagree is refused early), chooses the release
+(:func:`~scrollcase.client.select.select_release`) and runs the GPU check; then the archive is received
+(:func:`~scrollcase.client.receive.receive_release`: downloaded, unpacked and its frames kept side by side).
+DEST appears only when every check passed: any ScrollcaseError leaves it as it was.  ``upgrade_box``
+(:mod:`scrollcase.client.upgrade`) shares the reads.  Nothing here prints: progress goes to the callbacks
+the caller passes (the CLI's console, a host app's logger).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.client.download import Download, cache_paths
+from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.preflight import refuse, release_gpu_check
-from scrollcase.client.select import Candidate, HostView, Wanted
+from scrollcase.client.receive import receive_release
+from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.errors import IntegrityError, Problem, StoreError
-from scrollcase.format.archive.unpack import absolute_as_given
+from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, prepare_dest
 from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, parse_release
 from scrollcase.format.relocate import check_dest_length, prefix_text
 from scrollcase.host.facts import HostProbes
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.progress import Emit, waiting
+from scrollcase.progress import Emit, MeterFactory, silent_meter, waiting
 from scrollcase.store.base import ReadableStore
+from scrollcase.store.factory import open_read_store
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
 from scrollcase.targets.gpucheck import GpuCheckResult
 from scrollcase.targets.hostgpu import GpuFacts, gather_gpus
+
+GpuCheckHook = Callable[[GpuCheckResult], None]
+NOTHING_DOWNLOADED = "; nothing was downloaded"
+
+
+def quiet(_: str) -> None:
+    """The default ``progress``: a library call prints nothing."""
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What :func:`install_box` installed into ``dest``, and how it got there."""
+
+    manifest: ReleaseManifest  # the release installed: boxId, version, targetId, archive size and sha256
+    store: str  # the store's URL
+    archive: str  # the archive's URL
+    dest: Path
+    download: Download  # bytes downloaded, resumed from, taken from the download cache
+    kept_download: bool  # the checked archive stays in the download cache (``download.path``)
+    unpacked: UnpackResult
+    gpu_check: GpuCheckResult
+    cache_pruned: Pruned  # frames no installed box uses any more, removed from the frame cache
+    seconds: float
+
+    def to_json(self) -> dict[str, object]:
+        """``scrollcase install --json``'s result (docs/install.md#output)."""
+        manifest, download, unpacked = self.manifest, self.download, self.unpacked
+        return {
+            "boxId": manifest.boxId,
+            "version": manifest.version,
+            "targetId": manifest.targetId,
+            "store": self.store,
+            "archive": self.archive,
+            "sha256": manifest.archive.sha256,
+            "size": manifest.archive.size,
+            "bytesDownloaded": download.downloaded,
+            "resumedFrom": download.resumed_from,
+            "fromCache": download.cached,
+            "cachedArchive": str(download.path) if self.kept_download else None,
+            "dest": str(unpacked.dest),
+            "files": unpacked.files,
+            "uncompressedBytes": unpacked.uncompressed_bytes,
+            "relocatedFiles": unpacked.relocated_files,
+            "seconds": round(self.seconds, 3),
+            "gpuCheck": self.gpu_check.to_json(),
+            "cachePruned": pruned_json(self.cache_pruned),
+        }
+
+
+def install_box(
+    store: ReadableStore | str,
+    box_id: str,
+    dest: Path | str,
+    *,
+    version: str | None = None,
+    target: str | None = None,
+    pre: bool = False,
+    skip_gpu_check: bool = False,
+    keep_download: bool = False,
+    endpoint_url: str | None = None,
+    probes: HostProbes | None = None,
+    progress: Emit = quiet,
+    meter: MeterFactory = silent_meter,
+    on_gpu_check: GpuCheckHook | None = None,
+) -> Installed:
+    """Install the release of ``box_id`` in ``store`` that fits this machine into ``dest`` (a new or empty
+    folder), as ``scrollcase install`` does.
+
+    ``store`` is a :class:`~scrollcase.store.base.ReadableStore` or what ``--store`` takes (a folder,
+    ``s3://bucket/prefix`` with ``endpoint_url`` for MinIO/R2/SeaweedFS, ``http(s)://``).  ``version``,
+    ``target``, ``pre`` and ``skip_gpu_check`` choose as install's options do; ``probes`` are this
+    machine's facts (injected: a fake platform or nvidia-smi in tests).  ``progress`` gets one line per
+    step, ``meter`` a byte meter per transfer, ``on_gpu_check`` the GPU check's result before anything is
+    downloaded (default: its summary through ``progress``).  Raises a
+    :class:`~scrollcase.errors.ScrollcaseError` (nothing fits, a refused GPU check, a tampered archive, a
+    store error…), leaving ``dest`` as it was."""
+    where = Path(dest)
+    prepare_dest(where)
+    wanted = Wanted(version, target, pre, skip_gpu_check)
+    offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
+    chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, offer.store.url)
+    check_dest_fits(where, chosen.entry.relocation, NOTHING_DOWNLOADED)
+    manifest, check = checked_manifest(offer, chosen, progress)
+    (on_gpu_check or gpu_summary(progress))(check)
+    check_dest_fits(where, manifest.relocation, NOTHING_DOWNLOADED)
+    return _receive(offer.store, manifest, chosen, where, check, keep_download, progress, meter)
+
+
+def _receive(
+    store: ReadableStore,
+    manifest: ReleaseManifest,
+    chosen: Candidate,
+    dest: Path,
+    check: GpuCheckResult,
+    keep_download: bool,
+    progress: Emit,
+    meter: MeterFactory,
+) -> Installed:
+    """The chosen release downloaded, unpacked into ``dest`` and its frames kept (for ``upgrade_box``)."""
+    info = manifest.archive
+    progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
+    start = time.monotonic()
+    cache = FrameCache.default()
+    source = store.url_for(chosen.entry.release)
+    try:
+        received = receive_release(store, manifest, dest, cache, source, meter=meter, progress=progress)
+    except IntegrityError:
+        cache_paths(info.sha256).complete.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
+        raise
+    if not keep_download:
+        received.download.path.unlink(missing_ok=True)
+    pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
+    archive = store.url_for(manifest.keys.archive)
+    return Installed(
+        manifest=manifest,
+        store=store.url,
+        archive=archive,
+        dest=dest,
+        download=received.download,
+        kept_download=keep_download,
+        unpacked=received.unpacked,
+        gpu_check=check,
+        cache_pruned=pruned,
+        seconds=time.monotonic() - start,
+    )
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What ``scrollcase install --list`` shows: every release of a box and whether it fits this machine."""
+
+    store: str  # the store's URL
+    box_id: str
+    host: HostView
+    selection: Selection
+
+
+def list_releases(
+    store: ReadableStore | str,
+    box_id: str,
+    *,
+    version: str | None = None,
+    target: str | None = None,
+    pre: bool = False,
+    skip_gpu_check: bool = False,
+    endpoint_url: str | None = None,
+    probes: HostProbes | None = None,
+    progress: Emit = quiet,
+) -> Listing:
+    """Every release of ``box_id`` in ``store``, best first, each with whether it fits this machine and why
+    not; the one :func:`install_box` would choose with the same arguments is ``selection.chosen``."""
+    wanted = Wanted(version, target, pre, skip_gpu_check)
+    offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
+    return Listing(offer.store.url, box_id, offer.host, select_release(offer.index, offer.host, wanted))
+
+
+def as_store(store: ReadableStore | str, endpoint_url: str | None) -> ReadableStore:
+    """``store`` itself, or the store a ``--store`` location names."""
+    return open_read_store(store, endpoint_url) if isinstance(store, str) else store
+
+
+def gpu_summary(progress: Emit) -> GpuCheckHook:
+    """The default ``on_gpu_check``: the check's status and summary as one progress line."""
+
+    def report(check: GpuCheckResult) -> None:
+        progress(f"gpu check: {check.status}: {check.summary}")
+
+    return report
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Moving an installed box to another release, fetching only the frames it lacks, then swapping folders.
+"""Moving an installed box to another release, fetching only the frames it lacks, then swapping folders:
+:func:`upgrade_box`, the library call behind ``scrollcase upgrade``.
 
-Order of events (``scrollcase upgrade``, :mod:`scrollcase.commands.upgrade`):
+Order of events:
 
 1. DEST's ``box.json`` says which box, target and version it holds;
 2. the release is chosen as ``install`` chooses, restricted to DEST's target;
@@ -23,24 +24,223 @@ no DEST but a complete ``.<DEST>.previous``: :func:`recover_swap` (run first by 
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from scrollcase.client.download import locked
-from scrollcase.client.framecache import FrameCache, FrameStream, fetch_frames
+from scrollcase.client.download import download_archive, locked
+from scrollcase.client.framecache import FrameCache, FrameStream, Pruned, fetch_frames, keep_installed, pruned_json
+from scrollcase.client.install import (
+    GpuCheckHook,
+    as_store,
+    check_dest_fits,
+    checked_manifest,
+    gpu_summary,
+    quiet,
+    read_offer,
+)
 from scrollcase.client.preflight import check_identity
-from scrollcase.errors import BuildError, ScrollcaseError, UsageError, describe_path
+from scrollcase.client.select import Wanted, require_choice, select_release, semver_key
+from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
 from scrollcase.format.archive.units import BOX_JSON_UNIT
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON
 from scrollcase.format.release import ArchiveFrame, ReleaseManifest
+from scrollcase.host.facts import HostProbes
 from scrollcase.io import files
-from scrollcase.progress import MeterFactory, silent_meter
+from scrollcase.progress import ByteMeter, Emit, MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
+from scrollcase.targets.gpucheck import GpuCheckResult
+
+NOTHING_CHANGED = "; nothing was downloaded or changed"
+NOTHING_PRUNED = Pruned(0, 0)
+
+
+@dataclass(frozen=True)
+class Upgraded:
+    """What :func:`upgrade_box` did to ``dest``: ``manifest`` is None when nothing newer was there."""
+
+    box_id: str
+    dest: Path
+    store: str  # the store's URL
+    from_version: str
+    to_version: str
+    manifest: ReleaseManifest | None = None  # the release now installed
+    fetched: Fetched | None = None  # frames (or the whole archive) downloaded and their bytes
+    previous: Path | None = None  # the old tree, kept for a rollback (``keep_previous``)
+    files: int = 0
+    gpu_check: GpuCheckResult | None = None
+    cache_pruned: Pruned = NOTHING_PRUNED
+    seconds: float = 0.0
+
+    @property
+    def upgraded(self) -> bool:
+        return self.manifest is not None
+
+    def to_json(self) -> dict[str, object]:
+        """``scrollcase upgrade --json``'s result (docs/install.md#upgrade)."""
+        data: dict[str, object] = {
+            "boxId": self.box_id,
+            "dest": str(self.dest),
+            "from": self.from_version,
+            "to": self.to_version,
+            "upgraded": self.upgraded,
+        }
+        if self.manifest is None or self.fetched is None:
+            return data
+        return data | {
+            "targetId": self.manifest.targetId,
+            "sha256": self.manifest.archive.sha256,
+            "size": self.manifest.archive.size,
+            "frames": self.fetched.frames_total,
+            "framesFetched": self.fetched.frames_fetched,
+            "bytesDownloaded": self.fetched.bytes_fetched,
+            "previous": str(self.previous) if self.previous else None,
+            "files": self.files,
+            "seconds": round(self.seconds, 3),
+            "cachePruned": pruned_json(self.cache_pruned),
+        }
+
+
+def upgrade_box(
+    store: ReadableStore | str,
+    dest: Path | str,
+    *,
+    version: str | None = None,
+    pre: bool = False,
+    skip_gpu_check: bool = False,
+    keep_previous: bool = False,
+    endpoint_url: str | None = None,
+    probes: HostProbes | None = None,
+    progress: Emit = quiet,
+    meter: MeterFactory = silent_meter,
+    on_gpu_check: GpuCheckHook | None = None,
+) -> Upgraded:
+    """Move the box installed in ``dest`` to the newest release of the same box and target in ``store``
+    (or to ``version``, an older one too: a rollback), as ``scrollcase upgrade`` does: only the frames
+    the frame cache lacks are downloaded, the new tree is unpacked beside ``dest`` and swapped in.
+
+    ``store``, ``probes``, ``progress``, ``meter`` and ``on_gpu_check`` are as for
+    :func:`~scrollcase.client.install.install_box`; ``keep_previous`` keeps the old tree as
+    ``.<DEST>.previous`` (and its frames).  Raises a :class:`~scrollcase.errors.ScrollcaseError`; until the
+    final swap ``dest`` stays the old, working install."""
+    where = Path(dest).absolute()
+    if recover_swap(where):
+        progress(f"put back {where}: an earlier upgrade was killed while swapping folders")
+    box = installed_box(where)
+    wanted = Wanted(version, box.targetId, pre, skip_gpu_check)
+    offer = read_offer(as_store(store, endpoint_url), box.boxId, wanted, probes or HostProbes(), progress)
+    url = offer.store.url
+    chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, url)
+    if chosen.version == box.version or (version is None and semver_key(chosen.version) <= semver_key(box.version)):
+        return Upgraded(box.boxId, where, url, box.version, box.version)
+    check_dest_fits(where, chosen.entry.relocation, NOTHING_CHANGED)
+    manifest, check = checked_manifest(offer, chosen, progress)
+    (on_gpu_check or gpu_summary(progress))(check)
+    check_dest_fits(where, manifest.relocation, NOTHING_CHANGED)
+    progress(f"upgrading {box.boxId} in {where}: {box.version} -> {manifest.version} from {url}")
+    start = time.monotonic()
+    done = _upgrade(offer.store, manifest, where, keep_previous, progress, meter)
+    return Upgraded(
+        box_id=box.boxId,
+        dest=where,
+        store=url,
+        from_version=box.version,
+        to_version=manifest.version,
+        manifest=manifest,
+        fetched=done.fetched,
+        previous=done.previous,
+        files=done.files,
+        gpu_check=check,
+        cache_pruned=done.pruned,
+        seconds=time.monotonic() - start,
+    )
+
+
+@dataclass(frozen=True)
+class _Done:
+    fetched: Fetched
+    previous: Path | None
+    files: int
+    pruned: Pruned
+
+
+def _upgrade(
+    store: ReadableStore,
+    manifest: ReleaseManifest,
+    dest: Path,
+    keep_previous: bool,
+    progress: Emit,
+    meter: MeterFactory,
+) -> _Done:
+    """Fetch, unpack beside ``dest``, swap in, keep the frames: one upgrade of ``dest`` at a time."""
+    cache = FrameCache.default()
+    with upgrading(dest) as sib:
+        clear_staging(sib)
+        fetched = _fetch(store, manifest, cache, progress, meter)
+        bar = meter("unpacking", manifest.archive.size)
+        try:
+            result = _unpack(fetched, manifest, cache, sib.staging, dest, store.url_for(manifest.keys.archive), bar)
+        except IntegrityError:
+            progress("nothing was changed in DEST")
+            raise
+        finally:
+            if fetched.archive is not None:
+                fetched.archive.unlink(missing_ok=True)
+        bar.finish()
+        old_frames = cache.pinned(dest)
+        previous = swap_in(Siblings(dest), keep_previous)
+        pruned = _keep_frames(cache, manifest, dest, previous, old_frames)
+    return _Done(fetched, previous, result.files, pruned)
+
+
+def _unpack(
+    fetched: Fetched,
+    manifest: ReleaseManifest,
+    cache: FrameCache,
+    staging: Path,
+    dest: Path,
+    source: str,
+    meter: ByteMeter,
+) -> UnpackResult:
+    """Into ``staging``, relocated to ``dest``: streamed from the frame cache, or the whole archive downloaded."""
+    if fetched.archive is None:
+        return unpack_from_frames(cache, manifest, staging, dest, source, on_bytes=meter)
+    check_identity(manifest, fetched.archive)
+    info = manifest.archive
+    return unpack_archive(
+        fetched.archive, staging, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter, relocate_to=dest
+    )
+
+
+def _fetch(
+    store: ReadableStore, manifest: ReleaseManifest, cache: FrameCache, progress: Emit, meter: MeterFactory
+) -> Fetched:
+    info = manifest.archive
+    if not info.frames:  # an archive without a frame table: the whole archive, as install fetches it
+        download = download_archive(store, manifest.keys.archive, size=info.size, sha256=info.sha256, meter=meter)
+        return Fetched(download.path, 1, 0 if download.cached else 1, download.downloaded)
+    try:
+        return fetch_release(store, manifest, info.frames, cache, meter=meter)
+    except IntegrityError:
+        progress("nothing was changed in DEST")
+        raise
+
+
+def _keep_frames(
+    cache: FrameCache, manifest: ReleaseManifest, dest: Path, previous: Path | None, old_frames: tuple[str, ...]
+) -> Pruned:
+    """Pin the new release's frames for DEST (and the old one's for a kept previous tree), prune the rest:
+    the frames only the replaced release used leave the cache, unless that release is kept for a rollback."""
+    frames = manifest.archive.frames
+    if not frames:
+        return NOTHING_PRUNED
+    kept = (previous, old_frames) if previous is not None else None
+    return keep_installed(cache, dest, frames, kept)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING, NoReturn, Self, TypeAlias, TypeVar
 from scrollcase.errors import ResultShownError, ScrollcaseError, UsageError
 
 if TYPE_CHECKING:  # the commands that use these import them; matrix, report and lock-check need none
-    from scrollcase.client.install import Offer
     from scrollcase.console import Console
     from scrollcase.format.archive.unpack import UnpackResult
-    from scrollcase.host.facts import HostProbes
     from scrollcase.targets.gpucheck import GpuCheckResult
 
 # Every command and its one-line help (the module's HELP; tests/unit/test_cli.py holds them equal), in the
@@ -144,18 +142,6 @@ def store_location(option: str | None) -> str:
             fix=f"pass --store DIRECTORY|s3://bucket/prefix|https://host/path or set ${STORE_ENV}",
         )
     return location
-
-
-def offer_for(args: ReleaseArgs, box_id: str, target: str | None, console: Console, probes: HostProbes | None) -> Offer:
-    """The releases of ``box_id`` in --store that the command line lets install and upgrade choose from."""
-    from scrollcase.client.install import read_offer
-    from scrollcase.client.select import Wanted
-    from scrollcase.host.facts import HostProbes
-    from scrollcase.store.factory import open_read_store
-
-    store = open_read_store(store_location(args.store), args.endpoint_url)
-    wanted = Wanted(args.version, target, args.pre, args.skip_gpu_check)
-    return read_offer(store, box_id, wanted, probes or HostProbes(), console.progress)
 
 
 def report_gpu(console: Console, result: GpuCheckResult) -> None:

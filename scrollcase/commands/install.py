@@ -10,33 +10,24 @@ each release does or does not fit.
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrollcase.client.download import Download, cache_paths
-from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
-from scrollcase.client.install import Offer, check_dest_fits, checked_manifest
-from scrollcase.client.receive import receive_release
-from scrollcase.client.select import Candidate, HostView, Selection, require_choice, select_release
+from scrollcase.client.install import Listing, install_box, list_releases
+from scrollcase.client.select import HostView
 from scrollcase.commands import (
     STORE_ENV,
     ReleaseArgs,
     SubParsers,
     add_command,
     handler,
-    offer_for,
     report_gpu,
-    unpack_json,
+    store_location,
 )
 from scrollcase.console import Console
-from scrollcase.errors import IntegrityError, UsageError
-from scrollcase.format.archive.unpack import prepare_dest
-from scrollcase.format.release import ReleaseManifest
+from scrollcase.errors import UsageError
 from scrollcase.host.facts import HostProbes
-from scrollcase.store.base import ReadableStore
-from scrollcase.targets.gpucheck import GpuCheckResult
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"
@@ -90,83 +81,49 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
     dest = checked_dest(args)
-    offer = offer_for(args, args.box, args.target, console, probes)
-    selection = select_release(offer.index, offer.host, offer.wanted)
     if dest is None:  # --list
-        store, host = offer.store, offer.host
-        console.result(list_json(store, args.box, host, selection), render_list(store, args.box, host, selection))
+        listing = list_releases(
+            store_location(args.store),
+            args.box,
+            version=args.version,
+            target=args.target,
+            pre=args.pre,
+            skip_gpu_check=args.skip_gpu_check,
+            endpoint_url=args.endpoint_url,
+            probes=probes,
+            progress=console.progress,
+        )
+        console.result(list_json(listing), render_list(listing))
         return 0
-    chosen = require_choice(selection, offer.index, offer.wanted, offer.store.url)
-    return install(args, dest, console, offer, chosen)
+    installed = install_box(
+        store_location(args.store),
+        args.box,
+        dest,
+        version=args.version,
+        target=args.target,
+        pre=args.pre,
+        skip_gpu_check=args.skip_gpu_check,
+        keep_download=args.keep_download,
+        endpoint_url=args.endpoint_url,
+        probes=probes,
+        progress=console.progress,
+        meter=console.meter,
+        on_gpu_check=lambda check: report_gpu(console, check),
+    )
+    data = installed.to_json()
+    console.result(data, render_install(data))
+    return 0
 
 
 def checked_dest(args: InstallArgs) -> Path | None:
-    """DEST, ready before any byte is downloaded; None with --list (which takes no DEST)."""
+    """DEST as the command line gives it; None with --list (which takes no DEST)."""
     if args.list:
         if args.dest is not None:
             raise UsageError("--list installs nothing: drop DEST", fix="scrollcase install --list --store S --box B")
         return None
     if args.dest is None:
         raise UsageError("install needs DEST (the folder to install into)", fix="pass DEST, or --list")
-    prepare_dest(args.dest)
     return args.dest
-
-
-def install(args: InstallArgs, dest: Path, console: Console, offer: Offer, chosen: Candidate) -> int:
-    check_dest_fits(dest, chosen.entry.relocation, "; nothing was downloaded")
-    manifest, check = checked_manifest(offer, chosen, console.progress)
-    report_gpu(console, check)
-    check_dest_fits(dest, manifest.relocation, "; nothing was downloaded")
-    store = offer.store
-    info = manifest.archive
-    console.progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
-    start = time.monotonic()
-    cache = FrameCache.default()
-    source = store.url_for(chosen.entry.release)
-    try:  # downloaded, unpacked and its frames kept (for `upgrade`) side by side
-        received = receive_release(store, manifest, dest, cache, source, meter=console.meter, progress=console.progress)
-    except IntegrityError:
-        cache_paths(info.sha256).complete.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
-        raise
-    download, result = received.download, received.unpacked
-    if not args.keep_download:
-        download.path.unlink(missing_ok=True)
-    pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
-    seconds = time.monotonic() - start
-    data = install_json(
-        manifest, store, download, args.keep_download, check, {**unpack_json(result, download.path, seconds)}
-    ) | {"cachePruned": pruned_json(pruned)}
-    console.result(data, render_install(data))
-    return 0
-
-
-def install_json(
-    manifest: ReleaseManifest,
-    store: ReadableStore,
-    download: Download,
-    kept: bool,
-    check: GpuCheckResult,
-    unpacked: dict[str, Any],
-) -> dict[str, object]:
-    return {
-        "boxId": manifest.boxId,
-        "version": manifest.version,
-        "targetId": manifest.targetId,
-        "store": store.url,
-        "archive": store.url_for(manifest.keys.archive),
-        "sha256": manifest.archive.sha256,
-        "size": manifest.archive.size,
-        "bytesDownloaded": download.downloaded,
-        "resumedFrom": download.resumed_from,
-        "fromCache": download.cached,
-        "cachedArchive": str(download.path) if kept else None,
-        "dest": unpacked["dest"],
-        "files": unpacked["files"],
-        "uncompressedBytes": unpacked["uncompressedBytes"],
-        "relocatedFiles": unpacked["relocatedFiles"],
-        "seconds": unpacked["seconds"],
-        "gpuCheck": check.to_json(),
-    }
 
 
 def render_install(data: dict[str, Any]) -> str:
@@ -188,20 +145,21 @@ def host_json(host: HostView) -> dict[str, object]:
     }
 
 
-def list_json(store: ReadableStore, box_id: str, host: HostView, selection: Selection) -> dict[str, object]:
-    chosen = selection.chosen
+def list_json(listing: Listing) -> dict[str, object]:
+    chosen = listing.selection.chosen
     return {
-        "boxId": box_id,
-        "store": store.url,
-        "host": host_json(host),
+        "boxId": listing.box_id,
+        "store": listing.store,
+        "host": host_json(listing.host),
         "selected": {"version": chosen.version, "targetId": chosen.target_id} if chosen else None,
-        "releases": [c.to_json() for c in selection.candidates],
+        "releases": [c.to_json() for c in listing.selection.candidates],
     }
 
 
-def render_list(store: ReadableStore, box_id: str, host: HostView, selection: Selection) -> str:
+def render_list(listing: Listing) -> str:
+    host, selection = listing.host, listing.selection
     gpus = "; ".join(g.label() for g in host.gpus.gpus) or host.gpus.error or "GPUs not asked"
-    lines = [f"{box_id} in {store.url} (this machine: {host.platform}-{host.arch}; {gpus})"]
+    lines = [f"{listing.box_id} in {listing.store} (this machine: {host.platform}-{host.arch}; {gpus})"]
     for c in selection.candidates:
         mark = "*" if c is selection.chosen else " "
         verdict = "fits" if c.fits else "does not fit: " + "; ".join(c.reasons)

@@ -17,7 +17,7 @@ import pytest
 
 from scrollcase import cli
 from scrollcase.client.framecache import PRUNE_GRACE_SECONDS, FrameCache
-from scrollcase.commands import upgrade as upgrade_command
+from scrollcase.client import upgrade as upgrade_client
 from scrollcase.format.archive.frames import frame_table
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.boxjson import dump_box_json
@@ -233,7 +233,7 @@ def test_an_interrupted_upgrade_leaves_the_old_install_and_a_rerun_completes(
     def killed(*_: object) -> None:
         raise KeyboardInterrupt  # as a kill right before the swap: everything fetched and unpacked
 
-    monkeypatch.setattr(upgrade_command, "swap_in", killed)
+    monkeypatch.setattr(upgrade_client, "swap_in", killed)
     assert cli.main(["upgrade", "--store", url, str(dest)]) != 0
     assert "interrupted" in capsys.readouterr().err
     assert installed_state(dest) == old  # the old install is untouched and whole
