@@ -458,7 +458,7 @@ def run_self_test(
     env_dir = box_root / box.envDir
     absent = frozenset(f"{box.modelCacheSubdir}/{a.path}" for a in box.assets if not a.bundled)
     checks = selftest.plan_checks(box.selfTest, box.pythonEntryPoint, recipe_text, absent)
-    env = selftest.check_env(box.target.accelerator == "cuda", box_root, box_root / box.modelCacheSubdir)
+    env = selftest.check_env(box.target.spec.kind.uses_gpu, box_root, box_root / box.modelCacheSubdir)
     results = selftest.run_checks(checks, box_root / box.pythonEntryPoint, env_dir, box_root, env=env, timeout=timeout)
     if junit is not None:
         write_junit(

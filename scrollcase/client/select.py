@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from scrollcase.errors import HostError, Problem, UsageError
 from scrollcase.recipe.fields import SEMVER_RE
 from scrollcase.store.index import BoxIndex, IndexEntry
-from scrollcase.targets.gpucheck import GpuCheckResult, gpu_check
+from scrollcase.targets.gpucheck import GpuCheckResult
 from scrollcase.targets.hostgpu import GpuFacts, dotted_key
 
-ACCELERATOR_RANK = {"cuda": 2, "metal": 1, "cpu": 0}
 GPU_RANK = {"pass": 2, "skip": 1, "warn": 1}
 
 SemverKey = tuple[tuple[int, ...], int, tuple[tuple[int, int, str], ...]]
@@ -148,19 +147,19 @@ def judge(version: str, entry: IndexEntry, host: HostView, wanted: Wanted) -> Ca
 
 def _gpu_verdict(entry: IndexEntry, host: HostView, wanted: Wanted) -> GpuCheckResult | None:
     spec = entry.target.spec
-    if not spec.is_cuda:
+    if not spec.kind.uses_gpu:
         return None
     if wanted.skip_gpu_check:
         return GpuCheckResult("skip", "skipped (--skip-gpu-check)")
-    return gpu_check(spec, entry.minNvidiaDriverVersion, entry.gpu, host.gpus)
+    return spec.kind.gpu_check(spec, entry.minNvidiaDriverVersion, entry.gpu, host.gpus)
 
 
 def preference(candidate: Candidate) -> tuple[int, SemverKey, int, tuple[int, ...]]:
-    """Best accelerator, then newest version, then SASS over PTX, then newest CUDA."""
-    target = candidate.entry.target
+    """Best accelerator (its rank in targets/), then newest version, then SASS over PTX, then newest CUDA."""
+    spec = candidate.entry.target.spec
     gpu = GPU_RANK.get(candidate.gpu.status, 0) if candidate.gpu else 0
-    cuda = dotted_key(target.cudaVersion) if target.cudaVersion else ()
-    return ACCELERATOR_RANK.get(target.accelerator, 0), semver_key(candidate.version), gpu, cuda
+    cuda = dotted_key(spec.cuda_version) if spec.cuda_version else ()
+    return spec.kind.rank, semver_key(candidate.version), gpu, cuda
 
 
 def _safe_key(version: str) -> SemverKey:

@@ -21,22 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scrollcase.errors import GitHubError, Problem, UsageError
 from scrollcase.io.documents import validation_problems
 from scrollcase.recipe.model import Recipe
+from scrollcase.targets import registry
 
 # GitHub refuses a matrix that expands to more jobs than this.
 MAX_JOBS = 256
 
-# First match wins; a user map's patterns are tried before these.  Labels may use {cudaVersion},
-# {platform}, {arch} and {accelerator}.
-DEFAULT_RUNNERS: dict[str, list[str]] = {
-    "linux-x86_64-cuda*": ["self-hosted", "linux", "x64", "gpu", "cuda-{cudaVersion}"],
-    "linux-aarch64-cuda*": ["self-hosted", "linux", "arm64", "gpu", "cuda-{cudaVersion}"],
-    "windows-x86_64-cuda*": ["self-hosted", "windows", "x64", "gpu", "cuda-{cudaVersion}"],
-    "linux-x86_64-cpu": ["ubuntu-24.04"],
-    "linux-aarch64-cpu": ["ubuntu-24.04-arm"],
-    "windows-x86_64-cpu": ["windows-2022"],
-    "osx-arm64-*": ["macos-15"],
-    "osx-x86_64-cpu": ["macos-15-intel"],
-}
+# First match wins; a user map's patterns are tried before these (each accelerator's, targets/<accelerator>.py).
+# Labels may use {platform}, {arch}, {accelerator} and the version field of an accelerator that has one.
+DEFAULT_RUNNERS: dict[str, list[str]] = registry.default_runners()
 
 # What selects every recipe unless the repository names its own globs (--affects-all): in a repository
 # of recipes, nothing outside recipes/ but the workflows that build them.  fnmatch's * crosses "/".
@@ -129,9 +121,9 @@ def runner_labels(recipe: Recipe, runner_map: RunnerMap | None = None) -> list[s
     """The runs-on labels for the recipe's target: user map first, then the defaults."""
     target = recipe.target
     rules: list[tuple[str, list[str]]] = list((runner_map.runners if runner_map else {}).items())
-    rules += list(DEFAULT_RUNNERS.items())
+    rules += list(registry.default_runners().items())
     values = {
-        "cudaVersion": target.cudaVersion or "",
+        **_version_values(recipe),
         "platform": target.platform,
         "arch": target.arch,
         "accelerator": target.accelerator,
@@ -143,6 +135,12 @@ def runner_labels(recipe: Recipe, runner_map: RunnerMap | None = None) -> list[s
         f"no runner labels for target {recipe.target_id}",
         fix=f'add "{recipe.target_id}": [labels...] to the runners of --runner-map',
     )
+
+
+def _version_values(recipe: Recipe) -> dict[str, str]:
+    """Every accelerator's version field -> the recipe's value, ``""`` when unset (the matrix has each key)."""
+    fields = recipe.target.model_dump()
+    return {name: fields.get(name) or "" for name in registry.version_fields()}
 
 
 def _fill(label: str, values: Mapping[str, str]) -> str:
@@ -162,7 +160,7 @@ def matrix_entry(entry: RecipeEntry, runner_map: RunnerMap | None = None) -> dic
         "platform": recipe.target.platform,
         "arch": recipe.target.arch,
         "accelerator": recipe.target.accelerator,
-        "cudaVersion": recipe.target.cudaVersion or "",
+        **_version_values(recipe),
         "runs-on": labels,
         "selfHosted": "self-hosted" in labels,
         "parity": recipe.parity is not None,  # lets workflows skip the parity step for recipes without one

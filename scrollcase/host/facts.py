@@ -1,10 +1,10 @@
 """Can this machine build a recipe's target?  Facts are gathered by injected probes (I/O); the
 verdicts come from :func:`host_checks`, a pure function tests drive with made-up facts.
 
-Checks: native build (no cross-building), NVIDIA driver >= minNvidiaDriverVersion for CUDA targets,
-free disk space, and the pixi version when a ``pixi`` binary is on PATH.  :func:`gather_gpus` (the GPUs,
-their compute capability and the driver, from ``nvidia-smi``) also feeds ``scrollcase unpack``'s GPU
-check (:mod:`scrollcase.targets.gpucheck`).
+Checks: native build (no cross-building), the target accelerator's driver check (targets/<accelerator>.py:
+for CUDA, a driver >= minNvidiaDriverVersion), free disk space, and the pixi version when a ``pixi``
+binary is on PATH.  The GPUs are probed by :func:`scrollcase.targets.hostgpu.gather_gpus`, which also
+feeds ``scrollcase unpack``'s GPU check.
 """
 
 from __future__ import annotations
@@ -14,18 +14,15 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from scrollcase.io import proc
 from scrollcase.recipe.model import Recipe
-from scrollcase.targets.hostgpu import Gpu, GpuFacts, dotted_key, gather_gpus
+from scrollcase.targets.hostgpu import Gpu, GpuFacts, gather_gpus
 from scrollcase.targets.vocabulary import host_platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
 GIB = 1024**3
-# Drivers before 510 do not know compute_cap (nvidia-smi refuses the whole query): ask for the driver alone.
-NVIDIA_SMI_DRIVER_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
-_UNKNOWN = ("", "[n/a]", "n/a", "[not supported]")
 
 
 @dataclass(frozen=True)
@@ -79,10 +76,10 @@ def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
     return True, found.group(1), None
 
 
-def gather_facts(probes: HostProbes, workdir: Path, cuda: bool) -> HostFacts:
-    """Run the probes (the I/O half of doctor's host checks)."""
+def gather_facts(probes: HostProbes, workdir: Path, gpus: bool) -> HostFacts:
+    """Run the probes (the I/O half of doctor's host checks); the GPUs only when the target uses them."""
     plat, arch = probes.platform()
-    gpu_facts = gather_gpus(probes) if cuda else GpuFacts()
+    gpu_facts = gather_gpus(probes) if gpus else GpuFacts()
     pixi_found, pixi_version, pixi_error = _pixi(probes)
     try:
         free: int | None = probes.free_bytes(workdir)
@@ -116,28 +113,12 @@ def native_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
 
 
 def driver_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
-    if not recipe.target.spec.is_cuda:
-        return HostCheck("nvidia-driver", "skip", f"not a CUDA target ({recipe.target.accelerator})")
+    """The target accelerator's check of this machine's GPU driver (a skip for accelerators without one)."""
     minimum = recipe.compatibility.minNvidiaDriverVersion
-    if facts.driver_error or not facts.driver_versions:
-        return HostCheck(
-            "nvidia-driver",
-            "fail",
-            facts.driver_error or "no NVIDIA driver found",
-            "build CUDA boxes on a machine with an NVIDIA GPU and driver: the self-test "
-            "asserts torch.cuda.is_available()",
-        )
-    oldest = min(facts.driver_versions, key=dotted_key)
-    if minimum is None:
-        return HostCheck("nvidia-driver", "pass", f"driver {oldest} (the recipe sets no minNvidiaDriverVersion)")
-    if dotted_key(oldest) < dotted_key(minimum):
-        return HostCheck(
-            "nvidia-driver",
-            "fail",
-            f"driver {oldest} is older than minNvidiaDriverVersion {minimum}",
-            f"upgrade the NVIDIA driver to {minimum} or newer",
-        )
-    return HostCheck("nvidia-driver", "pass", f"driver {oldest} >= {minimum}")
+    name, status, message, fix = recipe.target.spec.kind.driver_check(
+        minimum, facts.driver_versions, facts.driver_error
+    )
+    return HostCheck(name, cast(Status, status), message, fix)
 
 
 def disk_check(facts: HostFacts, min_free_gb: float) -> HostCheck:
@@ -180,7 +161,7 @@ def pixi_check(facts: HostFacts, recipe: Recipe) -> HostCheck:
 
 
 def default_min_free_gb(recipe: Recipe) -> float:
-    return 20.0 if recipe.target.spec.is_cuda else 5.0
+    return recipe.target.spec.kind.build_disk_gb
 
 
 def host_checks(facts: HostFacts, recipe: Recipe, min_free_gb: float | None = None) -> list[HostCheck]:

@@ -11,6 +11,7 @@ from scrollcase.format.release import ReleaseManifest, dump_release, load_releas
 from scrollcase.io.files import write_atomic
 from scrollcase.recipe.loader import RecipeDir, resolve_recipe
 from scrollcase.recipe.model import Parity, Recipe
+from scrollcase.targets import registry
 
 DIST_DIR = Path(".scrollcase/dist")
 RELEASE_SUFFIX = ".release.json"
@@ -57,7 +58,8 @@ def parity_block(recipe_dir: RecipeDir) -> Parity:
         raise RecipeError(
             f"{recipe_dir.recipe_file} has no parity block",
             fix=(
-                'add "parity": {"script": "checks/parity.py", "accelerators": ["cpu", "cuda"], '
+                'add "parity": {"script": "checks/parity.py", '
+                f'"accelerators": ["cpu", "{recipe_dir.recipe.target.accelerator}"], '
                 '"tolerances": {"absolute": 1e-4, "relative": 1e-3, "minimumCosine": 0.9999}}'
             ),
         )
@@ -74,11 +76,13 @@ def parse_accelerators(text: str | None, default: list[str]) -> list[str]:
     if text is None:
         return list(default)
     chosen = [a.strip() for a in text.split(",") if a.strip()]
-    unknown = [a for a in chosen if a not in ("cpu", "cuda", "metal")]
+    unknown = [a for a in chosen if not registry.known(a)]
     if not chosen or unknown or len(set(chosen)) != len(chosen):
+        names = ", ".join(registry.ACCELERATORS)
+        best = max(registry.ranks().items(), key=lambda item: item[1])[0]
         raise UsageError(
             f"--accelerators {text!r} is not a list of distinct accelerators",
-            fix="e.g. --accelerators cpu,cuda (cpu, cuda, metal; the first is the reference)",
+            fix=f"e.g. --accelerators cpu,{best} ({names}; the first is the reference)",
         )
     return chosen
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from scrollcase.format.release import ParityOutcome
 from scrollcase.io.proc import RunResult
+from scrollcase.targets import registry
 
 RUN_OUTPUT = "<run>"  # the ``output`` name of an outcome about the script run itself
 STDERR_TAIL_LINES = 20
 MAX_META_CHARS = 64 * 1024
-# Names a script may use for the device it ran on, mapped to scrollcase's accelerator names.
-DEVICE_ALIASES = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda", "metal": "metal", "mps": "metal"}
+# Names a script may use for the device it ran on (gpu, mps) are each accelerator's aliases (targets/).
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ def plan_runs(
     for accelerator in accelerators:
         out = output_root / accelerator
         env = {"SCROLLCASE_ACCELERATOR": accelerator, "SCROLLCASE_PARITY_OUTPUT": str(out)}
-        if accelerator == "cuda":
-            env["CUDA_VISIBLE_DEVICES"] = "0"
+        env.update(registry.accelerator(accelerator).device_env)
         if box_dir is not None:
             env["SCROLLCASE_BOX_DIR"] = str(box_dir)
         runs.append(ParityRun(accelerator, script, out, env))
@@ -109,7 +108,7 @@ def _run_problem(run: ParityRun, result: RunResult, timeout: float, has_outputs:
 
 def _ran_on(meta: Mapping[str, Any]) -> str | None:
     value = meta.get("accelerator")
-    return DEVICE_ALIASES.get(value.lower(), value) if isinstance(value, str) else None
+    return registry.device_aliases().get(value.lower(), value) if isinstance(value, str) else None
 
 
 def _device_problem(asked: str, meta: Mapping[str, Any], have_meta: bool) -> str | None:

@@ -54,6 +54,8 @@ class Accelerator(Protocol):
     @property
     def build_disk_gb(self) -> float: ...  # free disk doctor asks for by default to build such a box
     @property
+    def device_env(self) -> Mapping[str, str]: ...  # variables a run on this accelerator sees (the first GPU)
+    @property
     def runners(self) -> Mapping[str, Sequence[str]]: ...  # default runs-on labels by target ID glob
 
     def target_suffix(self, version: str | None) -> str:
@@ -86,7 +88,9 @@ class Accelerator(Protocol):
     ) -> GpuCheckResult | None:
         """The install-time check of this host's GPUs for a release, or None when nothing is to check."""
 
-    def driver_check(self, min_driver: str | None, host: GpuFacts) -> tuple[str, str, str, str | None]:
+    def driver_check(
+        self, min_driver: str | None, versions: Sequence[str], error: str | None
+    ) -> tuple[str, str, str, str | None]:
         """doctor's driver check: (name, status ``pass``/``fail``/``skip``, message, fix)."""
 
 

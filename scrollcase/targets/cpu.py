@@ -89,6 +89,7 @@ class Cpu:
     rank: int = 0
     uses_gpu: bool = False
     build_disk_gb: float = 5.0
+    device_env: dict[str, str] = field(default_factory=dict)
     runners: dict[str, list[str]] = field(
         default_factory=lambda: {
             "linux-x86_64-cpu": ["ubuntu-24.04"],
@@ -131,7 +132,9 @@ class Cpu:
     ) -> GpuCheckResult | None:
         return None
 
-    def driver_check(self, min_driver: str | None, host: GpuFacts) -> tuple[str, str, str, str | None]:
+    def driver_check(
+        self, min_driver: str | None, versions: Sequence[str], error: str | None
+    ) -> tuple[str, str, str, str | None]:
         # The check keeps its name on every target so doctor's report has the same rows.
         return "nvidia-driver", "skip", f"not a CUDA target ({self.name})", None
 

@@ -185,14 +185,15 @@ def _cuda_without_torch(ctx: LockContext, packages: Sequence[PackageRecord], cud
     ]
 
 
-def driver_check(min_driver: str | None, host: GpuFacts) -> tuple[str, str, str, str | None]:
-    """doctor's check that this machine can build and self-test a CUDA box."""
-    versions = tuple(gpu.driver_version for gpu in host.gpus)
-    if host.error or not versions:
+def driver_check(
+    min_driver: str | None, versions: Sequence[str], error: str | None
+) -> tuple[str, str, str, str | None]:
+    """doctor's check that this machine (its drivers, or why none was found) can build and self-test a CUDA box."""
+    if error or not versions:
         return (
             DRIVER_CHECK,
             "fail",
-            host.error or "no NVIDIA driver found",
+            error or "no NVIDIA driver found",
             "build CUDA boxes on a machine with an NVIDIA GPU and driver: the self-test "
             "asserts torch.cuda.is_available()",
         )
@@ -219,6 +220,7 @@ class Cuda:
     rank: int = 2
     uses_gpu: bool = True
     build_disk_gb: float = 20.0
+    device_env: dict[str, str] = field(default_factory=lambda: {"CUDA_VISIBLE_DEVICES": "0"})
     runners: dict[str, list[str]] = field(
         default_factory=lambda: {
             "linux-x86_64-cuda*": ["self-hosted", "linux", "x64", "gpu", "cuda-{cudaVersion}"],
@@ -267,8 +269,10 @@ class Cuda:
     ) -> GpuCheckResult | None:
         return gpu_check(target, min_driver, evidence, host)
 
-    def driver_check(self, min_driver: str | None, host: GpuFacts) -> tuple[str, str, str, str | None]:
-        return driver_check(min_driver, host)
+    def driver_check(
+        self, min_driver: str | None, versions: Sequence[str], error: str | None
+    ) -> tuple[str, str, str, str | None]:
+        return driver_check(min_driver, versions, error)
 
 
 CUDA = Cuda()
