@@ -70,10 +70,9 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     # the unit tests read earlier releases' frame tables from real directory stores; the reuse integration tests
     # (two 16 MB framed releases packed per run, paid by every survivor) are reuse.py's
-    "scrollcase/store/publish.py": (
-        "tests/unit/store/test_publish.py",
-        "tests/integration/test_publish_local.py",
-        _NO_PROCESS_PUBLISHERS,
+    **dict.fromkeys(
+        ("scrollcase/store/publish.py", "scrollcase/store/publishplan.py", "scrollcase/store/remote.py"),
+        ("tests/unit/store/test_publish.py", "tests/integration/test_publish_local.py", _NO_PROCESS_PUBLISHERS),
     ),
     # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
     # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
@@ -144,6 +143,140 @@ _PORT_CHECKS = (
         "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
     ),
 )
+# The publish modules (split by concern from one): each argued line is in one of them, where it was.
+_PUBLISH_ARGUED: tuple[tuple[str, str, str], ...] = (
+    *(
+        (
+            line,
+            line.replace("max(total, 1)", "max(total, 2)"),
+            "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
+        )
+        for line in (
+            'tenth = state["sent"] * steps // max(total, 1)',
+            "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+        )
+    ),
+    (
+        'if step.action != "upload":',
+        'if step.action < "upload":',
+        'an action is "upload" or "skip", which sorts first',
+    ),
+    *(
+        (
+            line,
+            "*",
+            "a variable's annotation: a postponed string for a dataclass field, never evaluated for a local",
+        )
+        for line in (
+            "objects: Mapping[str, ObjectInfo | None]",
+            "objects: dict[str, ObjectInfo | None] = {}",
+            "wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [",
+        )
+    ),
+    (
+        'if step.action != "upload":',
+        'if step.action is not "upload":',
+        "the actions are the same interned literals",
+    ),
+    (
+        'if uploads[0].action == "upload" and remote.earlier:',
+        'if uploads[0].action >= "upload" and remote.earlier:',
+        'an action is "upload" or "skip", which sorts first',
+    ),
+    (
+        'if uploads[0].action == "upload" and remote.earlier:',
+        'if uploads[0].action is "upload" and remote.earlier:',
+        "the actions are the same interned literals",
+    ),
+    (
+        'return self.size - self.bytes_reused if self.action == "upload" else 0',
+        'return self.size - self.bytes_reused if self.action is "upload" else 0',
+        "the actions are the same interned literals",
+    ),
+    (
+        'return self.size - self.bytes_reused if self.action == "upload" else 0',
+        'return self.size - self.bytes_reused if self.action >= "upload" else 0',
+        'an action is "upload" or "skip", which sorts first',
+    ),
+    *(
+        (
+            "if existing.size == step.size and existing.sha256 == step.sha256:",
+            f"if existing.size {op} step.size and existing.sha256 == step.sha256:",
+            "the same sha256 is the same bytes, so the same size",
+        )
+        for op in (">=", "<=")
+    ),
+    (
+        'return sum(u.size for u in self.uploads if u.action == "upload")',
+        'return sum(u.size for u in self.uploads if u.action >= "upload")',
+        'an action is "upload" or "skip", which sorts first',
+    ),
+    (
+        "if info is not None and info.sha256 is None and key != manifest.keys.archive:",
+        "if info is not None and info.sha256 is None and key is not manifest.keys.archive:",
+        "the loop's first key is manifest.keys.archive itself, the others are other strings (other keys)",
+    ),
+    (
+        "*,",
+        "/,",
+        "only loosens publish()'s signature: every call passes the store, manifest and archive by position, the"
+        " rest by keyword",
+    ),
+    (
+        "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
+        "progress(f\"  {state['sent'] * 100 // max(total, 0)}% ({state['sent']} of {total} bytes)\")",
+        "only a total of 0 reaches it (the step above divides by max(total, 1)), and an archive is never empty",
+    ),
+    (
+        'return sum(u.size for u in self.uploads if u.action == "upload")',
+        'return sum(u.size for u in self.uploads if u.action is "upload")',
+        "the actions are the same interned literals",
+    ),
+    (
+        'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+        'return tuple(~int(part) if part.isdigit() else 0 for part in core.split("."))',
+        "~n is -n - 1: the same order",
+    ),
+    *(
+        (
+            'core = version.split("+", 1)[0].split("-", 1)[0]',
+            f'core = version.split("+", {plus})[0].split("-", {minus})[0]',
+            "the first piece of a split does not depend on maxsplit",
+        )
+        for plus, minus in ((1, 2), (2, 1))
+    ),
+    *(
+        (
+            'return copied_bytes(self.pieces) if self.action == "upload" else 0',
+            f'return copied_bytes(self.pieces) if self.action {op} "upload" else 0',
+            'the actions are the same interned literals, and "skip" sorts before "upload"',
+        )
+        for op in ("is", ">=")
+    ),
+    *(
+        (
+            "moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)",
+            f"moved = Transfer(moved.sent + transfer.sent, moved.reused {op} transfer.reused)",
+            "only the archive's transfer reuses bytes: the sum has one term that is not 0, and x ^ 0 = x | 0 = x",
+        )
+        for op in ("^", "|")
+    ),
+    (
+        'if tenth <= state["reported"]:',
+        'if tenth == state["reported"]:',
+        "the count only grows, so tenth never falls below what was reported",
+    ),
+    *(
+        (
+            'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
+            f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
+            "a SemVer's core (before - and +) is three numbers: the fallback never runs",
+        )
+        for n in ("-1", "1")
+    ),
+)
+
+
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "scrollcase/store/s3.py": (
         *_PORT_CHECKS,
@@ -190,137 +323,9 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             "before an S3Store holds it",
         ),
     ),
-    "scrollcase/store/publish.py": (
-        *(
-            (
-                line,
-                line.replace("max(total, 1)", "max(total, 2)"),
-                "only a total of 0 or 1 bytes tells 1 from 2, and an archive (a zstd frame at least) is never so short",
-            )
-            for line in (
-                'tenth = state["sent"] * steps // max(total, 1)',
-                "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
-            )
-        ),
-        (
-            'if step.action != "upload":',
-            'if step.action < "upload":',
-            'an action is "upload" or "skip", which sorts first',
-        ),
-        *(
-            (
-                line,
-                "*",
-                "a variable's annotation: a postponed string for a dataclass field, never evaluated for a local",
-            )
-            for line in (
-                "objects: Mapping[str, ObjectInfo | None]",
-                "objects: dict[str, ObjectInfo | None] = {}",
-                "wanted: list[tuple[ObjectKind, str, int, str, bytes | None]] = [",
-            )
-        ),
-        (
-            'if step.action != "upload":',
-            'if step.action is not "upload":',
-            "the actions are the same interned literals",
-        ),
-        (
-            'if uploads[0].action == "upload" and remote.earlier:',
-            'if uploads[0].action >= "upload" and remote.earlier:',
-            'an action is "upload" or "skip", which sorts first',
-        ),
-        (
-            'if uploads[0].action == "upload" and remote.earlier:',
-            'if uploads[0].action is "upload" and remote.earlier:',
-            "the actions are the same interned literals",
-        ),
-        (
-            'return self.size - self.bytes_reused if self.action == "upload" else 0',
-            'return self.size - self.bytes_reused if self.action is "upload" else 0',
-            "the actions are the same interned literals",
-        ),
-        (
-            'return self.size - self.bytes_reused if self.action == "upload" else 0',
-            'return self.size - self.bytes_reused if self.action >= "upload" else 0',
-            'an action is "upload" or "skip", which sorts first',
-        ),
-        *(
-            (
-                "if existing.size == step.size and existing.sha256 == step.sha256:",
-                f"if existing.size {op} step.size and existing.sha256 == step.sha256:",
-                "the same sha256 is the same bytes, so the same size",
-            )
-            for op in (">=", "<=")
-        ),
-        (
-            'return sum(u.size for u in self.uploads if u.action == "upload")',
-            'return sum(u.size for u in self.uploads if u.action >= "upload")',
-            'an action is "upload" or "skip", which sorts first',
-        ),
-        (
-            "if info is not None and info.sha256 is None and key != manifest.keys.archive:",
-            "if info is not None and info.sha256 is None and key is not manifest.keys.archive:",
-            "the loop's first key is manifest.keys.archive itself, the others are other strings (other keys)",
-        ),
-        (
-            "*,",
-            "/,",
-            "only loosens publish()'s signature: every call passes the store, manifest and archive by position, the"
-            " rest by keyword",
-        ),
-        (
-            "progress(f\"  {state['sent'] * 100 // max(total, 1)}% ({state['sent']} of {total} bytes)\")",
-            "progress(f\"  {state['sent'] * 100 // max(total, 0)}% ({state['sent']} of {total} bytes)\")",
-            "only a total of 0 reaches it (the step above divides by max(total, 1)), and an archive is never empty",
-        ),
-        (
-            'return sum(u.size for u in self.uploads if u.action == "upload")',
-            'return sum(u.size for u in self.uploads if u.action is "upload")',
-            "the actions are the same interned literals",
-        ),
-        (
-            'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
-            'return tuple(~int(part) if part.isdigit() else 0 for part in core.split("."))',
-            "~n is -n - 1: the same order",
-        ),
-        *(
-            (
-                'core = version.split("+", 1)[0].split("-", 1)[0]',
-                f'core = version.split("+", {plus})[0].split("-", {minus})[0]',
-                "the first piece of a split does not depend on maxsplit",
-            )
-            for plus, minus in ((1, 2), (2, 1))
-        ),
-        *(
-            (
-                'return copied_bytes(self.pieces) if self.action == "upload" else 0',
-                f'return copied_bytes(self.pieces) if self.action {op} "upload" else 0',
-                'the actions are the same interned literals, and "skip" sorts before "upload"',
-            )
-            for op in ("is", ">=")
-        ),
-        *(
-            (
-                "moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)",
-                f"moved = Transfer(moved.sent + transfer.sent, moved.reused {op} transfer.reused)",
-                "only the archive's transfer reuses bytes: the sum has one term that is not 0, and x ^ 0 = x | 0 = x",
-            )
-            for op in ("^", "|")
-        ),
-        (
-            'if tenth <= state["reported"]:',
-            'if tenth == state["reported"]:',
-            "the count only grows, so tenth never falls below what was reported",
-        ),
-        *(
-            (
-                'return tuple(-int(part) if part.isdigit() else 0 for part in core.split("."))',
-                f'return tuple(-int(part) if part.isdigit() else {n} for part in core.split("."))',
-                "a SemVer's core (before - and +) is three numbers: the fallback never runs",
-            )
-            for n in ("-1", "1")
-        ),
-    ),
+    "scrollcase/store/publish.py": _PUBLISH_ARGUED,
+    "scrollcase/store/publishplan.py": _PUBLISH_ARGUED,
+    "scrollcase/store/remote.py": _PUBLISH_ARGUED,
     "scrollcase/store/http.py": (
         (
             "self, base_url: str, *, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT",

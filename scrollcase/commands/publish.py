@@ -15,7 +15,8 @@ from scrollcase.format.release import load_release
 from scrollcase.github import report
 from scrollcase.store.base import Store
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
-from scrollcase.store.publish import PublishPlan, PublishResult, Upload, publish, size_note
+from scrollcase.store.publish import PublishResult, publish, size_note
+from scrollcase.store.publishplan import PublishPlan, Upload
 from scrollcase.store.s3 import S3Store
 
 NAME = "publish"

@@ -20,22 +20,22 @@ from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Transfer
 from scrollcase.store.index import BoxIndex, dump_index, entry_for, index_key, merge_entry, parse_index
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import (
-    MAX_REUSE_SOURCES,
-    LocalArchive,
     PublishResult,
-    RemoteState,
-    Upload,
     archive_upload,
     byte_progress,
-    dangling_entries,
-    earlier_archives,
     measure_archive,
-    plan_publish,
     publish,
-    read_remote_state,
-    reuse_candidates,
     sha256_file_and_pieces,
     size_note,
+)
+from scrollcase.store.publishplan import LocalArchive, Upload, plan_publish
+from scrollcase.store.remote import (
+    MAX_REUSE_SOURCES,
+    RemoteState,
+    dangling_entries,
+    earlier_archives,
+    read_remote_state,
+    reuse_candidates,
 )
 from scrollcase.store.reuse import EarlierArchive
 from tests.support.releases import SyntheticRelease, box_json_for, make_manifest, write_release

@@ -17,7 +17,9 @@ from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import ObjectInfo, WriteOptions, sidecar_text
 from scrollcase.store.index import BoxIndex, entry_for, index_key, merge_entry, parse_index
 from scrollcase.store.local import LocalStore
-from scrollcase.store.publish import LocalArchive, RemoteState, plan_publish, publish, read_remote_state
+from scrollcase.store.publish import publish
+from scrollcase.store.publishplan import LocalArchive, plan_publish
+from scrollcase.store.remote import RemoteState, read_remote_state
 from tests.support.releases import box_json_for, make_manifest, write_release
 
 DATA = b"the archive both tags built, byte for byte"
