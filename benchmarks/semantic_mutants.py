@@ -499,7 +499,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-fifo-allowed",
         "unpack safety",
-        "scrollcase/format/archive/unpack.py",
+        "scrollcase/format/archive/extract.py",
         'if header.kind in ("device", "fifo") or header.kind.startswith("other"):',
         'if header.kind == "device":',
         "a fifo or unknown member type is extracted",
@@ -508,7 +508,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-hardlink-any-earlier",
         "unpack safety",
-        "scrollcase/format/archive/unpack.py",
+        "scrollcase/format/archive/extract.py",
         'if self.kinds.get(source) != "file":',
         "if source not in self.kinds:",
         "a hardlink to a directory or symlink of the archive is made",
@@ -517,7 +517,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "up-duplicate-allowed",
         "unpack safety",
-        "scrollcase/format/archive/unpack.py",
+        "scrollcase/format/archive/extract.py",
         'if previous is not None and not (previous == "implicit" and header.kind == "dir"):',
         'if previous is not None and previous == "dir" and header.kind == "dir":',
         "a member name seen twice overwrites the first (a file replaced by a symlink)",

@@ -31,7 +31,6 @@ KNOWN_LONG_FUNCTIONS: set[str] = set()
 KNOWN_LONG_MODULES: set[str] = {
     "build/pipeline.py",
     "format/archive/pack.py",
-    "format/archive/unpack.py",
     "store/s3.py",
 }
 # Only these import inside functions: the edge, and the package's lazily imported library API.

@@ -19,8 +19,7 @@ from typing import IO, cast
 import zstandard
 
 from scrollcase.errors import IntegrityError
-from scrollcase.format.archive.tar import BLOCK, META_KINDS, TarFormatError, parse_header
-from scrollcase.format.archive.tarstream import ChunkReader, read_meta
+from scrollcase.format.archive.tar import BLOCK, META_KINDS, ChunkReader, TarFormatError, parse_header, read_meta
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON
 

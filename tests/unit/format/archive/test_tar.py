@@ -16,6 +16,7 @@ from scrollcase.format.archive.tar import (
     END_OF_ARCHIVE,
     META_KINDS,
     USTAR_MAX_SIZE,
+    ChunkReader,
     Header,
     TarFormatError,
     build_header,
@@ -24,8 +25,8 @@ from scrollcase.format.archive.tar import (
     parse_header,
     parse_number,
     parse_pax,
+    read_meta,
 )
-from scrollcase.format.archive.tarstream import ChunkReader, read_meta
 
 # (name, kind, mode, size, link): every shape the packer writes, plain ustar and pax.
 MEMBERS = [

@@ -7,8 +7,7 @@ import tarfile
 
 import pytest
 
-from scrollcase.format.archive.tar import TarFormatError, is_zero_block, parse_header
-from scrollcase.format.archive.tarstream import ChunkReader
+from scrollcase.format.archive.tar import ChunkReader, TarFormatError, is_zero_block, parse_header
 
 
 def test_chunk_reader_reads_across_chunk_boundaries() -> None:

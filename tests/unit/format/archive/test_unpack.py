@@ -24,18 +24,9 @@ import pytest
 import zstandard
 
 from scrollcase.errors import BuildError, IntegrityError, UsageError, describe_path
+from scrollcase.format.archive.extract import _CREATE_FLAGS, DEFAULT_LIMITS, Limits, create_flags, windows_names_default
 from scrollcase.format.archive.pack import pack_tree
-from scrollcase.format.archive.unpack import (
-    _CREATE_FLAGS,
-    DEFAULT_LIMITS,
-    Limits,
-    UnpackResult,
-    absolute_as_given,
-    create_flags,
-    prepare_dest,
-    unpack_archive,
-    windows_names_default,
-)
+from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, prepare_dest, unpack_archive
 
 Member = tuple[tarfile.TarInfo, bytes | None]
 
