@@ -81,6 +81,11 @@ class Upgraded:
     def upgraded(self) -> bool:
         return self.manifest is not None
 
+    @property
+    def bytes_downloaded(self) -> int:
+        """The archive bytes fetched from the store: the missing frames only (0 when nothing was newer)."""
+        return self.fetched.bytes_fetched if self.fetched is not None else 0
+
     def to_json(self) -> dict[str, object]:
         """``scrollcase upgrade --json``'s result (docs/install.md#upgrade)."""
         data: dict[str, object] = {
@@ -98,7 +103,7 @@ class Upgraded:
             "size": self.manifest.archive.size,
             "frames": self.fetched.frames_total,
             "framesFetched": self.fetched.frames_fetched,
-            "bytesDownloaded": self.fetched.bytes_fetched,
+            "bytesDownloaded": self.bytes_downloaded,
             "previous": str(self.previous) if self.previous else None,
             "files": self.files,
             "seconds": round(self.seconds, 3),
