@@ -61,8 +61,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_archive  # noqa: E402
 
-from scrollcase.format.archive.pack import PackResult, UnhashedPack, pack_tree, pack_tree_unhashed, plan_pack  # noqa: E402
+from scrollcase.format.archive.pack import PackResult, UnhashedPack, pack_tree, pack_tree_unhashed  # noqa: E402
 from scrollcase.format.archive.packcache import PackCache  # noqa: E402
+from scrollcase.format.archive.packplan import plan_pack  # noqa: E402
 from scrollcase.format.archive.unpack import unpack_archive  # noqa: E402
 from scrollcase.io.digest import sha256_file  # noqa: E402
 from scrollcase.store.base import FileUpload, Store, Transfer  # noqa: E402

@@ -31,7 +31,8 @@ from typing import Any
 import zstandard
 
 from scrollcase.format.archive.frames import frame_table
-from scrollcase.format.archive.pack import PackResult, pack_tree, plan_pack
+from scrollcase.format.archive.pack import PackResult, pack_tree
+from scrollcase.format.archive.packplan import plan_pack
 from scrollcase.format.boxjson import BoxJson, dump_box_json
 from scrollcase.format.filedigests import digest_tree
 from scrollcase.format.receipt import RECEIPT, InstallReceipt

@@ -18,7 +18,7 @@ import zstandard
 
 from scrollcase.errors import BuildError
 from scrollcase.format.archive import pack as archive
-from scrollcase.format.archive import tarbuffer, treewalk
+from scrollcase.format.archive import packplan, tarbuffer, treewalk
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.archive.units import Unit
 
@@ -296,7 +296,7 @@ def _pack_swapping(
     if moment == "walk":
         real_plan = archive.plan_pack
 
-        def plan(tree_root: Path) -> archive._Plan:
+        def plan(tree_root: Path) -> archive.Plan:
             planned = real_plan(tree_root)
             swap_it()
             return planned
@@ -429,7 +429,7 @@ def test_the_walk_pauses_the_cyclic_collector_and_restores_it_even_on_an_error(
 
     root = _make_tree(tmp_path / "t")
     seen: list[bool] = []
-    real = archive.group_units
+    real = packplan.group_units
 
     def grouping(*args: Any) -> list[Unit]:
         seen.append(gc.isenabled())
@@ -437,13 +437,13 @@ def test_the_walk_pauses_the_cyclic_collector_and_restores_it_even_on_an_error(
             raise BuildError("the second walk fails", fix="-")
         return real(*args)
 
-    monkeypatch.setattr(archive, "group_units", grouping)
+    monkeypatch.setattr(packplan, "group_units", grouping)
     (gc.enable if enabled else gc.disable)()
     try:
-        assert archive.plan_pack(root).units
+        assert packplan.plan_pack(root).units
         after = gc.isenabled()
         with pytest.raises(BuildError):
-            archive.plan_pack(root)
+            packplan.plan_pack(root)
         after_error = gc.isenabled()
     finally:
         gc.enable()
