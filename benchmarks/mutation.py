@@ -76,7 +76,10 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
     # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
-    "scrollcase/store/s3.py": ("tests/unit/store/test_s3.py", "tests/unit/store/test_s3_helpers.py"),
+    **dict.fromkeys(
+        ("scrollcase/store/s3.py", "scrollcase/store/s3rules.py"),
+        ("tests/unit/store/test_s3.py", "tests/unit/store/test_s3_helpers.py"),
+    ),
     "scrollcase/store/http.py": ("tests/unit/store/test_http.py",),
     "scrollcase/store/reuse.py": (
         "tests/unit/store/test_reuse.py",
@@ -143,6 +146,54 @@ _PORT_CHECKS = (
         "urlsplit('') has no scheme and no host: the next check refuses the URL either way",
     ),
 )
+# s3.py and s3rules.py (split by concern from one): each argued line is in one of them, where it was.
+_S3_ARGUED: tuple[tuple[str, str, str], ...] = (
+    *_PORT_CHECKS,
+    (
+        _WRITE_CONFLICT.format(op="=="),
+        _WRITE_CONFLICT.format(op="is"),
+        "an action is one of this module's own literals, the same interned str",
+    ),
+    (
+        "max_pool_connections=32,",
+        "*",
+        "how many connections may stay open: the 6 workers' requests fit in either pool, the same requests go out",
+    ),
+    (
+        "for future in futures:",
+        "*",
+        "cancelling the parts not yet started only spares their requests (racing the workers that take them): "
+        "the upload is aborted and the first error raised either way",
+    ),
+    (
+        "error = failed[0].exception()",
+        "error = failed[ -1].exception()",
+        "the failed futures come from a set (wait's done): which is first is arbitrary, and one failure is both",
+    ),
+    (
+        "for number, (piece, sha) in enumerate(zip(plan, known, strict=True), start=1)",
+        "for number, (piece, sha) in enumerate(zip(plan, known, strict=False), start=1)",
+        "known is made as long as plan the line before",
+    ),
+    ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "nothing assigns to or hashes a _Part or a _PartJob"),
+    *(
+        (
+            _MISSING_BUCKET.format(op="or", cmp="=="),
+            _MISSING_BUCKET.format(op=op, cmp=cmp),
+            "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its "
+            "status, so code in _NOT_FOUND_CODES already says whether it is 404",
+        )
+        for op, cmp in (("and", "=="), ("or", "is"))
+    ),
+    (
+        "except (NoCredentialsError, PartialCredentialsError):",
+        "except (NoCredentialsError, CosmicRayTestingException):",
+        "botocore raises PartialCredentialsError while the client is made (it resolves the credentials then), "
+        "before an S3Store holds it",
+    ),
+)
+
+
 # The publish modules (split by concern from one): each argued line is in one of them, where it was.
 _PUBLISH_ARGUED: tuple[tuple[str, str, str], ...] = (
     *(
@@ -278,51 +329,8 @@ _PUBLISH_ARGUED: tuple[tuple[str, str, str], ...] = (
 
 
 ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "scrollcase/store/s3.py": (
-        *_PORT_CHECKS,
-        (
-            _WRITE_CONFLICT.format(op="=="),
-            _WRITE_CONFLICT.format(op="is"),
-            "an action is one of this module's own literals, the same interned str",
-        ),
-        (
-            "max_pool_connections=32,",
-            "*",
-            "how many connections may stay open: the 6 workers' requests fit in either pool, the same requests go out",
-        ),
-        (
-            "for future in futures:",
-            "*",
-            "cancelling the parts not yet started only spares their requests (racing the workers that take them): "
-            "the upload is aborted and the first error raised either way",
-        ),
-        (
-            "error = failed[0].exception()",
-            "error = failed[ -1].exception()",
-            "the failed futures come from a set (wait's done): which is first is arbitrary, and one failure is both",
-        ),
-        (
-            "for number, (piece, sha) in enumerate(zip(plan, known, strict=True), start=1)",
-            "for number, (piece, sha) in enumerate(zip(plan, known, strict=False), start=1)",
-            "known is made as long as plan the line before",
-        ),
-        ("@dataclass(frozen=True)", "@dataclass(frozen=False)", "nothing assigns to or hashes a _Part or a _PartJob"),
-        *(
-            (
-                _MISSING_BUCKET.format(op="or", cmp="=="),
-                _MISSING_BUCKET.format(op=op, cmp=cmp),
-                "key is None only for check's HEAD of the bucket, whose answer has no body: botocore's code is its "
-                "status, so code in _NOT_FOUND_CODES already says whether it is 404",
-            )
-            for op, cmp in (("and", "=="), ("or", "is"))
-        ),
-        (
-            "except (NoCredentialsError, PartialCredentialsError):",
-            "except (NoCredentialsError, CosmicRayTestingException):",
-            "botocore raises PartialCredentialsError while the client is made (it resolves the credentials then), "
-            "before an S3Store holds it",
-        ),
-    ),
+    "scrollcase/store/s3.py": _S3_ARGUED,
+    "scrollcase/store/s3rules.py": _S3_ARGUED,
     "scrollcase/store/publish.py": _PUBLISH_ARGUED,
     "scrollcase/store/publishplan.py": _PUBLISH_ARGUED,
     "scrollcase/store/remote.py": _PUBLISH_ARGUED,

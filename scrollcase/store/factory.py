@@ -13,7 +13,8 @@ from scrollcase.errors import UsageError
 from scrollcase.store.base import ReadableStore, Store
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
-from scrollcase.store.s3 import S3Store, check_endpoint_url, client_config, parse_s3_url
+from scrollcase.store.s3 import S3Store
+from scrollcase.store.s3rules import check_endpoint_url, client_config, parse_s3_url
 
 if TYPE_CHECKING:  # boto3-stubs: types only
     from mypy_boto3_s3 import S3Client
@@ -24,7 +25,7 @@ STORE_ENV = "SCROLLCASE_STORE"
 
 def make_s3_client(endpoint_url: str | None = None) -> S3Client:
     """A boto3 S3 client from the standard credential chain, with the store's retries, timeouts and
-    checksum settings (:func:`~scrollcase.store.s3.client_config`); created only when needed."""
+    checksum settings (:func:`~scrollcase.store.s3rules.client_config`); created only when needed."""
     import boto3
 
     return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=client_config())

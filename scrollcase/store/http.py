@@ -23,7 +23,7 @@ from scrollcase.errors import StoreError, UsageError
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import CHUNK, Blob, RangeNotSupportedError, RangeRead, parse_content_range, range_header
 
-# The longest silence between two socket operations, as for S3 (scrollcase.store.s3.READ_TIMEOUT): a large
+# The longest silence between two socket operations, as for S3 (scrollcase.store.s3rules.READ_TIMEOUT): a large
 # download keeps going as long as bytes move; a server that accepts and never answers fails in 15 s.
 TIMEOUT = 15.0
 _REACH_FIX = "check the store URL and that the server is running and reachable from this machine, then rerun"

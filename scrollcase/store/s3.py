@@ -12,14 +12,12 @@ cannot close, the race between two publishers).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
-from urllib.parse import urlsplit
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -32,8 +30,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from scrollcase.errors import ConflictError, IntegrityError, Problem, StoreError, UsageError
-from scrollcase.io.digest import sha256_bytes, sha256_raw
+from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import (
     CHUNK,
     SHA256_METADATA,
@@ -49,126 +47,27 @@ from scrollcase.store.base import (
     range_header,
 )
 from scrollcase.store.reuse import PartRules, part_layout
+from scrollcase.store.s3rules import (
+    COPY_PART_SIZE,
+    CREDENTIALS_FIX,
+    DEFAULT_PART_SIZE,
+    DEFAULT_WORKERS,
+    MAX_PARTS,
+    MIN_PART_SIZE,
+    NotFoundError,
+    UnsupportedError,
+    b64,
+    b64_sha256_to_hex,
+    client_error,
+    composite_checksum,
+    effective_part_size,
+    plan_parts,
+)
 
 if TYPE_CHECKING:  # boto3-stubs: types only, no client is created here
-    from botocore.config import Config
     from mypy_boto3_s3 import S3Client
 
-DEFAULT_PART_SIZE = 16 * 1024 * 1024  # memory stays near DEFAULT_WORKERS * DEFAULT_PART_SIZE
-DEFAULT_WORKERS = 6
-MIN_PART_SIZE = 5 * 1024 * 1024  # S3's minimum for every part but the last
-MAX_PARTS = 10_000
-# Copied parts hold no memory, but the server answers an UploadPartCopy only when it has copied the whole
-# range: 64 MiB keeps that well inside READ_TIMEOUT on a busy server.
-COPY_PART_SIZE = 64 * 1024 * 1024
-
 T = TypeVar("T")
-
-_CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
-_UNSUPPORTED_CODES = {"NotImplemented", "501"}
-_DIGEST_CODES = {"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch"}
-_AUTH_CODES = {
-    "AccessDenied",
-    "403",
-    "Forbidden",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "ExpiredToken",
-    "InvalidToken",
-    "InvalidClientTokenId",
-}
-_NOT_FOUND_CODES = {"404", "NoSuchKey", "NotFound"}
-# where a 404 means that the key (or a part copy's source) is absent; on a write it is an error (NoSuchUpload...)
-_READS = {"HEAD", "GET", "UploadPartCopy"}
-
-
-# A stalled endpoint (accepts connections, never answers) must fail within a minute, naming it:
-# ATTEMPTS x (CONNECT_TIMEOUT + READ_TIMEOUT) = 3 x 20 s.  The read timeout is the longest silence
-# between two socket operations, not a limit on a request: a large part keeps sending as long as bytes
-# move, and a server that verifies a 16 MiB part's SHA-256 answers in well under a second.
-ATTEMPTS = 3  # in all, the first try included
-CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 15.0
-
-
-def client_config(
-    *, attempts: int = ATTEMPTS, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT
-) -> Config:
-    """The botocore ``Config`` scrollcase's S3 clients use (tests build theirs from it too).
-    ``attempts`` counts every try of a request, the first included."""
-    from botocore.config import Config
-
-    return Config(
-        retries={"total_max_attempts": attempts, "mode": "standard"},
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        max_pool_connections=32,
-        # We send our own SHA-256 checksums; don't let botocore add CRC32s on top.
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-        # Every body we send carries a SHA-256 checksum in a signed header that the server
-        # verifies.  Over plain http botocore would also sign the payload, hashing every
-        # byte a second time on both ends for no extra integrity.
-        s3={"payload_signing_enabled": False},
-    )
-
-
-ENDPOINT_ENVS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-
-
-def check_endpoint_url(endpoint_url: str | None, env: Mapping[str, str]) -> None:
-    """UsageError when ``--endpoint-url`` (or the endpoint botocore would read from ``env``) is not an
-    ``http(s)://host[:port]`` URL: botocore would otherwise fail with a ValueError deep inside."""
-    if endpoint_url is not None:
-        candidates = [("--endpoint-url", endpoint_url)]
-    else:
-        candidates = [(f"${name}", env[name]) for name in ENDPOINT_ENVS if env.get(name)][:1]
-    for source, value in candidates:
-        try:
-            parts = urlsplit(value.strip())
-            port_ok = parts.port is None or parts.port > 0
-        except ValueError:
-            parts, port_ok = urlsplit(""), False
-        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-            raise UsageError(
-                f"{source} {value!r} is not an endpoint URL",
-                problems=[Problem(message="expected http(s)://host[:port]", key=source, value=repr(value))],
-                fix="pass e.g. --endpoint-url https://minio.internal:9000, or omit it for AWS",
-            )
-
-
-def parse_s3_url(url: str) -> tuple[str, str]:
-    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``)."""
-    rest = url.removeprefix("s3://")
-    bucket, _, prefix = rest.partition("/")
-    if not url.startswith("s3://") or not bucket:
-        raise StoreError(f"{url!r} is not an S3 URL", fix="write it as s3://bucket or s3://bucket/prefix")
-    return bucket, prefix.strip("/")
-
-
-def effective_part_size(size: int, part_size: int) -> int:
-    """``part_size`` raised to S3's minimum, and further when 10,000 parts would not hold ``size``."""
-    return max(part_size, MIN_PART_SIZE, -(-size // MAX_PARTS))
-
-
-def plan_parts(size: int, part_size: int) -> list[tuple[int, int, int]]:
-    """(part number, offset, length) for a multipart upload of ``size`` bytes."""
-    part_size = effective_part_size(size, part_size)
-    return [(n + 1, offset, min(part_size, size - offset)) for n, offset in enumerate(range(0, size, part_size))]
-
-
-def _b64_sha256_to_hex(value: str | None) -> str | None:
-    # A composite multipart checksum ("...-N") is not the object's sha256; only a full one is.
-    if not value or "-" in value:
-        return None
-    try:
-        return base64.b64decode(value).hex()
-    except ValueError:
-        return None
-
-
-def _b64(hex_digest: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
 
 
 class S3Store:
@@ -219,10 +118,10 @@ class S3Store:
         try:
             with self._errors("HEAD", key):
                 response = self.client.head_object(Bucket=self.bucket, Key=self._full(key), ChecksumMode="ENABLED")
-        except _NotFoundError:
+        except NotFoundError:
             return None
         metadata: dict[str, str] = response.get("Metadata", {})
-        sha = metadata.get(SHA256_METADATA) or _b64_sha256_to_hex(response.get("ChecksumSHA256"))
+        sha = metadata.get(SHA256_METADATA) or b64_sha256_to_hex(response.get("ChecksumSHA256"))
         return ObjectInfo(key=key, size=int(response["ContentLength"]), sha256=sha, etag=response.get("ETag"))
 
     def exists(self, key: str) -> bool:
@@ -233,7 +132,7 @@ class S3Store:
             with self._errors("GET", key):
                 response = self.client.get_object(Bucket=self.bucket, Key=self._full(key))
                 data: bytes = response["Body"].read()
-        except _NotFoundError:
+        except NotFoundError:
             return None
         return Blob(data=data, etag=str(response["ETag"]))
 
@@ -247,7 +146,7 @@ class S3Store:
         try:
             with self._errors("GET", key):
                 response = self.client.get_object(**args)
-        except _NotFoundError:
+        except NotFoundError:
             raise StoreError(
                 f"{self.url_for(key)} does not exist", fix="check --store and --box; publish the release to this store"
             ) from None
@@ -281,7 +180,7 @@ class S3Store:
             "Bucket": self.bucket,
             "Key": self._full(key),
             "Body": data,
-            "ChecksumSHA256": _b64(sha),
+            "ChecksumSHA256": b64(sha),
             "ContentType": write.get("content_type", "application/octet-stream"),
             "Metadata": {SHA256_METADATA: sha},
         }
@@ -306,7 +205,7 @@ class S3Store:
                 "Bucket": self.bucket,
                 "Key": self._full(key),
                 "Body": data,
-                "ChecksumSHA256": _b64(upload.sha256),
+                "ChecksumSHA256": b64(upload.sha256),
                 "ContentType": "application/zstd",
                 "Metadata": {SHA256_METADATA: upload.sha256},
             }
@@ -334,7 +233,7 @@ class S3Store:
         try:
             with self._errors("PUT", key):
                 return call(args)
-        except _UnsupportedError:
+        except UnsupportedError:
             self.conditional_writes = False
             args = {k: v for k, v in args.items() if k not in ("IfNoneMatch", "IfMatch")}
             self._check_without_conditions(key, if_none_match, if_match)
@@ -431,7 +330,7 @@ class S3Store:
         self, key: str, upload_id: str, upload: FileUpload, number: int, piece: Piece, known_sha256: str | None
     ) -> _Part:
         data = None if known_sha256 else _read_range(upload.path, piece)
-        job = _PartJob(key, upload_id, upload, number, piece, _b64(known_sha256 or sha256_bytes(data or b"")))
+        job = _PartJob(key, upload_id, upload, number, piece, b64(known_sha256 or sha256_bytes(data or b"")))
         if piece.copied and self.verified_copies:
             copied = self._copy_part(job)
             if copied is not None:
@@ -470,10 +369,10 @@ class S3Store:
                     CopySource={"Bucket": self.bucket, "Key": self._full(piece.source_key)},
                     CopySourceRange=f"bytes={first}-{end - 1}",
                 )["CopyPartResult"]
-        except _UnsupportedError:
+        except UnsupportedError:
             self._stop_copies(upload, f"{self.url}: the server does not support UploadPartCopy")
             return None
-        except (StoreError, _NotFoundError) as exc:
+        except (StoreError, NotFoundError) as exc:
             why = exc.message if isinstance(exc, StoreError) else "it does not exist"
             _tell(upload, f"cannot copy bytes {first}-{end - 1} of {source} ({why}): sending them instead")
             return None
@@ -501,9 +400,9 @@ class S3Store:
         try:
             yield
         except ClientError as exc:
-            raise self._client_error(exc, action, key, where) from None
+            raise client_error(exc, action, key, where, self.bucket, self._endpoint()) from None
         except (NoCredentialsError, PartialCredentialsError):
-            raise StoreError(f"no AWS credentials found for {where}", fix=_CREDENTIALS_FIX) from None
+            raise StoreError(f"no AWS credentials found for {where}", fix=CREDENTIALS_FIX) from None
         except (EndpointConnectionError, ConnectTimeoutError, ConnectionClosedError, ReadTimeoutError) as exc:
             raise StoreError(
                 f"cannot reach the S3 endpoint {self._endpoint()} ({action} {where}): {exc}",
@@ -517,46 +416,6 @@ class S3Store:
 
     def _endpoint(self) -> str:
         return self.endpoint_url or str(getattr(getattr(self.client, "meta", None), "endpoint_url", "AWS S3"))
-
-    def _client_error(self, exc: ClientError, action: str, key: str | None, where: str) -> Exception:
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", ""))
-        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        message = str(error.get("Message") or code)  # botocore parses an empty <Message/> to None
-        # AWS answers If-Match on a key that is gone with 404 NoSuchKey: the version read is no longer there
-        if code in _CONFLICT_CODES or status in ("412", "409") or (action == "PUT" and code == "NoSuchKey"):
-            return ConflictError(
-                f"{where}: the write condition failed ({code or status})",
-                fix="another publisher wrote this key first; rerun to compare",
-            )
-        if code in _DIGEST_CODES:
-            return IntegrityError(
-                f"{action} {where}: the server received bytes whose checksum does not match ({code})",
-                fix="the archive changed after it was checked against the release manifest; "
-                "rebuild it (or restore the built file) and rerun publish",
-            )
-        if code in _UNSUPPORTED_CODES or status == "501":
-            return _UnsupportedError(code)
-        if code == "NoSuchBucket" or (key is None and (code in _NOT_FOUND_CODES or status == "404")):
-            return StoreError(
-                f"bucket {self.bucket!r} does not exist at {self._endpoint()}",
-                fix=f"create it (aws s3 mb s3://{self.bucket}) or fix the bucket name in --to",
-            )
-        if key is not None and action in _READS and (code in _NOT_FOUND_CODES or status == "404"):
-            return _NotFoundError(code)
-        if code in _AUTH_CODES or status == "403":
-            return StoreError(f"access denied: {action} {where} ({message})", fix=_CREDENTIALS_FIX)
-        return StoreError(
-            f"{action} {where} failed: {code} {message}".strip(),
-            fix="check the endpoint, bucket and credentials, then rerun",
-        )
-
-
-_CREDENTIALS_FIX = (
-    "give valid credentials for the bucket: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
-    "AWS_PROFILE, or in GitHub Actions OIDC via aws-actions/configure-aws-credentials; "
-    "the identity needs s3:GetObject, s3:PutObject, s3:AbortMultipartUpload, s3:ListBucket"
-)
 
 
 @dataclass(frozen=True)
@@ -583,12 +442,6 @@ class _PartJob:
         return {"PartNumber": self.number, "ETag": etag, "ChecksumSHA256": self.checksum}
 
 
-def composite_checksum(part_checksums: Sequence[str]) -> str:
-    """S3's checksum of a multipart object: the SHA-256 of its parts' SHA-256s (base64), then ``-<parts>``."""
-    joined = b"".join(base64.b64decode(c) for c in part_checksums)
-    return f"{base64.b64encode(sha256_raw(joined)).decode()}-{len(part_checksums)}"
-
-
 def _read_range(path: Path, piece: Piece) -> bytes:
     with path.open("rb") as stream:
         stream.seek(piece.start)
@@ -603,14 +456,6 @@ def _tell(upload: FileUpload, line: str) -> None:
 def _fingerprint(path: Path) -> tuple[int, int]:
     stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
-
-
-class _NotFoundError(Exception):
-    """Internal: the key does not exist (turned into None by head/get)."""
-
-
-class _UnsupportedError(Exception):
-    """Internal: the store answered a conditional write with 501 NotImplemented."""
 
 
 def _raise_first(failed: list[Future[T]]) -> None:

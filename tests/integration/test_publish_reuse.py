@@ -22,7 +22,8 @@ from scrollcase.io.digest import sha256_file
 from scrollcase.store.index import index_key, parse_index
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import PublishResult, publish
-from scrollcase.store.s3 import S3Store, composite_checksum
+from scrollcase.store.s3 import S3Store
+from scrollcase.store.s3rules import composite_checksum
 from tests.support.framedreleases import BOX, new_frame_bytes, write_framed_release
 from tests.support.refusing_proxy import refusing_part_copies
 from tests.support.releases import SyntheticRelease

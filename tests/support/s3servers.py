@@ -220,7 +220,7 @@ def s3_client(server: S3Server, *, secret: str | None = None, endpoint: str | No
     """A client configured as scrollcase's own (``client_config``), with short timeouts and retries."""
     import boto3
 
-    from scrollcase.store.s3 import client_config
+    from scrollcase.store.s3rules import client_config
 
     return boto3.client(
         "s3",

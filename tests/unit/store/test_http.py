@@ -225,7 +225,7 @@ def test_a_206_that_starts_before_the_asked_offset_is_refused_too(tmp_path: Path
 
 def test_the_default_timeout_is_the_15_s_of_the_s3_store() -> None:
     """docs/install.md: every HTTP request has a 15 s timeout, the S3 store's read timeout."""
-    from scrollcase.store.s3 import READ_TIMEOUT
+    from scrollcase.store.s3rules import READ_TIMEOUT
 
     assert HttpStore("http://127.0.0.1:1").timeout == READ_TIMEOUT == 15.0
 

@@ -9,11 +9,11 @@ import pytest
 
 from scrollcase.errors import IntegrityError, StoreError
 from scrollcase.store.base import Piece
-from scrollcase.store.s3 import (
+from scrollcase.store.s3 import S3Store
+from scrollcase.store.s3rules import (
     MAX_PARTS,
     MIN_PART_SIZE,
-    S3Store,
-    _b64_sha256_to_hex,
+    b64_sha256_to_hex,
     client_config,
     composite_checksum,
     parse_s3_url,
@@ -45,9 +45,9 @@ def test_parts_respect_s3_minimum_and_part_limit() -> None:
 def test_only_full_object_checksums_count_as_sha256() -> None:
     digest = hashlib.sha256(b"x").digest()
     encoded = base64.b64encode(digest).decode()
-    assert _b64_sha256_to_hex(encoded) == digest.hex()
-    assert _b64_sha256_to_hex(encoded + "-3") is None  # composite multipart checksum
-    assert _b64_sha256_to_hex(None) is None
+    assert b64_sha256_to_hex(encoded) == digest.hex()
+    assert b64_sha256_to_hex(encoded + "-3") is None  # composite multipart checksum
+    assert b64_sha256_to_hex(None) is None
 
 
 def test_checksum_part_size_matches_the_part_plan() -> None:
