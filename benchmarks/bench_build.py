@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scrollcase.build.pipeline import STAGES, execute_build, locked_install, plan_build
+from scrollcase.build.pipeline import STAGES, execute_build
+from scrollcase.build.plan import locked_install, plan_build
 from scrollcase.build.verify import verify_release
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
 from scrollcase.io.fetch import default_fetchers

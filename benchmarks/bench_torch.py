@@ -108,7 +108,8 @@ class ChildPeaks:
 
 def child_build(recipe: str, recipes_root: str, state: str, out: str) -> dict[str, object]:
     """What `scrollcase build` does, with each stage's peak RSS: scrollcase's own and its children's."""
-    from scrollcase.build.pipeline import execute_build, locked_install, plan_build
+    from scrollcase.build.pipeline import execute_build
+    from scrollcase.build.plan import locked_install, plan_build
     from scrollcase.io.fetch import default_fetchers
     from scrollcase.recipe.loader import resolve_recipe
 

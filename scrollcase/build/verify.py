@@ -12,7 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from scrollcase.build.pipeline import check_host, run_self_test
+from scrollcase.build.pipeline import run_self_test
+from scrollcase.build.plan import check_host
 from scrollcase.errors import IntegrityError, Problem
 from scrollcase.format.archive.frames import check_frame_table
 from scrollcase.format.archive.unpack import unpack_archive

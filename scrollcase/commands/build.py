@@ -15,7 +15,7 @@ from scrollcase.io.pathcheck import require_file_path, require_folder_path
 if TYPE_CHECKING:  # boto3-stubs: types only
     from mypy_boto3_s3 import S3Client
 
-    from scrollcase.build.pipeline import BuildPlan, Weights
+    from scrollcase.build.plan import BuildPlan, Weights
 
 NAME = "build"
 HELP = "build a box archive and its release manifest"
@@ -66,7 +66,8 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: BuildArgs, console: Console) -> int:
-    from scrollcase.build.pipeline import execute_build, locked_install, plan_build
+    from scrollcase.build.pipeline import execute_build
+    from scrollcase.build.plan import locked_install, plan_build
     from scrollcase.io.fetch import default_fetchers
     from scrollcase.recipe.loader import resolve_recipe
 

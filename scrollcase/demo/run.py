@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
-from scrollcase.build.pipeline import execute_build, locked_install, plan_build
+from scrollcase.build.pipeline import execute_build
+from scrollcase.build.plan import locked_install, plan_build
 from scrollcase.build.verify import verify_release
 from scrollcase.demo.channel import PREFIX_PLACEHOLDER, PackageFile, PackageSpec, index_channel, write_package
 from scrollcase.errors import BuildError, HostError

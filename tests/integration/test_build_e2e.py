@@ -15,7 +15,8 @@ import pytest
 import yaml
 from junitparser import JUnitXml
 
-from scrollcase.build.pipeline import STAGES, BuildResult, LockedInstall, execute_build, locked_install, plan_build
+from scrollcase.build.pipeline import STAGES, BuildResult, execute_build
+from scrollcase.build.plan import LockedInstall, locked_install, plan_build
 from scrollcase.build.sbom import validation_errors
 from scrollcase.build.verify import verify_release
 from scrollcase.demo.run import DEMO_CHANNEL_NAME, demo_target, make_demo_channel, write_demo_recipe
