@@ -105,3 +105,42 @@ def test_a_folder_that_cannot_be_renamed_aside_is_an_error_and_stays_whole(
     with pytest.raises(PermissionError):
         usercache.remove_tree(folder)
     assert (folder / SHA_A / "w.whl").read_bytes() == b"xxxxx"
+
+
+def test_every_cache_is_one_content_cache_and_prune_follows_each_rule(tmp_path: Path) -> None:
+    """`scrollcase cache prune` has no code per cache: each instance's Keep decides what stays."""
+    root = tmp_path / "cache"
+    wheel = _file(usercache.WHEEL_CACHE.entry(root / "wheels", SHA_A) / "a.whl", 3).parent
+    frame = _file(usercache.PACK_FRAME_CACHE.entry(root / "packframes", SHA_B), 7)
+    pyc = _file(usercache.PYC_CACHE.entry(root / "pyc", SHA_A), 11)
+    download = _file(usercache.DOWNLOAD_CACHE.entry(root / "downloads", SHA_A), 13)
+    for path in (wheel, frame, pyc, download):
+        _age(path, 40)
+    usercache.PACK_FRAME_CACHE.touch(frame)  # reused by a pack: kept
+    usercache.PYC_CACHE.touch(pyc)  # bytecode is never touched on use: still 40 days old
+
+    freed = usercache.prune(root, usercache.CACHES, 30)
+
+    assert all(isinstance(c, usercache.ContentCache) for c in usercache.CACHES)
+    assert list(freed) == ["wheels", "unpacked", "packframes", "pyc", "frames"]  # the caches with a rule
+    assert (freed["wheels"], freed["packframes"], freed["pyc"]) == (Freed(1, 3), Freed(), Freed(1, 11))
+    assert not wheel.exists() and frame.is_file() and not pyc.exists()
+    assert download.is_file()  # no rule: only `cache clean` removes downloads
+
+
+def test_a_cache_kept_by_pins_keeps_what_live_folders_name_and_ignores_the_age(tmp_path: Path) -> None:
+    folder = tmp_path / "frames"
+    cache = usercache.FRAME_CACHE
+    kept, dropped = _file(cache.entry(folder, SHA_A), 5), _file(cache.entry(folder, SHA_B), 9)
+    box = tmp_path / "box"
+    box.mkdir()
+    cache.pin(folder, box, [SHA_A])
+    cache.pin(folder, tmp_path / "deleted-box", [SHA_B])  # its folder is gone: the pin no longer counts
+
+    assert cache.prune(folder, max_age_days=1000) == []  # both younger than the grace
+    _age(kept, 1)
+    _age(dropped, 1)
+
+    assert cache.prune(folder, max_age_days=1000) == [(dropped, 9)]
+    assert kept.is_file() and cache.pinned(folder, box) == (SHA_A,)
+    assert [p.name for p in (folder / usercache.PINS).iterdir()] == [cache.pin_path(folder, box).name]
