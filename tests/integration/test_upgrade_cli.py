@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from scrollcase import cli
-from scrollcase.client.framecache import PRUNE_GRACE_SECONDS, FrameCache
 from scrollcase.client import upgrade as upgrade_client
+from scrollcase.client.framecache import PRUNE_GRACE_SECONDS, FrameCache
 from scrollcase.format.archive.frames import frame_table
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.boxjson import dump_box_json
