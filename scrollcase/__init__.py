@@ -24,7 +24,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scrollcase.build.pipeline import execute_build, plan_build
+    from scrollcase.build.pipeline import execute_build
+    from scrollcase.build.plan import plan_build
     from scrollcase.client.install import Installed, Listing, install_box, list_releases
     from scrollcase.client.upgrade import Upgraded, upgrade_box
     from scrollcase.errors import ScrollcaseError
@@ -43,7 +44,7 @@ _API: dict[str, str] = {
     "Upgraded": "scrollcase.client.upgrade",
     "verify_installed": "scrollcase.format.receipt",
     "InstalledReport": "scrollcase.format.receipt",
-    "plan_build": "scrollcase.build.pipeline",
+    "plan_build": "scrollcase.build.plan",
     "execute_build": "scrollcase.build.pipeline",
     "publish": "scrollcase.store.publish",
     "ScrollcaseError": "scrollcase.errors",
