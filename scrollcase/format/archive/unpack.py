@@ -51,7 +51,7 @@ from scrollcase.format.archive.tar import (
 )
 from scrollcase.format.archive.zstdframes import FrameError, FrameWalker
 from scrollcase.io import files
-from scrollcase.io.digest import new_hash
+from scrollcase.io.digest import HashingReader
 
 READ_CHUNK = 1 << 20
 OUT_CHUNK = 4 << 20  # most decompressed bytes per call (and per queued chunk)
@@ -73,23 +73,16 @@ class UnpackResult:
 # ---------------------------------------------------------------- reading + hashing thread
 
 
-class _Source:
+class _Source(HashingReader):
     """What the decompressor reads from: the archive file, hashed and frame-walked on the way."""
 
     def __init__(self, raw: BinaryIO, on_bytes: Callable[[int], None] | None = None) -> None:
-        self.raw = raw
-        self.on_bytes = on_bytes
-        self.sha = new_hash()
-        self.size = 0
+        super().__init__(raw, on_bytes)
         self.frames = FrameWalker()
         self.error: str | None = None
 
     def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        self.sha.update(data)
-        self.size += len(data)
-        if self.on_bytes is not None:
-            self.on_bytes(len(data))
+        data = super().read(n)
         if self.error is None:
             try:
                 self.frames.feed(data)
