@@ -117,21 +117,25 @@ class ContentCache:
     holds: str
     layout: Layout
     keep: Keep | None = None  # None: never pruned, only cleaned
+    suffix: str = ""  # after the key in an entry's name (``files`` layout)
 
     def folder(self, root: Path) -> Path:
         return root / self.name
 
     def entry(self, folder: Path, key: str) -> Path:
-        return folder / key[:2] / key if self.layout == "fanout" else folder / key
+        return folder / key[:2] / key if self.layout == "fanout" else folder / f"{key}{self.suffix}"
 
     def entries(self, folder: Path) -> list[Path]:
         """The entries below ``folder``, sorted (temps, indexes and other names left out)."""
         if self.layout == "fanout":
             return digest_entries(folder)
         try:
-            return sorted(p for p in folder.iterdir() if DIGEST_NAME.fullmatch(p.name) and self._is_entry(p))
+            return sorted(p for p in folder.iterdir() if self._is_key(p.name) and self._is_entry(p))
         except OSError:
             return []
+
+    def _is_key(self, name: str) -> bool:
+        return name.endswith(self.suffix) and DIGEST_NAME.fullmatch(name.removesuffix(self.suffix)) is not None
 
     def _is_entry(self, path: Path) -> bool:
         return path.is_dir() if self.layout == "folders" else path.is_file()
@@ -219,7 +223,7 @@ WHEEL_CACHE = ContentCache(
 UNPACKED_CACHE = ContentCache(
     UNPACKED, "build", "wheels unpacked once and hard-linked into boxes (a build's install stage)", "folders", _BY_AGE
 )
-METADATA_CACHE = ContentCache(METADATA, "build", "PyPI wheel metadata `lock` fetched", "files")
+METADATA_CACHE = ContentCache(METADATA, "build", "PyPI wheel metadata `lock` fetched", "files", suffix=".METADATA")
 PACK_FRAME_CACHE = ContentCache(
     PACK_FRAMES, "build", "compressed frames a rebuild reuses; pruned after 30 days unused", "fanout", _BY_AGE
 )

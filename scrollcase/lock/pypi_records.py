@@ -24,6 +24,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from scrollcase.errors import RECIPE_ID, LockError, Problem, SolveError
+from scrollcase.io.cache import METADATA_CACHE
 from scrollcase.io.files import write_atomic
 from scrollcase.lock.resolve import ResolvedWheel
 
@@ -156,7 +157,7 @@ def wheel_metadata(
     """sha256 -> metadata of every wheel (fetched in parallel, cached under ``cache``)."""
 
     def one(wheel: ResolvedWheel) -> tuple[str, WheelMetadata]:
-        cached = cache / f"{wheel.sha256}.METADATA"
+        cached = METADATA_CACHE.entry(cache, wheel.sha256)
         if cached.is_file():
             return wheel.sha256, parse_metadata(cached.read_text(encoding="utf-8"))
         try:

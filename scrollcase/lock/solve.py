@@ -237,10 +237,10 @@ def lock_pypi(
     def download(w: resolve.ResolvedWheel) -> Path:
         name = urllib.parse.unquote(w.url.rsplit("/", 1)[-1])
         return wheels.fetch_wheel(
-            wheels.WheelSource(w.name, w.version, w.url, name, w.sha256), cache / usercache.WHEELS, fetchers
+            wheels.WheelSource(w.name, w.version, w.url, name, w.sha256), usercache.WHEEL_CACHE.folder(cache), fetchers
         )
 
-    meta = metadata.wheel_metadata(resolved, cache / usercache.METADATA, download)
+    meta = metadata.wheel_metadata(resolved, usercache.METADATA_CACHE.folder(cache), download)
     return PypiLock(pypi_plan.indexes, tuple(resolved), meta)
 
 
