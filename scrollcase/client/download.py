@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
 from scrollcase.io.cache import DOWNLOAD_CACHE
 from scrollcase.io.digest import new_hash
-from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, try_lock, user_cache_dir
+from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, resume_path, try_lock, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
 
@@ -54,10 +54,8 @@ class Download:
 
 
 def cache_paths(sha256: str, cache_dir: Path | None = None) -> CachePaths:
-    folder = (cache_dir or user_cache_dir()) / DOWNLOADS
-    return CachePaths(
-        folder / f"{sha256}.tar.zst", folder / f"{sha256}.tar.zst.part", folder / f"{sha256}.tar.zst.lock"
-    )
+    complete = DOWNLOAD_CACHE.entry(DOWNLOAD_CACHE.folder(cache_dir or user_cache_dir()), sha256)
+    return CachePaths(complete, resume_path(complete), complete.with_name(f"{complete.name}.lock"))
 
 
 def download_archive(

@@ -240,7 +240,11 @@ FRAME_CACHE = ContentCache(
     Keep("pins", grace_seconds=FRAME_GRACE_SECONDS),
 )
 DOWNLOAD_CACHE = ContentCache(
-    DOWNLOADS, "install", "archives being downloaded (resumed by the next run) or kept (--keep-download)", "files"
+    DOWNLOADS,
+    "install",
+    "archives being downloaded (resumed by the next run) or kept (--keep-download)",
+    "files",
+    suffix=".tar.zst",
 )
 # Below a build's --state-dir, not the user cache (the CI build cache keeps it): not in CACHES.
 ASSET_CACHE = ContentCache(ASSETS, "build", "model assets downloaded by sha256", "files")

@@ -249,7 +249,7 @@ class WheelCache:
 
     def fill(self, wheel: Path, sha256: str, cancel: threading.Event, umask: int) -> CachedWheel:
         """Unpack ``wheel`` (already checked against the lock's ``sha256``) into a new entry."""
-        with creating_dir(self.root / sha256, ENTRY_FILE) as temp:
+        with creating_dir(UNPACKED_CACHE.entry(self.root, sha256), ENTRY_FILE) as temp:
             entry = _unpack_checked(wheel, sha256, temp / FILES, cancel, umask)
             (temp / ENTRY_FILE).write_text(entry.model_dump_json(), encoding="utf-8")
         cached = self.load(sha256)
