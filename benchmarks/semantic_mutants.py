@@ -369,8 +369,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-cuda-major-precision",
         "pixi rules",
-        "scrollcase/lock/rules.py",
-        'elif _major_minor(declared) != cuda or declared.count(".") > 1:',
+        "scrollcase/targets/cuda.py",
+        'elif _major_minor_of(declared) != cuda or declared.count(".") > 1:',
         'elif declared.split(".")[0] != cuda.split(".")[0]:',
         "system-requirements cuda = 12.1 passes for a cuda12.4 recipe",
         PIXI,
@@ -378,7 +378,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-cuda-pin-prefix",
         "pixi rules",
-        "scrollcase/lock/rules.py",
+        "scrollcase/targets/cuda.py",
         'if not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\\.\\*)?", (pin.version or "").replace(" ", "")):',
         'if not re.match(rf"(==|=)?{re.escape(cuda)}", (pin.version or "").replace(" ", "")):',
         'cuda-version = "12.4.*" and "12.41" or ">=12.4" treated alike (a prefix match)',
@@ -387,7 +387,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-torch-unpinned-build",
         "pixi rules",
-        "scrollcase/lock/rules.py",
+        "scrollcase/targets/cuda.py",
         'if not (torch.build or "").startswith("cuda"):',
         'if torch.build is not None and not torch.build.startswith("cuda"):',
         "a conda pytorch without a build pin on a CUDA recipe passes (the solver may pick the cpu build)",
@@ -396,9 +396,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "px-pypi-cpu-target-cuda-index",
         "pixi rules",
-        "scrollcase/lock/rules.py",
-        'if (want and flavour != want) or (not want and flavour.startswith("cu")):',
-        "if want and flavour != want:",
+        "scrollcase/targets/cpu.py",
+        'if torch.index.rstrip("/").rsplit("/", 1)[-1].startswith("cu"):',
+        "if False:",
         "a cpu recipe taking torch from the cu124 index passes",
         PIXI,
     ),

@@ -28,7 +28,7 @@ class Problem:
     file: str | None = None
     line: int | None = None
     column: int | None = None
-    key: str | None = None  # JSON path such as ``target.cudaVersion`` or a TOML key
+    key: str | None = None  # JSON path such as ``target.accelerator`` or a TOML key
     value: str | None = None  # the offending value, already rendered for humans
     fix: str | None = None
     severity: str = "error"  # "error" | "warning" | "notice"

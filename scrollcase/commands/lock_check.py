@@ -41,7 +41,7 @@ DESCRIPTION = (
     "platforms, CUDA system requirement and cuda-version pin, pytorch build, python, torch index); "
     "the lock exists and parses, covers the target platform, was solved "
     "with the manifest's channels, satisfies every dependency spec of pixi.toml (not stale), and for a "
-    "CUDA target holds a GPU build of torch for exactly the recipe's cudaVersion with a matching "
+    "CUDA target holds a GPU build of torch for exactly the target's CUDA version with a matching "
     "cuda-version record (or CUDA wheels for that version); a CPU target holding CUDA builds fails "
     "too.  All problems of all recipes are reported in one run, each with file and line.  Exit 4 "
     "when any recipe fails."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrollcase.errors import Problem
 
@@ -32,6 +32,67 @@ class LockContext:
     file: str  # the pixi.lock, for locating problems
     environment_line: int | None  # the lock's environment entry, where a missing package is reported
     relock: str  # the fix's last step: run `scrollcase lock <recipe>` and commit
+
+
+class ManifestDependency(Protocol):
+    """A conda dependency of pixi.toml (lock/manifest.py's ``Dependency``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def build(self) -> str | None: ...
+    @property
+    def table(self) -> str: ...
+    def match_spec(self) -> str: ...
+
+
+class ManifestPypiDependency(Protocol):
+    """A ``[pypi-dependencies]`` entry of pixi.toml (lock/manifest.py's ``PypiDependency``)."""
+
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def index(self) -> str | None: ...
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+
+
+class ManifestView(Protocol):
+    """What an accelerator's pixi.toml rules read of a parsed manifest, and how a finding is located
+    (lock/rules.py gives one for a ``PixiManifest``)."""
+
+    @property
+    def system_requirements(self) -> Mapping[str, Any]: ...
+    @property
+    def platform_requirement(self) -> str | None: ...  # the platforms entry's own ``cuda = "..."``
+
+    def requirement(self, subdir: str) -> tuple[str | None, str]:
+        """The declared CUDA system requirement and where (``workspace.platforms`` or ``system-requirements``)."""
+
+    def dependencies_for(self, subdir: str) -> Mapping[str, ManifestDependency]: ...
+    def pypi_dependencies_for(self, subdir: str) -> Mapping[str, ManifestPypiDependency]: ...
+
+    def pypi_torch(self, subdir: str) -> ManifestPypiDependency | None:
+        """The ``[pypi-dependencies]`` torch when torch comes from PyPI (no conda torch package declared)."""
+
+    def problem(self, key: str, table: str | None, message: str, value: Any, fix: str) -> Problem:
+        """A finding at ``key`` in ``[table]`` (or where it belongs when missing)."""
+
+    def dep_problem(self, dep: ManifestDependency, message: str, fix: str) -> Problem:
+        """A finding at a conda dependency's line, its match spec as the value."""
+
+
+def index_problem(manifest: ManifestView, torch: ManifestPypiDependency, target_id: str, fix: str) -> Problem:
+    """A PyPI torch from a PyTorch index of another flavour than the target's (``cu124``, ``cpu``)."""
+    flavour = (torch.index or "").rstrip("/").rsplit("/", 1)[-1]
+    message = f"torch comes from the {flavour!r} index, which does not match {target_id}"
+    return manifest.problem(torch.key, torch.table, message, torch.index, fix)
 
 
 class Accelerator(Protocol):
@@ -63,6 +124,9 @@ class Accelerator(Protocol):
 
     def virtual_packages(self, version: str | None) -> dict[str, str]:
         """The conda virtual packages (name -> version) this accelerator lets the solver assume."""
+
+    def manifest_problems(self, manifest: ManifestView, target: TargetSpec) -> list[Problem]:
+        """pixi.toml's rules for this accelerator: system requirements, pins, torch builds and indexes."""
 
     def unavailable(self, platform: str) -> tuple[str, str] | None:
         """(message, fix) when the accelerator never exists on ``platform`` (a more helpful rule than

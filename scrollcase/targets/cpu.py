@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from scrollcase.errors import Problem
 from scrollcase.targets import evidence as evidence_mod
-from scrollcase.targets.base import LockContext, located, torch_problem
+from scrollcase.targets.base import LockContext, ManifestView, index_problem, located, torch_problem
 from scrollcase.targets.classify import (
     CUDA_RUNTIME_WHEELS,
+    CUDA_VERSION_PACKAGE,
     PackageRecord,
     TorchBuild,
     cuda_library_wheels,
@@ -71,6 +72,81 @@ def _cuda_wheel_problems(ctx: LockContext, packages: Sequence[PackageRecord], cp
     ]
 
 
+def no_cuda_manifest_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    """pixi.toml of a target without CUDA: no CUDA system requirement or cuda-version pin, no CUDA build of
+    pytorch, no pytorch-gpu, and no PyTorch CUDA index for a PyPI torch."""
+    out = []
+    if manifest.platform_requirement is not None:
+        shown = f"{{platform={spec.subdir}, cuda={manifest.platform_requirement}}}"
+        out.append(
+            manifest.problem(
+                "workspace.platforms",
+                "workspace",
+                f"a {spec.accelerator} target must not declare a CUDA system requirement",
+                [shown],
+                f'use platforms = ["{spec.subdir}"] without cuda',
+            )
+        )
+    return (
+        out + _requirement_problems(manifest, spec) + _torch_problems(manifest, spec) + _index_problems(manifest, spec)
+    )
+
+
+def _requirement_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    legacy = manifest.system_requirements.get("cuda")
+    pin = manifest.dependencies_for(spec.subdir).get(CUDA_VERSION_PACKAGE)
+    out = []
+    if legacy is not None:
+        out.append(
+            manifest.problem(
+                "system-requirements.cuda",
+                "system-requirements",
+                f"a {spec.accelerator} target must not require CUDA",
+                legacy,
+                "remove cuda from [system-requirements]",
+            )
+        )
+    if pin is not None:
+        out.append(
+            manifest.dep_problem(
+                pin, f"a {spec.accelerator} target must not pin cuda-version", "remove the cuda-version dependency"
+            )
+        )
+    return out
+
+
+def _torch_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    deps = manifest.dependencies_for(spec.subdir)
+    torch = deps.get("pytorch")
+    out = []
+    if torch is not None and "cuda" in (torch.build or ""):
+        out.append(
+            manifest.dep_problem(
+                torch,
+                f"a {spec.accelerator} target must not use a CUDA build of pytorch",
+                f'pytorch = {{ version = "{torch.version or "2.*"}", build = "cpu*" }} (or no build pin)',
+            )
+        )
+    if "pytorch-gpu" in deps:
+        out.append(
+            manifest.dep_problem(
+                deps["pytorch-gpu"],
+                f"pytorch-gpu is CUDA-only; this is a {spec.accelerator} target",
+                "use pytorch (or pytorch-cpu) instead",
+            )
+        )
+    return out
+
+
+def _index_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    torch = manifest.pypi_dependencies_for(spec.subdir).get("torch")
+    if torch is None or torch.source is not None or torch.index is None:
+        return []
+    if torch.index.rstrip("/").rsplit("/", 1)[-1].startswith("cu"):
+        return [index_problem(manifest, torch, spec.target_id, "use the cpu index (or PyPI for macOS)")]
+    return []
+
+
 @dataclass(frozen=True)
 class Cpu:
     """A GPU-less accelerator; metal and a new accelerator without a runtime of its own reuse it."""
@@ -105,6 +181,9 @@ class Cpu:
 
     def virtual_packages(self, version: str | None) -> dict[str, str]:
         return {}
+
+    def manifest_problems(self, manifest: ManifestView, target: TargetSpec) -> list[Problem]:
+        return no_cuda_manifest_problems(manifest, target)
 
     def unavailable(self, platform: str) -> tuple[str, str] | None:
         return None

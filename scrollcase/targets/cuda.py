@@ -8,15 +8,26 @@ compare the driver and the GPUs' compute capability (targets/gpucheck.py).  Pure
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scrollcase.errors import Problem
 from scrollcase.targets import evidence as evidence_mod
-from scrollcase.targets.base import LockContext, located, package_problem, torch_problem
+from scrollcase.targets.base import (
+    LockContext,
+    ManifestDependency,
+    ManifestPypiDependency,
+    ManifestView,
+    index_problem,
+    located,
+    package_problem,
+    torch_problem,
+)
 from scrollcase.targets.classify import (
     CUDA_RUNTIME_WHEELS,
+    CUDA_VERSION_PACKAGE,
     PackageRecord,
     TorchBuild,
     cuda_runtime_wheel,
@@ -185,6 +196,126 @@ def _cuda_without_torch(ctx: LockContext, packages: Sequence[PackageRecord], cud
     ]
 
 
+# ------------------------------------------------------------------------------------- pixi.toml rules
+
+
+def _major_minor_of(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def requirement_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    """CUDA declared as a system requirement AND as a cuda-version pin, both equal to the target's CUDA
+    (a PyPI torch needs no pin)."""
+    declared, where = manifest.requirement(spec.subdir)
+    legacy = manifest.system_requirements.get("cuda")
+    pin = manifest.dependencies_for(spec.subdir).get(CUDA_VERSION_PACKAGE)
+    cuda = spec.cuda_version or ""
+    out = []
+    if declared is None:
+        out.append(
+            manifest.problem(
+                "system-requirements.cuda",
+                "system-requirements",
+                "the CUDA version is not declared as a system requirement",
+                None,
+                f'add [system-requirements] cuda = "{cuda}" (or platforms = '
+                f'[{{ platform = "{spec.subdir}", cuda = "{cuda}" }}])',
+            )
+        )
+    elif _major_minor_of(declared) != cuda or declared.count(".") > 1:
+        table = "system-requirements" if where.startswith("system") else "workspace"
+        key = "system-requirements.cuda" if table == "system-requirements" else "workspace.platforms"
+        out.append(
+            manifest.problem(
+                key,
+                table,
+                f"the CUDA system requirement must be {cuda!r} (target.cudaVersion)",
+                declared,
+                f'declare cuda = "{cuda}"',
+            )
+        )
+    if legacy is not None and declared is not None and str(legacy) != declared:
+        out.append(
+            manifest.problem(
+                "system-requirements.cuda",
+                "system-requirements",
+                "[system-requirements] cuda disagrees with the platforms entry",
+                legacy,
+                f'declare cuda = "{cuda}" once',
+            )
+        )
+    return out + _pin_problems(manifest, pin, cuda, manifest.pypi_torch(spec.subdir) is not None)
+
+
+def _pin_problems(manifest: ManifestView, pin: ManifestDependency | None, cuda: str, pypi: bool) -> list[Problem]:
+    """cuda-version pins the target's CUDA; a PyPI torch needs no pin (its runtime wheel is the CUDA)."""
+    if pin is None:
+        if pypi:
+            return []
+        return [
+            manifest.problem(
+                "dependencies.cuda-version",
+                "dependencies",
+                "cuda-version is not pinned, so the solver may pick another CUDA ABI",
+                None,
+                f'add cuda-version = "{cuda}.*" to [dependencies]',
+            )
+        ]
+    if not re.fullmatch(rf"(==|=)?{re.escape(cuda)}(\.\*)?", (pin.version or "").replace(" ", "")):
+        return [manifest.dep_problem(pin, f"cuda-version must pin CUDA {cuda}", f'cuda-version = "{cuda}.*"')]
+    return []
+
+
+def torch_build_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    """pytorch pinned to a ``cuda*`` build."""
+    deps = manifest.dependencies_for(spec.subdir)
+    torch = deps.get("pytorch")
+    if "pytorch-gpu" in deps or torch is None:
+        return []  # pytorch-gpu only has CUDA builds; a box without conda torch has nothing to pin
+    if not (torch.build or "").startswith("cuda"):
+        fix = f'pytorch = {{ version = "{torch.version or "2.*"}", build = "cuda*" }}'
+        return [
+            manifest.dep_problem(
+                torch,
+                'pytorch must be pinned to a CUDA build (build = "cuda*"), or the solver may pick a CPU build',
+                fix,
+            )
+        ]
+    return []
+
+
+def torch_index_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
+    """A PyPI torch comes from PyTorch's index for the target's CUDA, or (not on Windows, where PyPI's
+    default index has no CUDA torch) from PyPI's default index."""
+    torch = manifest.pypi_dependencies_for(spec.subdir).get("torch")
+    if torch is None or torch.source is not None:
+        return []
+    if torch.index is None:
+        return _default_index_problems(manifest, torch, spec)
+    want = cuda_tag(spec.cuda_version or "")
+    if torch.index.rstrip("/").rsplit("/", 1)[-1] != want:
+        return [index_problem(manifest, torch, spec.target_id, f"use the {want} index")]
+    return []
+
+
+def _default_index_problems(manifest: ManifestView, torch: ManifestPypiDependency, spec: TargetSpec) -> list[Problem]:
+    """PyPI's default index has no CUDA torch for Windows: a Windows CUDA box must name PyTorch's index."""
+    if not spec.is_windows or manifest.pypi_torch(spec.subdir) is None:
+        return []
+    version = torch.version or "*"
+    return [
+        manifest.problem(
+            torch.key,
+            torch.table,
+            "torch comes from PyPI's default index, which has no CUDA build of torch for Windows (only a CPU "
+            f"wheel, about 127 MB), so {spec.target_id} would ship CPU torch under a CUDA name",
+            f"torch {version} from PyPI's default index",
+            f'take torch from PyTorch\'s CUDA {spec.cuda_version} index: torch = {{ version = "{version}", '
+            f'index = "{pytorch_index(spec.cuda_version)}" }}',
+        )
+    ]
+
+
 def driver_check(
     min_driver: str | None, versions: Sequence[str], error: str | None
 ) -> tuple[str, str, str, str | None]:
@@ -234,6 +365,13 @@ class Cuda:
 
     def virtual_packages(self, version: str | None) -> dict[str, str]:
         return {"__cuda": version} if version else {}
+
+    def manifest_problems(self, manifest: ManifestView, target: TargetSpec) -> list[Problem]:
+        return [
+            *requirement_problems(manifest, target),
+            *torch_build_problems(manifest, target),
+            *torch_index_problems(manifest, target),
+        ]
 
     def unavailable(self, platform: str) -> tuple[str, str] | None:
         if platform != "osx":

@@ -24,7 +24,7 @@ from scrollcase.github.matrix import RecipeEntry, matrix_entry
 from scrollcase.recipe.loader import parse_recipe, recipe_problems
 from scrollcase.store.index import BoxIndex, IndexEntry
 from scrollcase.targets import registry
-from scrollcase.targets.base import Accelerator, LockContext, torch_problem
+from scrollcase.targets.base import Accelerator, LockContext, ManifestView, torch_problem
 from scrollcase.targets.classify import PackageRecord, TorchBuild
 from scrollcase.targets.evidence import GpuEvidence
 from scrollcase.targets.gpucheck import GpuCheckResult
@@ -58,6 +58,12 @@ class FakeGpu:
 
     def virtual_packages(self, version: str | None) -> dict[str, str]:
         return {}
+
+    def manifest_problems(self, manifest: ManifestView, target: TargetSpec) -> list[Problem]:
+        torch = manifest.pypi_dependencies_for(target.subdir).get("torch")
+        if torch is None or "rocm" in (torch.index or ""):
+            return []
+        return [manifest.problem(torch.key, torch.table, "torch must come from a ROCm index", torch.index, ROCM_INDEX)]
 
     def unavailable(self, platform: str) -> tuple[str, str] | None:
         return None
@@ -94,7 +100,7 @@ class FakeGpu:
         return "fakegpu-driver", "pass" if versions else "fail", "fake", None
 
 
-FAKE = FakeGpu()
+FAKE: Accelerator = FakeGpu()  # mypy checks the fake against the Protocol
 
 
 @pytest.fixture
@@ -163,6 +169,14 @@ def test_validate_knows_a_registered_accelerator_and_only_then(tmp_path: Path, f
         patch.delitem(registry.ACCELERATORS, "fakegpu")
         (unknown,) = validate_paths([folder / "recipe.json"])
     assert [p.key for p in unknown.problems] == ["target.accelerator", "parity.accelerators[1]"]
+    cpu_index = (
+        (folder / "pixi.toml").read_text(encoding="utf-8").replace(ROCM_INDEX, "https://download.pytorch.org/whl/cpu")
+    )
+    (folder / "pixi.toml").write_text(cpu_index, encoding="utf-8")
+    (wrong_index,) = validate_paths([folder / "recipe.json"])
+    assert [(p.key, p.message, p.line) for p in wrong_index.problems] == [
+        ("pypi-dependencies.torch", "torch must come from a ROCm index", 10)
+    ]
 
 
 def test_the_recipe_rules_ask_the_registered_accelerator(tmp_path: Path, fakegpu: Accelerator) -> None:
