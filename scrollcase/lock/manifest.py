@@ -19,6 +19,7 @@ from typing import Any
 from scrollcase.errors import ManifestError, Problem
 from scrollcase.io.files import ReadErrors, read_text
 from scrollcase.lock.read import normalize_name
+from scrollcase.targets.classify import SYSTEM_REQUIREMENT
 
 PYPI_SOURCES = ("url", "git", "path")  # a PyPI dependency with one of these keys comes from no index
 
@@ -104,7 +105,7 @@ class PixiManifest:
         for entry in self.platforms:
             if entry.subdir == subdir and entry.cuda:
                 return entry.cuda, "workspace.platforms"
-        cuda = self.system_requirements.get("cuda")
+        cuda = self.system_requirements.get(SYSTEM_REQUIREMENT)
         if cuda is not None:
             return str(cuda), "system-requirements.cuda"
         return None, ""
@@ -321,7 +322,7 @@ def _platforms(raw: Any) -> tuple[PlatformEntry, ...]:
         if isinstance(item, str):
             out.append(PlatformEntry(subdir=item, name=item))
         elif isinstance(item, Mapping) and isinstance(item.get("platform"), str):
-            cuda = item.get("cuda")
+            cuda = item.get(SYSTEM_REQUIREMENT)
             out.append(
                 PlatformEntry(
                     subdir=item["platform"],

@@ -48,6 +48,8 @@ class PackageRecord(Protocol):
 CONDA_TORCH = "pytorch"
 PYPI_TORCH = "torch"
 CUDA_VERSION_PACKAGE = "cuda-version"
+# pixi.toml's name for the CUDA the host must have (``[system-requirements] cuda`` or a platforms entry's).
+SYSTEM_REQUIREMENT = "cuda"
 # The CUDA runtime wheels a PyPI resolution may hold: CUDA 11/12 name the major, CUDA 13 does not.
 CUDA_RUNTIME_WHEELS = (
     "nvidia-cuda-runtime",

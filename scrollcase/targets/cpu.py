@@ -17,6 +17,7 @@ from scrollcase.targets.base import LockContext, ManifestView, index_problem, lo
 from scrollcase.targets.classify import (
     CUDA_RUNTIME_WHEELS,
     CUDA_VERSION_PACKAGE,
+    SYSTEM_REQUIREMENT,
     PackageRecord,
     TorchBuild,
     cuda_library_wheels,
@@ -93,7 +94,7 @@ def no_cuda_manifest_problems(manifest: ManifestView, spec: TargetSpec) -> list[
 
 
 def _requirement_problems(manifest: ManifestView, spec: TargetSpec) -> list[Problem]:
-    legacy = manifest.system_requirements.get("cuda")
+    legacy = manifest.system_requirements.get(SYSTEM_REQUIREMENT)
     pin = manifest.dependencies_for(spec.subdir).get(CUDA_VERSION_PACKAGE)
     out = []
     if legacy is not None:

@@ -28,6 +28,7 @@ from scrollcase.targets.base import (
 from scrollcase.targets.classify import (
     CUDA_RUNTIME_WHEELS,
     CUDA_VERSION_PACKAGE,
+    SYSTEM_REQUIREMENT,
     PackageRecord,
     TorchBuild,
     cuda_runtime_wheel,
@@ -207,7 +208,7 @@ def requirement_problems(manifest: ManifestView, spec: TargetSpec) -> list[Probl
     """CUDA declared as a system requirement AND as a cuda-version pin, both equal to the target's CUDA
     (a PyPI torch needs no pin)."""
     declared, where = manifest.requirement(spec.subdir)
-    legacy = manifest.system_requirements.get("cuda")
+    legacy = manifest.system_requirements.get(SYSTEM_REQUIREMENT)
     pin = manifest.dependencies_for(spec.subdir).get(CUDA_VERSION_PACKAGE)
     cuda = spec.cuda_version or ""
     out = []
