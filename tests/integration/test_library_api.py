@@ -110,3 +110,14 @@ def test_the_calls_return_typed_results_and_raise_located_errors(
         install_box(store, BOX, tmp_path / "mac", probes=HostProbes(platform=lambda: ("osx", "arm64")))
     assert isinstance(refused.value, ScrollcaseError) and refused.value.exit_code == 11
     assert not (tmp_path / "mac").exists() and os.listdir(tmp_path / "cache" / "downloads") == []
+
+
+def test_list_releases_says_what_fits_as_install_would_choose(store_dir: Path) -> None:
+    from scrollcase import list_releases
+
+    listing = list_releases(str(store_dir), BOX, probes=cpu_machine())
+    assert (listing.store, listing.box_id, listing.host.platform) == (LocalStore(store_dir).url, BOX, "linux")
+    assert [(c.version, c.fits) for c in listing.selection.candidates] == [("1.1.0", True), ("1.0.0", True)]
+    assert listing.selection.chosen is not None and listing.selection.chosen.version == "1.1.0"
+    mac = list_releases(str(store_dir), BOX, probes=HostProbes(platform=lambda: ("osx", "arm64")))
+    assert mac.selection.chosen is None and all("osx-arm64" in " ".join(c.reasons) for c in mac.selection.candidates)
