@@ -14,6 +14,7 @@ from scrollcase.errors import IntegrityError
 from scrollcase.format.filedigests import BoxFile, BoxLink
 from scrollcase.format.identity import BoxIdentity
 from scrollcase.format.relocate import RelocationInfo
+from scrollcase.format.versions import NewerFormatError
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import RelPath, SelfTest, Sha256, document_json_schema
 from scrollcase.targets.evidence import GpuEvidence
@@ -55,15 +56,18 @@ def dump_box_json(box: BoxJson) -> bytes:
 
 
 def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
-    return parse_json_model(
-        data,
-        BoxJson,
-        file=file,
-        error=IntegrityError,
-        invalid="{file} does not describe a box this scrollcase understands",
-        json_fix="rebuild the box",
-        fix="rebuild the box with this scrollcase version",
-    )
+    try:
+        return parse_json_model(
+            data,
+            BoxJson,
+            file=file,
+            error=IntegrityError,
+            invalid="{file} does not describe a box this scrollcase understands",
+            json_fix="rebuild the box",
+            fix="rebuild the box with this scrollcase version",
+        )
+    except NewerFormatError as exc:
+        raise exc.in_file(file) from None
 
 
 def box_json_schema() -> dict[str, Any]:

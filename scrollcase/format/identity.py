@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
+from scrollcase.format.versions import SCHEMA_VERSION, refuse_newer
 from scrollcase.recipe.model import Identifier, Recipe, SemVer, Target
 
 
@@ -26,6 +27,12 @@ class _Document(_Model):
     # validation errors and of the schema's ``required``).  A document whose version moves on redeclares
     # it; a redeclared field keeps its place.
     schemaVersion: Literal[1] = 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_version(cls, data: Any) -> Any:
+        refuse_newer(data, "schemaVersion", SCHEMA_VERSION)  # before any other finding (format/versions.py)
+        return data
 
 
 class BoxName(_Document):

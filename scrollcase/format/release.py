@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from scrollcase.errors import IntegrityError, UsageError, describe_path
 from scrollcase.format.identity import BoxName, BoxTarget
 from scrollcase.format.provenance import BuildProvenance
 from scrollcase.format.relocate import RelocationInfo, max_dest_bytes
+from scrollcase.format.versions import FRAME_FORMAT, NewerFormatError, refuse_newer
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.model import (
@@ -60,6 +61,14 @@ class ArchiveInfo(_Model):
     format: Literal["tar"] = "tar"
     compression: Literal["zstd"] = "zstd"
     frames: list[ArchiveFrame] | None = None  # absent: an archive packed without a frame table
+    # The frame format (format/versions.py): absent is 1, and 1 is never written (the bytes stay as they were).
+    frameFormat: Literal[1] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_frame_format(cls, data: Any) -> Any:
+        refuse_newer(data, "frameFormat", FRAME_FORMAT, key="archive.frameFormat")
+        return data
 
 
 class SbomInfo(_Model):
@@ -203,15 +212,18 @@ def dump_release(manifest: ReleaseManifest) -> bytes:
 
 
 def parse_release(data: bytes | str, file: str = "release.json") -> ReleaseManifest:
-    return parse_json_model(
-        data,
-        ReleaseManifest,
-        file=file,
-        error=IntegrityError,
-        invalid="{file} is not a valid release manifest",
-        json_fix="rebuild the box or re-download the release manifest",
-        fix="rebuild the box with this scrollcase version",
-    )
+    try:
+        return parse_json_model(
+            data,
+            ReleaseManifest,
+            file=file,
+            error=IntegrityError,
+            invalid="{file} is not a valid release manifest",
+            json_fix="rebuild the box or re-download the release manifest",
+            fix="rebuild the box with this scrollcase version",
+        )
+    except NewerFormatError as exc:
+        raise exc.in_file(file) from None
 
 
 # A path the user gave: missing is a usage error.

@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from scrollcase.errors import ConflictError, Problem, StoreError
 from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, dump_release
+from scrollcase.format.versions import SCHEMA_VERSION, NewerFormatError, refuse_newer
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import canonical_json, parse_json_model
 from scrollcase.recipe.model import Identifier, SemVer, Sha256, Target, document_json_schema
@@ -52,6 +53,12 @@ class BoxIndex(_Model):
     schemaVersion: Literal[1] = 1
     boxId: Identifier
     versions: dict[str, dict[str, IndexEntry]] = Field(default_factory=dict)  # version -> targetId -> entry
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_version(cls, data: Any) -> Any:
+        refuse_newer(data, "schemaVersion", SCHEMA_VERSION)  # before any other finding (format/versions.py)
+        return data
 
 
 def index_key(box_id: str) -> str:
@@ -128,15 +135,18 @@ def dump_index(index: BoxIndex) -> bytes:
 
 
 def parse_index(data: bytes, file: str) -> BoxIndex:
-    return parse_json_model(
-        data,
-        BoxIndex,
-        file=file,
-        error=StoreError,
-        invalid="{file} is not a valid scrollcase box index",
-        json_fix="restore the index from the release manifests beside it",
-        fix="restore the index from the release manifests beside it",
-    )
+    try:
+        return parse_json_model(
+            data,
+            BoxIndex,
+            file=file,
+            error=StoreError,
+            invalid="{file} is not a valid scrollcase box index",
+            json_fix="restore the index from the release manifests beside it",
+            fix="restore the index from the release manifests beside it",
+        )
+    except NewerFormatError as exc:
+        raise exc.in_file(file) from None
 
 
 def read_index(store: ReadableStore, box_id: str) -> BoxIndex | None:
