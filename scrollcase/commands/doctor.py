@@ -63,7 +63,7 @@ def run(args: DoctorArgs, console: Console) -> int:
     recipe = recipe_dir.recipe
     findings = recipe_manifest_problems(recipe_dir.manifest_file, recipe)
     console.progress(f"checking this machine for {recipe.target_id} ...")
-    facts = gather_facts(HostProbes(), args.workdir, recipe.target.spec.kind.uses_gpu)
+    facts = gather_facts(HostProbes(), args.workdir, recipe.target.spec.kind)
     report = diagnose(recipe, findings, facts, args.min_free_gb, describe_path(recipe_dir.recipe_file))
     console.result(report.to_json(), report.text())
     if report.manifest:

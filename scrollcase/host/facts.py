@@ -18,7 +18,8 @@ from typing import Literal, cast
 
 from scrollcase.io import proc
 from scrollcase.recipe.model import Recipe
-from scrollcase.targets.hostgpu import Gpu, GpuFacts, gather_gpus
+from scrollcase.targets.base import Accelerator
+from scrollcase.targets.hostgpu import Gpu
 from scrollcase.targets.vocabulary import host_platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
@@ -76,10 +77,10 @@ def _pixi(probes: HostProbes) -> tuple[bool, str | None, str | None]:
     return True, found.group(1), None
 
 
-def gather_facts(probes: HostProbes, workdir: Path, gpus: bool) -> HostFacts:
-    """Run the probes (the I/O half of doctor's host checks); the GPUs only when the target uses them."""
+def gather_facts(probes: HostProbes, workdir: Path, accelerator: Accelerator) -> HostFacts:
+    """Run the probes (the I/O half of doctor's host checks); the GPUs as the target's accelerator asks."""
     plat, arch = probes.platform()
-    gpu_facts = gather_gpus(probes) if gpus else GpuFacts()
+    gpu_facts = accelerator.probe_gpus(probes)
     pixi_found, pixi_version, pixi_error = _pixi(probes)
     try:
         free: int | None = probes.free_bytes(workdir)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from scrollcase.targets.classify import PackageRecord, TorchBuild
     from scrollcase.targets.evidence import GpuEvidence
     from scrollcase.targets.gpucheck import GpuCheckResult
-    from scrollcase.targets.hostgpu import GpuFacts
+    from scrollcase.targets.hostgpu import CommandProbes, GpuFacts
     from scrollcase.targets.vocabulary import TargetSpec
 
 
@@ -151,6 +151,9 @@ class Accelerator(Protocol):
         self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
     ) -> GpuCheckResult | None:
         """The install-time check of this host's GPUs for a release, or None when nothing is to check."""
+
+    def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
+        """This host's GPUs for this accelerator (the one member with I/O, through injected probes)."""
 
     def driver_check(
         self, min_driver: str | None, versions: Sequence[str], error: str | None

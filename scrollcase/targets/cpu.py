@@ -25,7 +25,7 @@ from scrollcase.targets.classify import (
 )
 from scrollcase.targets.evidence import GpuEvidence
 from scrollcase.targets.gpucheck import GpuCheckResult
-from scrollcase.targets.hostgpu import GpuFacts
+from scrollcase.targets.hostgpu import CommandProbes, GpuFacts
 
 if TYPE_CHECKING:
     from scrollcase.targets.vocabulary import TargetSpec
@@ -211,6 +211,9 @@ class Cpu:
         self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
     ) -> GpuCheckResult | None:
         return None
+
+    def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
+        return GpuFacts()  # nothing to ask the host
 
     def driver_check(
         self, min_driver: str | None, versions: Sequence[str], error: str | None

@@ -41,7 +41,7 @@ from scrollcase.targets.classify import (
 )
 from scrollcase.targets.evidence import GpuEvidence
 from scrollcase.targets.gpucheck import GpuCheckResult, gpu_check
-from scrollcase.targets.hostgpu import GpuFacts, dotted_key
+from scrollcase.targets.hostgpu import CommandProbes, GpuFacts, dotted_key, gather_gpus
 
 if TYPE_CHECKING:
     from scrollcase.targets.vocabulary import TargetSpec
@@ -407,6 +407,9 @@ class Cuda:
         self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
     ) -> GpuCheckResult | None:
         return gpu_check(target, min_driver, evidence, host)
+
+    def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
+        return gather_gpus(probes)
 
     def driver_check(
         self, min_driver: str | None, versions: Sequence[str], error: str | None

@@ -273,8 +273,9 @@ def gather_evidence(box_root: Path, entry_point: str, env_dir: str, timeout: flo
 
 
 def require_evidence(target: TargetSpec, evidence: GpuEvidence, where: str = "box") -> None:
-    """BuildError when ``evidence`` contradicts ``target`` (a CPU build under a CUDA name, the wrong CUDA)."""
-    problems = evidence_problems(target, evidence, where)
+    """BuildError when ``evidence`` contradicts ``target`` (a CPU build under a CUDA name, the wrong CUDA):
+    the target's accelerator judges it (targets/<accelerator>.py)."""
+    problems = target.kind.evidence_problems(target, evidence, where)
     if problems:
         raise BuildError(
             f"the {where} is not what {target.target_id} promises: {problems[0].message}", problems=problems

@@ -14,6 +14,7 @@ from scrollcase.io.proc import RunResult
 from scrollcase.lock.manifest import parse_manifest
 from scrollcase.lock.rules import manifest_problems
 from scrollcase.recipe.loader import parse_recipe
+from scrollcase.targets import cpu, cuda
 from scrollcase.targets.hostgpu import Gpu, dotted_key, gather_gpus
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
 
@@ -138,7 +139,7 @@ def _ok(stdout: str) -> RunResult:
 
 def test_gather_facts_queries_nvidia_smi_and_pixi() -> None:
     host = FakeHost({"nvidia-smi": _ok("550.54.14\n560.35.03\n"), "pixi": _ok("pixi 0.73.0\n")})
-    found = gather_facts(host.probes(), Path(), gpus=True)
+    found = gather_facts(host.probes(), Path(), cuda.CUDA)
     assert found.driver_versions == ("550.54.14", "560.35.03")
     assert found.pixi_version == "0.73.0" and found.free_bytes == 42 * GIB
     query = ("/fake/bin/nvidia-smi", "--query-gpu=driver_version,compute_cap,name", "--format=csv,noheader")
@@ -169,7 +170,7 @@ def test_gather_gpus_falls_back_to_the_driver_alone() -> None:
     host = OldDriverHost({"nvidia-smi": _ok("")})
     found = gather_gpus(host.probes())
     assert found.gpus == (Gpu(0, "470.199.02"),) and len(host.calls) == 2
-    assert gather_facts(host.probes(), Path(), gpus=True).driver_versions == ("470.199.02",)
+    assert gather_facts(host.probes(), Path(), cuda.CUDA).driver_versions == ("470.199.02",)
 
 
 def test_gather_gpus_without_a_gpu() -> None:
@@ -179,14 +180,14 @@ def test_gather_gpus_without_a_gpu() -> None:
 
 def test_gather_facts_reports_a_broken_driver() -> None:
     broken = RunResult(("x",), 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the driver", 0.1)
-    found = gather_facts(FakeHost({"nvidia-smi": broken}).probes(), Path(), gpus=True)
+    found = gather_facts(FakeHost({"nvidia-smi": broken}).probes(), Path(), cuda.CUDA)
     assert found.driver_versions == () and "couldn't communicate" in (found.driver_error or "")
     assert not found.pixi_found
 
 
 def test_gather_facts_skips_the_driver_for_other_targets() -> None:
     host = FakeHost({"nvidia-smi": _ok("550.54.14\n")})
-    assert gather_facts(host.probes(), Path(), gpus=False).driver_versions == ()
+    assert gather_facts(host.probes(), Path(), cpu.CPU).driver_versions == ()
     assert host.calls == []
 
 

@@ -9,6 +9,7 @@ GPU-checked by the fake) and the matrix's runner labels.  Nothing else is patche
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from scrollcase.commands.lock_check import check_folder
 from scrollcase.commands.validate import validate_paths
 from scrollcase.errors import Problem
 from scrollcase.github.matrix import RecipeEntry, matrix_entry
+from scrollcase.host.facts import GIB, HostProbes, gather_facts, host_checks
+from scrollcase.io.proc import RunResult
 from scrollcase.recipe.loader import parse_recipe, recipe_problems
 from scrollcase.store.index import BoxIndex, IndexEntry
 from scrollcase.targets import registry
@@ -28,7 +31,7 @@ from scrollcase.targets.base import Accelerator, LockContext, ManifestView, torc
 from scrollcase.targets.classify import PackageRecord, TorchBuild
 from scrollcase.targets.evidence import GpuEvidence
 from scrollcase.targets.gpucheck import GpuCheckResult
-from scrollcase.targets.hostgpu import Gpu, GpuFacts
+from scrollcase.targets.hostgpu import CommandProbes, Gpu, GpuFacts
 from scrollcase.targets.vocabulary import SUPPORTED, TargetSpec
 from tests.recipe_samples import cpu_recipe, to_text
 
@@ -93,6 +96,10 @@ class FakeGpu:
             return GpuCheckResult("pass", f"{len(host.gpus)} fake GPU(s)")
         problem = Problem(message="no FakeGPU on this machine", fix="install on a machine with a FakeGPU")
         return GpuCheckResult("fail", "no FakeGPU", (problem,))
+
+    def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
+        found = probes.run(["fakegpu-smi", "--list"])
+        return GpuFacts(tuple(Gpu(i, "1.0", None, line) for i, line in enumerate(found.stdout.splitlines())))
 
     def driver_check(
         self, min_driver: str | None, versions: Sequence[str], error: str | None
@@ -242,3 +249,20 @@ def test_the_matrix_takes_the_registered_accelerators_runners(tmp_path: Path, fa
     row = matrix_entry(RecipeEntry("recipes/my-model-linux-x86_64-fakegpu", recipe))
     assert row["runs-on"] == ["self-hosted", "linux", "fakegpu"]
     assert row["targetId"] == "linux-x86_64-fakegpu" and row["cudaVersion"] == ""
+
+
+def test_doctor_probes_and_checks_the_host_through_the_registered_accelerator(fakegpu: Accelerator) -> None:
+    asked: list[Sequence[str]] = []
+
+    def run(argv: Sequence[str]) -> RunResult:
+        asked.append(list(argv))
+        return RunResult(tuple(argv), 0, "FakeGPU 1\n", "", 0.0)
+
+    # 20 GiB free: enough for a cpu box (5), not for a FakeGPU one (its build_disk_gb, 30)
+    probes = HostProbes(run=run, which=lambda name: None, free_bytes=lambda path: 20 * GIB)
+    probes = dataclasses.replace(probes, platform=lambda: ("linux", "x86_64"))
+    facts = gather_facts(probes, Path(), registry.accelerator("fakegpu"))
+    assert asked == [["fakegpu-smi", "--list"]] and [g.name for g in facts.gpus] == ["FakeGPU 1"]
+    checks = {c.name: c for c in host_checks(facts, parse_recipe(to_text(fake_recipe()), "recipe.json"))}
+    assert checks["fakegpu-driver"].status == "pass" and checks["native"].status == "pass"
+    assert (checks["disk"].status, checks["disk"].message) == ("warn", "20.0 GiB free at ., under 30 GiB")
