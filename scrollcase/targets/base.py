@@ -148,9 +148,15 @@ class Accelerator(Protocol):
         """Why a built box's GPU evidence is not what ``target`` promises (empty: it is)."""
 
     def gpu_check(
-        self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
+        self,
+        target: TargetSpec,
+        min_driver: str | None,
+        evidence: GpuEvidence | None,
+        host: GpuFacts,
+        file: str | None = None,
     ) -> GpuCheckResult | None:
-        """The install-time check of this host's GPUs for a release, or None when nothing is to check."""
+        """The install-time check of this host's GPUs for a release (problems name ``file``, the release
+        manifest), or None when nothing is to check."""
 
     def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
         """This host's GPUs for this accelerator (the one member with I/O, through injected probes)."""

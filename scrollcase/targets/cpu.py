@@ -208,7 +208,12 @@ class Cpu:
         return evidence_mod.evidence_problems(target, evidence, where)
 
     def gpu_check(
-        self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
+        self,
+        target: TargetSpec,
+        min_driver: str | None,
+        evidence: GpuEvidence | None,
+        host: GpuFacts,
+        file: str | None = None,
     ) -> GpuCheckResult | None:
         return None
 

@@ -404,9 +404,14 @@ class Cuda:
         return evidence_mod.evidence_problems(target, evidence, where)
 
     def gpu_check(
-        self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
+        self,
+        target: TargetSpec,
+        min_driver: str | None,
+        evidence: GpuEvidence | None,
+        host: GpuFacts,
+        file: str | None = None,
     ) -> GpuCheckResult | None:
-        return gpu_check(target, min_driver, evidence, host)
+        return gpu_check(target, min_driver, evidence, host, file)
 
     def probe_gpus(self, probes: CommandProbes) -> GpuFacts:
         return gather_gpus(probes)

@@ -90,7 +90,12 @@ class FakeGpu:
         return []
 
     def gpu_check(
-        self, target: TargetSpec, min_driver: str | None, evidence: GpuEvidence | None, host: GpuFacts
+        self,
+        target: TargetSpec,
+        min_driver: str | None,
+        evidence: GpuEvidence | None,
+        host: GpuFacts,
+        file: str | None = None,
     ) -> GpuCheckResult | None:
         if host.gpus:
             return GpuCheckResult("pass", f"{len(host.gpus)} fake GPU(s)")
