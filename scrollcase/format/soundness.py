@@ -25,6 +25,7 @@ from scrollcase.targets.evidence import evidence_problems
 
 # The fields both documents carry (the manifest's relocation summarises box.json's, when it has one).
 SHARED_FIELDS = ("boxId", "version", "target", "targetId", "pythonEntryPoint", "modelCacheSubdir", "gpu")
+ARCHIVE_DIGEST = "archive.sha256"  # the key of the archive rule's problem: a reader reads no box.json past it
 REBUILD_FIX = "use the archive and release manifest `scrollcase build` wrote together; rebuild if in doubt"
 
 
@@ -116,7 +117,7 @@ def _archive_problems(
             message=f"{name} does not match {manifest_file}: it is {archive.size} bytes with sha256 "
             f"{archive.sha256}, the manifest says {expected.size} bytes with sha256 {expected.sha256}",
             file=name,
-            key="archive.sha256",
+            key=ARCHIVE_DIGEST,
             fix="use the archive that was built with this release manifest (rebuild the box if it was "
             "modified or truncated)",
         )

@@ -17,7 +17,7 @@ from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.format.archive.frames import check_frame_table
 from scrollcase.format.archive.peek import read_box_json
 from scrollcase.format.release import ReleaseManifest
-from scrollcase.format.soundness import Measured, release_problems, require_sound_release
+from scrollcase.format.soundness import ARCHIVE_DIGEST, Measured, release_problems, require_sound_release
 from scrollcase.io.digest import new_hash, sha256_bytes, sha256_file, sha256_file_and_parts
 from scrollcase.progress import MeterFactory, waiting
 from scrollcase.store.base import CHUNK, FileUpload, ObjectInfo, Piece, Store, Transfer
@@ -117,14 +117,13 @@ def publish(
     read from ``sbom_folder`` (default: the archive's folder, where `scrollcase build` writes both)."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
-    # The archive's bytes first: its box.json is read only from the archive the manifest names.
+    # The archive's bytes first: box.json is read only from the archive the manifest names.
     measured = Measured(archive.size, archive.sha256)
-    require_sound_release(
-        release_problems(manifest, manifest_file=manifest_file, archive_name=archive_path.name, archive=measured),
-        doing=f"publish {release_label(manifest)}",
-        archive=str(archive_path),
-        manifest_file=manifest_file,
-    )
+    early = release_problems(manifest, manifest_file=manifest_file, archive_name=archive_path.name, archive=measured)
+    if any(problem.key == ARCHIVE_DIGEST for problem in early):
+        require_sound_release(
+            early, doing=f"publish {release_label(manifest)}", archive=str(archive_path), manifest_file=manifest_file
+        )
     if manifest.archive.frames:
         check_frame_table(archive_path, manifest.archive.frames, manifest.archive.size, manifest_file)
     archive = read_box(archive)

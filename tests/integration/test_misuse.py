@@ -380,5 +380,5 @@ def test_defect8_unpack_refuses_a_manifest_that_names_another_release_than_box_j
     (scratch / R).write_text(json.dumps(raw))
     code, out, err = run_cli(["unpack", "--json", R, "box"], capsys)
     assert code == 8, err
-    assert {p["key"] for p in json.loads(out)["problems"]} == {"version", "target"}
+    assert {p["key"] for p in json.loads(out)["problems"]} == {"version", "target", "keys"}
     assert not (scratch / "box").exists()
