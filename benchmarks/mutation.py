@@ -76,10 +76,8 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
     # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
-    **dict.fromkeys(
-        ("scrollcase/store/s3.py", "scrollcase/store/s3rules.py"),
-        ("tests/unit/store/test_s3.py", "tests/unit/store/test_s3_helpers.py"),
-    ),
+    "scrollcase/store/s3.py": ("tests/unit/store/test_s3.py", "tests/unit/store/test_s3_helpers.py"),
+    "scrollcase/store/s3rules.py": ("tests/unit/store/test_s3rules.py", "tests/unit/store/test_s3.py"),
     "scrollcase/store/http.py": ("tests/unit/store/test_http.py",),
     "scrollcase/store/reuse.py": (
         "tests/unit/store/test_reuse.py",
