@@ -170,6 +170,13 @@ def test_the_registry_holds_the_built_in_accelerators_in_vocabulary_order() -> N
     assert list(registry.ACCELERATORS) == ["cpu", "cuda", "metal"]
     assert registry.device_aliases() == {"cpu": "cpu", "cuda": "cuda", "metal": "metal", "gpu": "cuda", "mps": "metal"}
     assert registry.ranks() == {"cpu": 0, "cuda": 2, "metal": 1}
+    assert dict(SUPPORTED) == {  # derived from each accelerator's platforms
+        ("linux", "x86_64"): ("cpu", "cuda"),
+        ("linux", "aarch64"): ("cpu", "cuda"),
+        ("windows", "x86_64"): ("cpu", "cuda"),
+        ("osx", "arm64"): ("cpu", "metal"),
+        ("osx", "x86_64"): ("cpu",),
+    }
 
 
 def test_validate_knows_a_registered_accelerator_and_only_then(tmp_path: Path, fakegpu: Accelerator) -> None:
