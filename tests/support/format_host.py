@@ -116,6 +116,8 @@ def install_release(manifest: dict[str, Any], archive_path: Path, dest: Path, re
     if len(data) != archive["size"] or sha256(data) != archive["sha256"]:
         raise Refused("unpack", "the archive's size or sha256 is not the manifest's")
     frames = archive.get("frames")
+    if archive.get("frameFormat", 1) != 1:  # step 5, §9: absent means 1
+        raise Refused("frames", "unknown archive.frameFormat")
     if frames:  # step 5
         check_frame_table(data, frames, archive["size"])
     box = json.loads(read_box_json(data, frames))

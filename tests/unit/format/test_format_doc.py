@@ -223,6 +223,24 @@ def test_the_minimal_host_refuses_each_hostile_vector_in_time(tmp_path: Path, ve
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_newer_frame_format_is_refused_by_the_minimal_host_and_by_scrollcase(tmp_path: Path) -> None:
+    """§9: a host that checks the frame table refuses an archive.frameFormat it does not know, before a
+    byte is extracted; scrollcase too, naming the field and the fix."""
+    from scrollcase.format.release import parse_release
+    from scrollcase.format.versions import NewerFormatError
+
+    manifest = manifest_of(DEMO)
+    manifest["archive"]["frameFormat"] = 2
+    with pytest.raises(format_host.Refused) as refused:
+        format_host.install_release(manifest, VECTORS / DEMO["archive"], tmp_path / "box", str(SRV))
+    assert refused.value.stage == "frames" and list(tmp_path.iterdir()) == []
+    with pytest.raises(NewerFormatError, match=r"archive\.frameFormat is 2") as caught:
+        parse_release(json.dumps(manifest).encode(), "demo.release.json")
+    assert "upgrade scrollcase" in (caught.value.fix or "")
+    manifest["archive"]["frameFormat"] = 1  # stated, it is the format absent means
+    format_host.install_release(manifest, VECTORS / DEMO["archive"], tmp_path / "box", str(SRV))
+
+
 def test_the_catalogue_names_frames_json_for_every_valid_vector() -> None:
     assert all((VECTORS / v["frames"]).is_file() for v in VALID)
     assert CATALOGUE_DATA["schemaVersion"] == 1
