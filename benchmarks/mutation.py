@@ -71,8 +71,14 @@ CORE: dict[str, tuple[str, ...]] = {
     # the unit tests read earlier releases' frame tables from real directory stores; the reuse integration tests
     # (two 16 MB framed releases packed per run, paid by every survivor) are reuse.py's
     **dict.fromkeys(
-        ("scrollcase/store/publish.py", "scrollcase/store/publishplan.py", "scrollcase/store/remote.py"),
+        ("scrollcase/store/publish.py", "scrollcase/store/publishplan.py"),
         ("tests/unit/store/test_publish.py", "tests/integration/test_publish_local.py", _NO_PROCESS_PUBLISHERS),
+    ),
+    "scrollcase/store/remote.py": (
+        "tests/unit/store/test_remote.py",
+        "tests/unit/store/test_publish.py",
+        "tests/integration/test_publish_local.py",
+        _NO_PROCESS_PUBLISHERS,
     ),
     # moto's server in a thread of the test (started in the forked child) and a proxy: every path in seconds; the
     # SeaweedFS publish tests (a server process, a minute a run) would only be paid by each survivor
