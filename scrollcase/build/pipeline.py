@@ -23,7 +23,6 @@ from scrollcase.build import conda as install
 from scrollcase.build import sbom as sbom_mod
 from scrollcase.build import selftest
 from scrollcase.build.plan import BuildPlan, LockedInstall
-from scrollcase.build.plan import plan_build as plan_build  # scrollcase/__init__.py's lazy API still names this module
 from scrollcase.errors import BuildError, Problem, SelfTestError, describe_path
 from scrollcase.format.archive.frames import frame_table
 from scrollcase.format.archive.pack import PackResult, UnhashedPack, pack_tree_unhashed

@@ -31,8 +31,10 @@ from scrollcase.progress import Emit, MeterFactory, silent_meter, waiting
 from scrollcase.store.base import ReadableStore
 from scrollcase.store.factory import open_read_store
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
+from scrollcase.targets.base import Accelerator
 from scrollcase.targets.gpucheck import GpuCheckResult
-from scrollcase.targets.hostgpu import GpuFacts, gather_gpus
+from scrollcase.targets.hostgpu import GpuFacts
+from scrollcase.targets.registry import accelerator
 
 GpuCheckHook = Callable[[GpuCheckResult], None]
 NOTHING_DOWNLOADED = "; nothing was downloaded"
@@ -104,7 +106,7 @@ def install_box(
     ``store`` is a :class:`~scrollcase.store.base.ReadableStore` or what ``--store`` takes (a folder,
     ``s3://bucket/prefix`` with ``endpoint_url`` for MinIO/R2/SeaweedFS, ``http(s)://``).  ``version``,
     ``target``, ``pre`` and ``skip_gpu_check`` choose as install's options do; ``probes`` are this
-    machine's facts (injected: a fake platform or nvidia-smi in tests).  ``progress`` gets one line per
+    machine's facts (injected: a fake platform or GPU probe in tests).  ``progress`` gets one line per
     step, ``meter`` a byte meter per transfer, ``on_gpu_check`` the GPU check's result before anything is
     downloaded (default: its summary through ``progress``).  Raises a
     :class:`~scrollcase.errors.ScrollcaseError` (nothing fits, a refused GPU check, a tampered archive, a
@@ -218,7 +220,7 @@ def read_offer(store: ReadableStore, box_id: str, wanted: Wanted, probes: HostPr
     """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
     with waiting(progress, store.url):
         index = read_box_index(store, box_id)
-    host = host_view(probes, needs_gpus(index, wanted.skip_gpu_check))
+    host = host_view(probes, gpu_accelerator(index, wanted.skip_gpu_check))
     return Offer(store, box_id, index, host, wanted)
 
 
@@ -250,16 +252,18 @@ def read_box_index(store: ReadableStore, box_id: str) -> BoxIndex:
     return index
 
 
-def needs_gpus(index: BoxIndex, skip_gpu_check: bool) -> bool:
-    """Whether nvidia-smi must be asked: some release is a CUDA box and the check is not skipped."""
-    entries = (entry for targets in index.versions.values() for entry in targets.values())
-    return not skip_gpu_check and any(entry.target.accelerator == "cuda" for entry in entries)
+def gpu_accelerator(index: BoxIndex, skip_gpu_check: bool) -> Accelerator | None:
+    """The accelerator whose GPU probe must run: the highest-ranked one among the index's releases that uses
+    the host's GPUs (a CUDA box), or None when none does or the check is skipped."""
+    names = {entry.target.accelerator for targets in index.versions.values() for entry in targets.values()}
+    gpu_kinds = sorted((kind for kind in map(accelerator, names) if kind.uses_gpu), key=lambda kind: -kind.rank)
+    return None if skip_gpu_check or not gpu_kinds else gpu_kinds[0]
 
 
-def host_view(probes: HostProbes, ask_gpus: bool) -> HostView:
-    """This machine's platform, arch and (only when ``ask_gpus``) NVIDIA GPUs and driver."""
+def host_view(probes: HostProbes, gpu_kind: Accelerator | None) -> HostView:
+    """This machine's platform, arch and (only when a release needs them) the GPUs ``gpu_kind`` probes."""
     plat, arch = probes.platform()
-    return HostView(plat, arch, gather_gpus(probes) if ask_gpus else GpuFacts())
+    return HostView(plat, arch, gpu_kind.probe_gpus(probes) if gpu_kind else GpuFacts())
 
 
 def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> ReleaseManifest:

@@ -37,7 +37,7 @@ Install the release of BOXID that fits this machine from STORE into DEST (which 
 exist, or be an empty folder).  STORE is a directory, s3://bucket/prefix (with --endpoint-url
 for MinIO, R2, SeaweedFS…) or an http(s):// URL of the same layout served by any static file
 server or CDN.  The newest release whose platform, arch and accelerator fit is chosen (a CUDA
-box only when nvidia-smi shows a driver >= its minNvidiaDriverVersion and a GPU its archList
+box only when the host's GPU driver is >= its minNvidiaDriverVersion and a GPU its archList
 runs on; CUDA before metal before cpu; no pre-releases unless --pre or --version).  The archive
 is downloaded into the user cache ($SCROLLCASE_CACHE_DIR), resuming an interrupted download,
 with its size and sha256 checked before anything appears at DEST; then it is unpacked and
@@ -73,7 +73,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--skip-gpu-check",
         action="store_true",
-        help="treat CUDA boxes as fitting without asking nvidia-smi (prints a warning)",
+        help="treat GPU boxes as fitting without probing the host's GPUs (prints a warning)",
     )
     p.add_argument("--keep-download", action="store_true", help="keep the checked archive in the download cache")
     p.set_defaults(handler=handler(InstallArgs, run))

@@ -26,7 +26,7 @@ DESCRIPTION = (
     "an empty folder).  Given a *.release.json, the archive named in it is taken from "
     "the same folder and its size and sha256 come from the manifest; given a bare "
     "*.tar.zst, pass --sha256 or keep a '<archive>.sha256' file beside it.  For a CUDA "
-    "release, nvidia-smi must first show a driver >= compatibility.minNvidiaDriverVersion "
+    "release, the host's GPU driver must first be >= compatibility.minNvidiaDriverVersion "
     "and a GPU that one of gpu.framework.archList runs on; otherwise nothing is "
     "extracted and the exit code is 11 (HostError)."
 )

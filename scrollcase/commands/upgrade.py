@@ -38,7 +38,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--version", metavar="V", default=None, help="this version (older too: a rollback)")
     p.add_argument("--pre", action="store_true", help="consider pre-releases too")
     p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint (default: AWS)")
-    p.add_argument("--skip-gpu-check", action="store_true", help="do not ask nvidia-smi (prints a warning)")
+    p.add_argument("--skip-gpu-check", action="store_true", help="do not probe the host's GPUs (prints a warning)")
     p.add_argument(
         "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous and its frames (rollback)"
     )

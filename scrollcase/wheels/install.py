@@ -12,8 +12,8 @@ member gets there:
   a size); members installer skips (``__pycache__``) are still read and checked.
 * **Never an overwrite.** Files are created with ``O_EXCL``: a file that is already there (a conda
   package's, another wheel's) is a clash, whichever thread gets there first.  The one exception is a
-  file two wheels both ship with the same ``RECORD`` sha256 and size (the nvidia-*-cu12 wheels all
-  ship the same empty ``nvidia/__init__.py``): it is written once, each wheel's copy is still checked,
+  file two wheels both ship with the same ``RECORD`` sha256 and size (the CUDA library wheels all
+  ship the same empty namespace ``__init__.py``): it is written once, each wheel's copy is still checked,
   and it appears in both ``RECORD`` files, as pip and uv leave it.
 * **Threads.** zlib, hashing and file writes release the GIL, so independent wheels install side by
   side, biggest first.  The first failure cancels the others at their next read.  The umask is read

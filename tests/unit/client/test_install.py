@@ -12,8 +12,8 @@ from scrollcase.client.install import (
     check_dest_fits,
     check_release_digest,
     fetch_manifest,
+    gpu_accelerator,
     host_view,
-    needs_gpus,
     read_box_index,
 )
 from scrollcase.client.select import Candidate
@@ -24,6 +24,7 @@ from scrollcase.io.proc import RunResult
 from scrollcase.recipe.model import Target
 from scrollcase.store.index import BoxIndex, IndexEntry, dump_index, entry_for, index_key
 from scrollcase.store.local import LocalStore
+from scrollcase.targets.cuda import CUDA
 from scrollcase.targets.hostgpu import GpuFacts
 from tests.support.releases import make_manifest
 
@@ -75,12 +76,16 @@ def test_an_index_of_another_box_is_refused(tmp_path: Path) -> None:
 def test_gpus_are_asked_only_for_a_cuda_release_and_no_skip(tmp_path: Path) -> None:
     cpu_only = publish_index(tmp_path / "a", manifest("1.0.0"), manifest("1.1.0"))
     mixed = publish_index(tmp_path / "b", manifest("1.0.0"), manifest("1.1.0", cuda="12.4"))
-    assert (needs_gpus(cpu_only, False), needs_gpus(mixed, False), needs_gpus(mixed, True)) == (False, True, False)
-    assert needs_gpus(BoxIndex(boxId=BOX), False) is False
+    assert (gpu_accelerator(cpu_only, False), gpu_accelerator(mixed, False), gpu_accelerator(mixed, True)) == (
+        None,
+        CUDA,
+        None,
+    )
+    assert gpu_accelerator(BoxIndex(boxId=BOX), False) is None
     mac = entry_for(manifest()).model_copy(
         update={"targetId": "osx-arm64-metal", "target": Target(platform="osx", arch="arm64", accelerator="metal")}
     )
-    assert needs_gpus(BoxIndex(boxId=BOX, versions={"1.0.0": {"osx-arm64-metal": mac}}), False) is False
+    assert gpu_accelerator(BoxIndex(boxId=BOX, versions={"1.0.0": {"osx-arm64-metal": mac}}), False) is None
 
 
 def test_host_view_asks_nvidia_smi_only_when_told() -> None:
@@ -94,9 +99,9 @@ def test_host_view_asks_nvidia_smi_only_when_told() -> None:
         return RunResult(("nvidia-smi",), 0, "550.54.14, 8.6, NVIDIA RTX\n", "", 0.0)
 
     probes = HostProbes(run=run, which=which, platform=lambda: ("linux", "x86_64"))
-    quiet = host_view(probes, ask_gpus=False)
+    quiet = host_view(probes, None)
     assert (quiet.platform, quiet.arch, quiet.gpus, asked) == ("linux", "x86_64", GpuFacts(), [])
-    asked_view = host_view(probes, ask_gpus=True)
+    asked_view = host_view(probes, CUDA)
     assert [g.driver_version for g in asked_view.gpus.gpus] == ["550.54.14"] and asked == ["nvidia-smi"]
 
 
