@@ -70,13 +70,15 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     # the unit tests read earlier releases' frame tables from real directory stores; the reuse integration tests
     # (two 16 MB framed releases packed per run, paid by every survivor) are reuse.py's
-    **dict.fromkeys(
-        ("scrollcase/store/publish.py", "scrollcase/store/publishplan.py"),
-        ("tests/unit/store/test_publish.py", "tests/integration/test_publish_local.py", _NO_PROCESS_PUBLISHERS),
+    "scrollcase/store/publish.py": (
+        "tests/unit/store/test_publish.py",
+        "tests/integration/test_publish_local.py",
+        _NO_PROCESS_PUBLISHERS,
     ),
+    "scrollcase/store/publishplan.py": ("tests/unit/store/test_publishplan.py", "tests/unit/store/test_publish.py"),
     "scrollcase/store/remote.py": (
         "tests/unit/store/test_remote.py",
-        "tests/unit/store/test_publish.py",
+        "tests/unit/store/test_publishplan.py",
         "tests/integration/test_publish_local.py",
         _NO_PROCESS_PUBLISHERS,
     ),

@@ -23,7 +23,7 @@ from scrollcase.store.remote import (
 )
 from scrollcase.store.reuse import EarlierArchive
 from tests.support.releases import box_json_for, make_manifest, write_release
-from tests.unit.store.test_publish import ARCHIVE, MANIFEST, OTHER_DIGESTS, SHA
+from tests.unit.store.test_publishplan import ARCHIVE, MANIFEST, OTHER_DIGESTS, SHA
 
 
 def framed_release(version: str, tags: tuple[str, ...] = ("a", "b")) -> ReleaseManifest:
