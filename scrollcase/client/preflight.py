@@ -21,7 +21,7 @@ from scrollcase.host.facts import HostProbes
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
 from scrollcase.targets.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
-from scrollcase.targets.hostgpu import GpuFacts, gather_gpus
+from scrollcase.targets.hostgpu import GpuFacts
 
 
 def read_manifest(source: Path) -> ReleaseManifest | None:
@@ -97,17 +97,18 @@ def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
 
 
 def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:
-    """unpack's GPU check for the release ``source`` names (the only I/O: nvidia-smi, for CUDA boxes)."""
+    """unpack's GPU check for the release ``source`` names (the only I/O: the accelerator's GPU probe)."""
     if manifest is None:
         return GpuCheckResult("skip", "a bare archive names no target: unpack its .release.json to check the GPU")
-    asks = manifest.target.spec.is_cuda and not skip  # CPU and metal boxes: nothing to ask
-    return release_gpu_check(manifest, gather_gpus(probes) if asks else GpuFacts(), skip, describe_path(source))
+    kind = manifest.target.spec.kind
+    asks = kind.uses_gpu and not skip  # CPU and metal boxes: nothing to ask
+    return release_gpu_check(manifest, kind.probe_gpus(probes) if asks else GpuFacts(), skip, describe_path(source))
 
 
 def release_gpu_check(manifest: ReleaseManifest, gpus: GpuFacts, skip: bool, source: str) -> GpuCheckResult:
     """The install-time check on the manifest (authoritative), against the GPUs ``gpus`` describes."""
     spec = manifest.target.spec
-    if skip and spec.is_cuda:
+    if skip and spec.kind.uses_gpu:
         return skipped_gpu_check(manifest, source)
     return gpu_check(spec, manifest.compatibility.minNvidiaDriverVersion, manifest.gpu, gpus, source)
 
@@ -116,7 +117,7 @@ def skipped_gpu_check(manifest: ReleaseManifest, source: str) -> GpuCheckResult:
     """``--skip-gpu-check`` for a CUDA box: no check, and a warning that says so."""
     warning = Problem(
         message=f"--skip-gpu-check: the {manifest.targetId} box is installed without checking "
-        "this machine's NVIDIA driver and GPUs; it may not run here",
+        "this machine's GPU driver and GPUs; it may not run here",
         file=source,
         severity="warning",
     )

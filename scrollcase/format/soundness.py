@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from scrollcase.errors import IntegrityError, Problem
 from scrollcase.format.boxjson import BoxJson
 from scrollcase.format.release import ReleaseManifest, object_keys, release_relocation
-from scrollcase.targets.evidence import evidence_problems
 
 # The fields both documents carry (the manifest's relocation summarises box.json's, when it has one).
 SHARED_FIELDS = ("boxId", "version", "target", "targetId", "pythonEntryPoint", "modelCacheSubdir", "gpu")
@@ -173,11 +172,11 @@ def _self_test_problems(manifest: ReleaseManifest, manifest_file: str) -> list[P
 def _gpu_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem]:
     spec = manifest.target.spec
     if manifest.gpu is None:
-        if not spec.is_cuda:
+        if not spec.kind.uses_gpu:
             return []
         return [
             Problem(
-                message=f"{manifest.targetId} is a CUDA target, but the manifest carries no GPU evidence",
+                message=f"{manifest.targetId} is a {spec.kind.title} target, but the manifest carries no GPU evidence",
                 file=manifest_file,
                 key="gpu",
                 fix="rebuild with this scrollcase version: the build records the evidence",
@@ -185,7 +184,7 @@ def _gpu_problems(manifest: ReleaseManifest, manifest_file: str) -> list[Problem
         ]
     return [
         Problem(message=problem.message, file=manifest_file, key="gpu", value=problem.value, fix=problem.fix)
-        for problem in evidence_problems(spec, manifest.gpu, where="box")
+        for problem in spec.kind.evidence_problems(spec, manifest.gpu, "box")
     ]
 
 
