@@ -76,7 +76,7 @@ def download_archive(
     if _complete(paths.complete, size):
         return Download(paths.complete, 0, 0, cached=True)
     make_cache_dir(paths.partial.parent)
-    with locked(paths.lock):
+    with locked(paths.lock, f"is downloading this archive into {paths.lock.parent}"):
         start = _partial_size(paths.partial, size)
         if start:
             progress(f"resuming the download at {start} of {size} bytes ({paths.partial})")
@@ -225,15 +225,16 @@ def make_cache_dir(folder: Path, what: str = "download cache") -> None:
 
 
 @contextlib.contextmanager
-def locked(lock: Path) -> Iterator[None]:
-    """One writer per partial file; a lock whose process is gone (killed) is taken over."""
+def locked(lock: Path, doing: str) -> Iterator[None]:
+    """One holder of ``lock`` at a time (one writer per partial file, one upgrade per DEST); a lock whose
+    process is gone (killed) is taken over.  ``doing``: what the holder does, for the refusal."""
     for _ in range(2):
         if try_lock(lock):
             break
         owner = lock_owner(lock)
         if owner is not None and pid_alive(owner):
             raise ScrollcaseError(
-                f"another scrollcase (pid {owner}) is downloading this archive into {lock.parent} now",
+                f"another scrollcase (pid {owner}) {doing} now: it holds the lock {lock}",
                 fix=f"wait for it to finish, then rerun (or delete {lock} if no such process runs)",
             )
         lock.unlink(missing_ok=True)

@@ -287,7 +287,7 @@ def recover_swap(dest: Path) -> bool:
 def upgrading(dest: Path) -> Iterator[Siblings]:
     """One upgrade of ``dest`` at a time (a lock beside it, taken over from a killed run)."""
     sib = Siblings(dest)
-    with locked(sib.lock):
+    with locked(sib.lock, f"is upgrading {describe_path(dest) or dest}"):
         yield sib
 
 
@@ -344,8 +344,10 @@ def unpack_from_frames(
 
 
 def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:
-    """Make the unpacked staging tree DEST, the old DEST ``.previous`` (deleted unless kept)."""
-    if sib.previous.exists():
+    """Make the unpacked staging tree DEST, the old DEST ``.previous`` (deleted unless kept).  A previous
+    that is a dangling link (a DEST that was a link, kept, its folder deleted since) is removed too: the
+    rename of DEST onto it would fail with ENOTDIR, every time."""
+    if sib.previous.exists() or sib.previous.is_symlink():
         _discard(sib.previous)
     try:
         files.swap_dir(sib.staging, sib.dest, sib.previous)

@@ -322,3 +322,30 @@ def test_a_release_that_allows_a_shorter_dest_is_refused_before_downloading(
         assert (code, error["error"]) == (5, "BuildError") and "nothing was downloaded or changed" in error["message"]
         assert "at most 196 bytes" in error["fix"]
         assert state.sent_for(".tar.zst") == sent and installed_state(dest) == before
+
+
+def test_a_dangling_previous_link_does_not_block_later_upgrades(
+    server: tuple[str, ServerState], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#32 item 12: DEST is a link, upgraded with --keep-previous (the link becomes .box.previous), the folder
+    it named is deleted since: every later upgrade used to fail renaming DEST onto the dangling link."""
+    url, _ = server
+    install_old(capsys, url, host / "real")
+    (host / "box").symlink_to(host / "real")
+    upgrade(capsys, url, host / "box", "--keep-previous")
+    assert (host / ".box.previous").is_symlink()
+    shutil.rmtree(host / "real")
+    result = upgrade(capsys, url, host / "box", "--version", "1.0.0", "--keep-previous")
+    assert (result["from"], result["to"]) == ("1.0.1", "1.0.0") and installed_state(host / "box")[0] == "1.0.0"
+    assert installed_state(host / ".box.previous")[0] == "1.0.1" and not (host / ".box.previous").is_symlink()
+
+
+def test_an_upgrade_running_on_the_same_dest_is_named_by_its_lock(
+    installed: Installed, host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, _, dest = installed
+    lock = host / ".box.upgrade.lock"
+    lock.write_text(f"{os.getppid()}\n")  # a live process holds it
+    code, error, _ = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 1 and f"is upgrading box now: it holds the lock {lock}" in error["message"]
+    assert "downloading" not in error["message"] and str(lock) in error["fix"]

@@ -268,7 +268,7 @@ def test_a_cache_folder_that_cannot_be_made_says_how_to_move_it(store_root: Path
 
 def test_a_lock_deleted_by_hand_while_held_is_no_error(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
-    with locked(lock):
+    with locked(lock, "is testing"):
         lock.unlink()  # what the refusal's fix tells a user to do
     assert not lock.exists()
 

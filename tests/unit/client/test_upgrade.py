@@ -105,7 +105,8 @@ def test_one_upgrade_of_a_dest_at_a_time(tmp_path: Path) -> None:
     with upgrading(dest) as sib:
         assert sib == Siblings(dest)
         assert sib.lock.read_text() == f"{os.getpid()}\n"
-        with pytest.raises(ScrollcaseError, match="is downloading"), upgrading(dest):
+        held = r"is upgrading .*box now: it holds the lock .*\.box\.upgrade\.lock"
+        with pytest.raises(ScrollcaseError, match=held), upgrading(dest):
             pass
     assert not Siblings(dest).lock.exists()
 
@@ -187,6 +188,20 @@ def test_a_dest_that_is_a_symlink_is_swapped_and_its_folder_kept(
         assert (sib.dest / "marker").read_text() == marker and not sib.dest.is_symlink()
     assert (real / "marker").read_text() == "old"  # the folder the link named is not the upgrade's to delete
     assert sorted(p.name for p in tmp_path.iterdir()) == ["box", "real"]
+
+
+def test_a_dangling_previous_link_is_replaced_not_renamed_onto(
+    tmp_path: Path, releases: dict[str, SyntheticRelease]
+) -> None:
+    """DEST was a link, kept as .previous by --keep-previous, and its folder deleted since: the next swap
+    removes the dangling link (renaming DEST onto it fails with ENOTDIR, upgrade after upgrade)."""
+    sib = Siblings(tmp_path / "box")
+    a_box(sib.dest, releases["1.0.0"], "old")
+    sib.previous.symlink_to(tmp_path / "deleted")
+    a_box(sib.staging, releases["1.0.1"], "new")
+    assert swap_in(sib, keep_previous=True) == sib.previous
+    assert (sib.dest / "marker").read_text() == "new" and (sib.previous / "marker").read_text() == "old"
+    assert not sib.previous.is_symlink()
 
 
 def test_results_are_values() -> None:
