@@ -15,7 +15,7 @@ from scrollcase.format.filedigests import BoxFile, BoxLink
 from scrollcase.format.identity import BoxIdentity
 from scrollcase.format.relocate import RelocationInfo
 from scrollcase.format.versions import NewerFormatError
-from scrollcase.io.documents import canonical_json, parse_json_model
+from scrollcase.io.documents import MAX_BOX_JSON_BYTES, canonical_json, parse_json_model
 from scrollcase.recipe.model import RelPath, SelfTest, Sha256, document_json_schema
 from scrollcase.targets.evidence import GpuEvidence
 
@@ -65,6 +65,7 @@ def parse_box_json(data: bytes | str, file: str = "box.json") -> BoxJson:
             invalid="{file} does not describe a box this scrollcase understands",
             json_fix="rebuild the box",
             fix="rebuild the box with this scrollcase version",
+            max_bytes=MAX_BOX_JSON_BYTES,
         )
     except NewerFormatError as exc:
         raise exc.in_file(file) from None

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from scrollcase.errors import BuildError, IntegrityError
 from scrollcase.format import paths
+from scrollcase.io.documents import MAX_BOX_JSON_BYTES, load_json
 from scrollcase.io.files import write_atomic
 
 BOX_PREFIX_PLACEHOLDER = "/opt/scrollcase/" + "_placehold" * 18  # 196 characters
@@ -319,10 +320,7 @@ def _rewrite(path: Path, data: bytes) -> None:
 
 def read_relocation(box_json: bytes, file: str = "box.json") -> RelocationInfo | None:
     """The ``"relocation"`` entry of a box.json, or None when the box needs no relocation."""
-    try:
-        data = json.loads(box_json)
-    except ValueError as exc:
-        raise IntegrityError(f"{file} is not valid JSON: {exc}", fix="rebuild the box") from None
+    data = load_json(box_json, file=file, error=IntegrityError, fix="rebuild the box", max_bytes=MAX_BOX_JSON_BYTES)
     raw = data.get("relocation") if isinstance(data, dict) else None
     if raw is None:
         return None

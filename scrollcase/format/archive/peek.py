@@ -22,9 +22,10 @@ from scrollcase.errors import IntegrityError
 from scrollcase.format.archive.tar import BLOCK, META_KINDS, ChunkReader, TarFormatError, parse_header, read_meta
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON
+from scrollcase.io.documents import MAX_BOX_JSON_BYTES
 
 READ_CHUNK = 1 << 20
-MAX_MEMBER = 64 << 20  # box.json lists every file with its sha256: ~250 bytes a file, 5 MiB for 20k files
+MAX_MEMBER = MAX_BOX_JSON_BYTES  # box.json's one limit (io/documents.py), read or parsed
 
 
 def read_member(archive: Path, name: str, *, max_size: int = MAX_MEMBER) -> bytes | None:
