@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from scrollcase.errors import BuildError, Problem
 
@@ -24,6 +24,39 @@ if TYPE_CHECKING:  # boto3-stubs: types only
     from mypy_boto3_s3 import S3Client
 
 CHUNK = 1024 * 1024
+WEB_SCHEMES = ("http", "https")
+
+
+class RedirectRefusedError(urllib.error.URLError):
+    """A redirect scrollcase does not follow: to a scheme other than http(s), or from https to http."""
+
+
+class SafeRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects only to http(s) URLs and never from https down to http: urllib's own handler also
+    follows ``ftp://`` (a server could make the client connect to any FTP host and port) and https -> http
+    (a downgrade to cleartext that a man in the middle can then rewrite)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        old, new = urllib.parse.urlsplit(req.full_url).scheme, urllib.parse.urlsplit(newurl).scheme
+        if new not in WEB_SCHEMES or (old == "https" and new != "https"):
+            fp.close()
+            limit = "only http(s) redirects are followed" if new not in WEB_SCHEMES else "never from https to http"
+            raise RedirectRefusedError(f"refusing the redirect (HTTP {code}) to {newurl}: {limit}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def safe_opener(*handlers: urllib.request.BaseHandler) -> urllib.request.OpenerDirector:
+    """urllib's opener with :class:`SafeRedirects` in place of its redirect handler: every http(s) read of
+    scrollcase (a store, an asset) goes through one."""
+    return urllib.request.build_opener(SafeRedirects, *handlers)
 
 
 class Fetcher(Protocol):
@@ -64,12 +97,14 @@ def fetch_file(url: str, out: BinaryIO, offset: int) -> None:
         shutil.copyfileobj(src, out, CHUNK)
 
 
-def http_fetcher(timeout: float = 60.0, opener: Callable[..., Any] = urllib.request.urlopen) -> Fetcher:
+def http_fetcher(timeout: float = 60.0, opener: Callable[..., Any] | None = None) -> Fetcher:
+    open_url = opener or safe_opener().open
+
     def fetch(url: str, out: BinaryIO, offset: int) -> None:
         # only http(s) URLs reach this fetcher: default_fetchers registers it for those schemes
         request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})  # noqa: S310
         try:
-            response = opener(request, timeout=timeout)
+            response = open_url(request, timeout=timeout)
         except urllib.error.HTTPError as exc:
             if exc.code == 416:  # nothing left to send: the part file is already complete
                 return

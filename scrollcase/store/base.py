@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypedDict, Unpack
 
-from scrollcase.errors import IntegrityError, StoreError, describe_path
+from scrollcase.errors import IntegrityError, Problem, StoreError, describe_path
 
 CHUNK = 1024 * 1024
+# How long a host waits for a whole small document (the box index, a release manifest), however its bytes
+# trickle in: the per-read timeouts alone let a server sending 1 byte every few seconds hold an install for
+# days (TUF's "slow retrieval" attack).  Kilobytes take well under a second on any working link.
+DOCUMENT_DEADLINE = 60.0
 SHA256_METADATA = "scrollcase-sha256"  # stored as x-amz-meta-scrollcase-sha256 on S3
 
 ProgressCallback = Callable[[int], None]
@@ -224,6 +229,56 @@ def limited(chunks: Iterator[bytes], length: int | None) -> Iterator[bytes]:
             return
         yield chunk[:left]
         left -= len(chunk)
+
+
+def capped(chunks: Iterator[bytes], size: int, url: str, what: str) -> Iterator[bytes]:
+    """``chunks``, refused with an IntegrityError the moment a byte past ``size`` arrives (never written, never
+    buffered): a store or a man in the middle sending endless bytes for ``what`` stops there (TUF's
+    "endless data" attack)."""
+    received = 0
+    for chunk in chunks:
+        received += len(chunk)
+        if received > size:
+            raise IntegrityError(
+                f"refusing {url}: the store sent more than the {size} bytes of {what}; nothing of it was kept",
+                problems=[Problem(message=f"more than the declared {size} bytes", file=url)],
+                fix="the store (or something between it and this machine) is broken or hostile: "
+                "use another store, or https",
+            )
+        yield chunk
+
+
+def read_document(chunks: Iterator[bytes], url: str, *, max_bytes: int, started: float, seconds: float) -> bytes:
+    """A small document's ``chunks`` joined, refused with a StoreError once more than ``max_bytes`` arrived or
+    when ``seconds`` have passed since ``started`` (``time.monotonic()`` when it was asked for) before its end:
+    each store's reader hands over bytes as they come (a trickle yields often), so the check runs between them."""
+    parts: list[bytes] = []
+    received = 0
+    for chunk in chunks:
+        received += len(chunk)
+        if received > max_bytes:
+            raise document_too_large(url, max_bytes)
+        if time.monotonic() - started > seconds:
+            raise document_too_slow(url, received, seconds)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def document_too_large(url: str, max_bytes: int) -> StoreError:
+    return StoreError(
+        f"refusing {url}: more than {max_bytes} bytes arrived, and a document is at most {max_bytes} bytes "
+        f"({max_bytes >> 20} MiB)",
+        problems=[Problem(message=f"larger than the limit of {max_bytes} bytes", file=url)],
+        fix="the store holds no scrollcase document there, or is hostile: check --store, or use another store",
+    )
+
+
+def document_too_slow(url: str, received: int, limit: float) -> StoreError:
+    return StoreError(
+        f"refusing {url}: only {received} bytes arrived before the deadline of {limit:g} s for a document",
+        problems=[Problem(message=f"not complete within {limit:g} s", file=url)],
+        fix="the store or the network is too slow (or the store is hostile): rerun later, or use another store",
+    )
 
 
 def sidecar_text(sha256: str, file_name: str) -> bytes:

@@ -13,15 +13,29 @@ from __future__ import annotations
 import contextlib
 import http.client
 import socket
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 from urllib.parse import quote, urlsplit
 
-from scrollcase.errors import StoreError, UsageError
+from scrollcase.errors import IntegrityError, StoreError, UsageError
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.store.base import CHUNK, Blob, RangeNotSupportedError, RangeRead, parse_content_range, range_header
+from scrollcase.io.documents import MAX_DOCUMENT_BYTES
+from scrollcase.io.fetch import safe_opener
+from scrollcase.store.base import (
+    CHUNK,
+    DOCUMENT_DEADLINE,
+    Blob,
+    RangeNotSupportedError,
+    RangeRead,
+    capped,
+    document_too_large,
+    parse_content_range,
+    range_header,
+    read_document,
+)
 
 # The longest silence between two socket operations, as for S3 (scrollcase.store.s3rules.READ_TIMEOUT): a large
 # download keeps going as long as bytes move; a server that accepts and never answers fails in 15 s.
@@ -45,14 +59,24 @@ def check_base_url(url: str) -> str:
 
 
 class HttpStore:
-    """Objects are ``<base_url>/<key>``; only reads (an installer's store)."""
+    """Objects are ``<base_url>/<key>``; only reads (an installer's store).  Every read is bounded: a small
+    document by ``max_document_bytes`` and ``document_deadline`` seconds in all, a range by its length;
+    redirects go only to http(s), never from https to http (:func:`~scrollcase.io.fetch.safe_opener`)."""
 
     def __init__(
-        self, base_url: str, *, opener: urllib.request.OpenerDirector | None = None, timeout: float = TIMEOUT
+        self,
+        base_url: str,
+        *,
+        opener: urllib.request.OpenerDirector | None = None,
+        timeout: float = TIMEOUT,
+        document_deadline: float = DOCUMENT_DEADLINE,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        self.opener = opener or urllib.request.build_opener()
+        self.opener = opener or safe_opener()
         self.timeout = timeout
+        self.document_deadline = document_deadline
+        self.max_document_bytes = max_document_bytes
 
     @property
     def url(self) -> str:
@@ -63,11 +87,18 @@ class HttpStore:
 
     def get_bytes(self, key: str) -> Blob | None:
         url = self.url_for(key)
+        started = time.monotonic()
         response = self._open(url, {})
         if response is None:
             return None
         with response:
-            data = b"".join(_chunks(response, url, self.timeout))
+            declared = _total(response, url, 0, None)
+            if declared is not None and declared > self.max_document_bytes:
+                raise document_too_large(url, self.max_document_bytes)
+            chunks = _chunks(response, url, self.timeout, response.read1)
+            data = read_document(
+                chunks, url, max_bytes=self.max_document_bytes, started=started, seconds=self.document_deadline
+            )
         return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
 
     @contextlib.contextmanager
@@ -80,7 +111,14 @@ class HttpStore:
                 f"{url} does not exist (HTTP 404)", fix="check --store and --box, and that it is published"
             )
         with response:
-            yield RangeRead(offset, _total(response, url, offset, wanted), _chunks(response, url, self.timeout))
+            total = _total(response, url, offset, wanted)
+            chunks = _chunks(response, url, self.timeout, response.read)
+            if length is not None:
+                _check_range_end(response, url, offset, length)
+                chunks = capped(chunks, length, url, f"the range {wanted}")
+            elif total is not None:
+                chunks = capped(chunks, total - offset, url, f"an object of {total} bytes")
+            yield RangeRead(offset, total, chunks)
 
     def _open(self, url: str, headers: dict[str, str]) -> http.client.HTTPResponse | None:
         # identity: a server must not gzip the archive (the sha256 is of the bytes as stored).
@@ -133,10 +171,23 @@ def _total(response: http.client.HTTPResponse, url: str, offset: int, wanted: st
     return int(length) if length and length.isdigit() else None
 
 
-def _chunks(response: IO[bytes], url: str, timeout: float) -> Iterator[bytes]:
+def _check_range_end(response: http.client.HTTPResponse, url: str, offset: int, length: int) -> None:
+    """A 206 for ``length`` bytes from ``offset`` must say it sends those bytes (its Content-Range's end)."""
+    found = parse_content_range(response.headers.get("Content-Range"))
+    if response.status == 206 and found is not None and found[1] > offset + length - 1:
+        raise IntegrityError(
+            f"refusing {url}: asked for bytes {offset}-{offset + length - 1}, the server answers with "
+            f"Content-Range {response.headers.get('Content-Range')!r}",
+            fix="the store is broken or hostile: use another store",
+        )
+
+
+def _chunks(response: IO[bytes], url: str, timeout: float, read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """The body as it arrives; ``read``: ``response.read`` (full chunks) or ``read1`` (whatever came, so a
+    caller holding a deadline sees a trickle)."""
     received = 0
     try:
-        while chunk := response.read(CHUNK):
+        while chunk := read(CHUNK):
             received += len(chunk)
             yield chunk
         # http.client ends a body cut short by the server quietly (b""); what is left of Content-Length says.

@@ -1,0 +1,133 @@
+"""A hostile HTTP store on 127.0.0.1 (#32): it serves a store folder as tests/support/httpstore.py does, except for
+the paths given an attack — endless bytes after correct headers (TUF's "endless data"), a body trickled a byte at
+a time ("slow retrieval"), or a redirect elsewhere.  It counts what each attack sent, so a test can say the client
+stopped reading, not merely that it failed."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.support.httpstore import _RANGE, HttpStoreServer, RangeHandler, ServerState
+
+FLOOD_CAP = 1 << 30  # a flood stops by itself after 1 GiB, should a client never hang up
+
+
+@dataclass(frozen=True)
+class Flood:
+    """Correct headers, then zeros without end.  ``ranged_only``: only requests with a Range header are flooded
+    (a 206 with the right Content-Range and no Content-Length, the body delimited by closing the connection);
+    otherwise every GET is a 200 with no Content-Length, or ``length`` claimed."""
+
+    ranged_only: bool = False
+    length: int | None = None
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """The file's true bytes with its true Content-Length, one byte every ``interval`` seconds."""
+
+    interval: float = 0.5
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """A ``302`` to ``location`` (a ``{path}`` in it becomes the request's path)."""
+
+    location: str
+
+
+Attack = Flood | Trickle | Redirect
+
+
+@dataclass
+class HostileState(ServerState):
+    attacks: dict[str, Attack] = field(default_factory=dict)  # path suffix -> attack
+    flooded: dict[str, int] = field(default_factory=dict)  # path -> bytes an attack sent
+
+    def attack_on(self, path: str, ranged: bool) -> Attack | None:
+        for suffix, attack in self.attacks.items():
+            if path.endswith(suffix) and not (isinstance(attack, Flood) and attack.ranged_only and not ranged):
+                return attack
+        return None
+
+
+class HostileHandler(RangeHandler):
+    state: HostileState
+
+    def do_GET(self) -> None:
+        wanted = self.headers.get("Range")
+        attack = self.state.attack_on(self.path, wanted is not None)
+        if attack is None:
+            super().do_GET()
+            return
+        self.state.requests.append(f"GET {self.path} {wanted or '-'}")
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            if isinstance(attack, Redirect):
+                self.send_response(302)
+                self.send_header("Location", attack.location.format(path=self.path))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif isinstance(attack, Trickle):
+                self._trickle(Path(self.translate_path(self.path)).read_bytes(), attack.interval)
+            else:
+                self._flood(attack, wanted)
+
+    def _flood(self, attack: Flood, wanted: str | None) -> None:
+        found = _RANGE.match(wanted or "")
+        size = Path(self.translate_path(self.path)).stat().st_size
+        if found:
+            start = int(found.group(1))
+            end = int(found.group(2)) if found.group(2) else size - 1
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        else:
+            self.send_response(200)
+            if attack.length is not None:
+                self.send_header("Content-Length", str(attack.length))
+        self.end_headers()
+        zeros = bytes(256 * 1024)
+        sent = 0
+        try:
+            while sent < FLOOD_CAP:
+                self.wfile.write(zeros)
+                sent += len(zeros)
+        finally:
+            self.state.flooded[self.path] = self.state.flooded.get(self.path, 0) + sent
+
+    def _trickle(self, data: bytes, interval: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        for n, byte in enumerate(data):
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            self.state.flooded[self.path] = n + 1
+            time.sleep(interval)
+
+
+@contextlib.contextmanager
+def serve_hostile(root: Path, state: HostileState) -> Iterator[HttpStoreServer]:
+    """Serve ``root`` at ``http://127.0.0.1:<free port>``, with ``state``'s attacks, until the block ends."""
+    handler = type("Handler", (HostileHandler,), {"state": state})
+
+    def make(*args: Any) -> HostileHandler:
+        return handler(*args, directory=str(root))  # type: ignore[no-any-return]
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="hostile-store", daemon=True)
+    thread.start()
+    try:
+        yield HttpStoreServer(f"http://127.0.0.1:{server.server_address[1]}", state, server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
