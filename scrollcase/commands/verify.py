@@ -1,6 +1,7 @@
 """``scrollcase verify RELEASE.json``: check size/sha256, unpack into a temp folder, check the layout,
 optionally re-run the self-test with the box's own interpreter.  ``scrollcase verify --installed DEST``:
-report every file of an installed box added, removed or changed since install (exit 8 when any)."""
+report every file of an installed box added, removed or changed (content or mode) since install, and a box
+moved away from where it was installed (exit 8 when any)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ DESCRIPTION = (
     "and the interpreter, and with --self-test re-run the self-test with the "
     "box's own interpreter.  The temporary folder is removed afterwards.  "
     "With --installed DEST instead: hash every file of the box installed in DEST and report each one "
-    "added, removed or changed since install (exit code 8 when any is)."
+    "added, removed or changed (content or mode: an executable, setuid, setgid or sticky bit) since install, "
+    "and a box moved away from the folder it was installed in (exit code 8 when any is)."
 )
 
 
@@ -72,15 +74,29 @@ def run_installed(dest: Path, console: Console) -> int:
     console.progress(f"hashing the box installed in {dest}")
     report = verify_installed(dest)
     head = f"{report.box.boxId} {report.box.version} {report.box.targetId} in {dest}: {report.checked} entries"
-    lines = [f"{c.change:<8} {c.path}" for c in report.changes]
+    unchecked = "" if report.modes_checked else " (its receipt records no modes: not checked)"
     if report.passed:
-        console.result(report.to_json(), f"ok: {head}, none changed since install")
+        console.result(report.to_json(), f"ok: {head}, none changed since install{unchecked}")
         return 0
-    console.result(report.to_json(), "\n".join([f"{head}, {len(report.changes)} changed since install:", *lines]))
-    fail_after_result(
-        console,
-        IntegrityError(
-            f"{len(report.changes)} file(s) of the box in {dest} changed since install",
+    lines = [
+        f"{c.change:<8} {c.path}" + (f" ({c.expected} -> {c.found})" if c.change == "mode" else "")
+        for c in report.changes
+    ]
+    moved = [f"moved    installed in {report.installed_at}, now in {dest}"] if report.moved else []
+    summary = f"{head}, {len(report.changes)} changed since install{unchecked}" + (", moved" if report.moved else "")
+    console.result(report.to_json(), "\n".join([f"{summary}:", *moved, *lines]))
+    fail_after_result(console, installed_error(len(report.changes), report.moved, dest, report.installed_at))
+
+
+def installed_error(changed: int, moved: bool, dest: Path, installed_at: str) -> IntegrityError:
+    """The one error of a failed ``verify --installed``: the files changed, and the box moved, with the fix."""
+    if not moved:
+        return IntegrityError(
+            f"{changed} file(s) of the box in {dest} changed since install",
             fix="reinstall the box (or restore those files from its archive)",
-        ),
+        )
+    also = f"; {changed} file(s) changed since install" if changed else ""
+    return IntegrityError(
+        f"the box in {dest} was installed in {installed_at}: its relocated files still name that folder{also}",
+        fix=f"run `scrollcase unpack` (or `scrollcase install`) again into {dest}, or move it back to {installed_at}",
     )

@@ -9,6 +9,7 @@ say, the page was wrong: fix the page, then this file.  Each step names the sect
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import json
@@ -16,6 +17,7 @@ import os
 import posixpath
 import re
 import shutil
+import stat
 import tarfile
 import uuid
 from dataclasses import dataclass
@@ -417,6 +419,25 @@ def _env_line(words: list[bytes]) -> bytes:
 # ---------------------------------------------------------------- step 10: the install receipt (§7)
 
 
+def installed_modes(root: Path) -> dict[str, Any]:
+    """§7's ``modes``: the most common file and folder modes (a tie: the lower), and every other entry's."""
+    found: dict[str, dict[str, int]] = {"file": {}, "dir": {}}
+    for path in root.rglob("*"):
+        st = path.lstat()
+        kind = "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else None
+        rel = path.relative_to(root).as_posix()
+        if kind is not None and rel != RECEIPT:
+            found[kind][rel] = stat.S_IMODE(st.st_mode)
+    modes: dict[str, Any] = {"other": {}}
+    for kind, default in (("file", 0o644), ("dir", 0o755)):
+        counts = collections.Counter(found[kind].values())
+        common = min(counts, key=lambda m: (-counts[m], m)) if counts else default
+        modes[kind] = f"{common:04o}"
+        modes["other"].update({p: f"{m:04o}" for p, m in found[kind].items() if m != common})
+    modes["other"] = dict(sorted(modes["other"].items()))
+    return modes
+
+
 def write_receipt(root: Path, dest: str, relocated: list[dict[str, Any]]) -> None:
     box = (root / "box.json").read_bytes()
     receipt = {
@@ -424,6 +445,7 @@ def write_receipt(root: Path, dest: str, relocated: list[dict[str, Any]]) -> Non
         "dest": dest,
         "boxJson": {"path": "box.json", "size": len(box), "sha256": sha256(box)},
         "relocated": relocated,
+        "modes": installed_modes(root),
     }
     path = root / RECEIPT
     path.write_bytes(canonical(receipt))

@@ -35,7 +35,7 @@ from scrollcase.format.archive.pack import PackResult, pack_tree
 from scrollcase.format.archive.packplan import plan_pack
 from scrollcase.format.boxjson import BoxJson, dump_box_json
 from scrollcase.format.filedigests import digest_tree
-from scrollcase.format.receipt import RECEIPT, InstallReceipt
+from scrollcase.format.receipt import RECEIPT, InstallReceipt, installed_modes
 from scrollcase.format.release import (
     ArchiveFrame,
     ArchiveInfo,
@@ -206,7 +206,8 @@ def expected_tree(root: Path, relocation: RelocationInfo, dest: str) -> tuple[di
                 fix = replace_binary if rewrite[rel] == "binary" else replace_text
                 data = relocated[rel] = fix(data, placeholder, target)
             entries.append(_file_entry(rel, data, 0o755 if path.stat().st_mode & 0o111 else 0o644))
-    receipt = _receipt(root, dest, [(f.path, relocated[f.path]) for f in relocation.files])
+    modes = {kind: {e["path"]: int(e["mode"], 8) for e in entries if e["type"] == kind} for kind in ("file", "dir")}
+    receipt = _receipt(root, dest, [(f.path, relocated[f.path]) for f in relocation.files], modes)
     relocated[RECEIPT] = receipt
     entries.append(_file_entry(RECEIPT, receipt, 0o644))
     entries.sort(key=lambda e: e["path"])
@@ -217,8 +218,9 @@ def _file_entry(rel: str, data: bytes, mode: int) -> dict[str, Any]:
     return {"path": rel, "type": "file", "mode": f"{mode:04o}", "size": len(data), "sha256": sha256_bytes(data)}
 
 
-def _receipt(root: Path, dest: str, relocated: list[tuple[str, bytes]]) -> bytes:
-    """box.installed.json as unpack writes it: box.json's digest, then each relocated file's, in box.json's order."""
+def _receipt(root: Path, dest: str, relocated: list[tuple[str, bytes]], modes: dict[str, dict[str, int]]) -> bytes:
+    """box.installed.json as unpack writes it: box.json's digest, then each relocated file's, in box.json's order,
+    and the modes of the files and folders (``modes["file"]``, ``modes["dir"]``: path -> permission bits)."""
     box = (root / "box.json").read_bytes()
     files = [{"path": p, "size": len(d), "sha256": sha256_bytes(d)} for p, d in relocated]
     receipt = InstallReceipt.model_validate(
@@ -226,6 +228,7 @@ def _receipt(root: Path, dest: str, relocated: list[tuple[str, bytes]]) -> bytes
             "dest": dest,
             "boxJson": {"path": "box.json", "size": len(box), "sha256": sha256_bytes(box)},
             "relocated": files,
+            "modes": installed_modes(modes["file"], modes["dir"]),
         }
     )
     return canonical_json(receipt.model_dump(mode="json"))
