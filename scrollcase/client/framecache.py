@@ -2,7 +2,11 @@
 
 ``<user cache dir>/frames/<sha[:2]>/<sha256>`` holds the bytes of one zstd frame of an archive (see
 :mod:`scrollcase.format.archive.frames`); a frame gets that name only after its bytes hashed to it, so a file in the
-cache is always right (a killed run leaves only a ``.part`` temp, removed by the next).  ``install`` fills
+cache was right when written (a killed run leaves only a ``.part`` temp, removed by the next).  What is
+reused is checked where it is read: the unpack's sha256 over the whole archive, and on a mismatch each
+cached frame of the release hashed again, the damaged ones (a bad disk, a hand edit) evicted and fetched
+again in the same run (:meth:`FrameCache.evict_damaged`).  A link in the cache is never followed: an entry
+that is one is removed and fetched again.  ``install`` fills
 it from the archive it downloaded (which is also where it checks the manifest's frame table against the
 archive); ``upgrade`` reads the missing frames from the store with ranged reads, checks each against the
 new manifest's table as it arrives, and unpacks the archive the cached frames make, read frame after
@@ -21,6 +25,8 @@ at the same time may have fetched it and not pinned it yet.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,8 +39,8 @@ from scrollcase.format.archive.frames import FrameLike, iter_frame_bytes, table_
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.release import ArchiveInfo
 from scrollcase.io.cache import FRAME_CACHE, FRAME_GRACE_SECONDS
-from scrollcase.io.digest import HashingWriter, sha256_chunks
-from scrollcase.io.files import user_cache_dir
+from scrollcase.io.digest import HashingWriter, sha256_chunks, sha256_stream
+from scrollcase.io.files import open_unlinked, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
@@ -65,8 +71,35 @@ class FrameCache:
         return FRAME_CACHE.entry(self.root, sha256)
 
     def has(self, frame: FrameLike) -> bool:
+        """Whether the cache holds a file of ``frame``'s size (its bytes are checked where they are read: by
+        the unpack's sha256, then :meth:`evict_damaged`).  An entry that is not a plain file (a symlink, or
+        one below a linked folder) is none of the cache's: it is removed, the link only, and is missing."""
+        path = self.path_for(frame.sha256)
         try:
-            return self.path_for(frame.sha256).stat().st_size == frame.size
+            st = path.lstat()
+        except OSError:
+            return False
+        if path.parent.is_symlink() or not stat.S_ISREG(st.st_mode):
+            _evict(path)
+            return False
+        return st.st_size == frame.size
+
+    def evict_damaged(self, frames: Iterable[FrameLike]) -> list[FrameLike]:
+        """Hash the cached copy of each of ``frames`` (each distinct sha256 once) and remove those whose bytes
+        are not the frame table's (damaged on this disk, a link, absent): the frames to fetch again."""
+        damaged: dict[str, FrameLike] = {}
+        for frame in frames:
+            if frame.sha256 not in damaged and not self._intact(frame):
+                _evict(self.path_for(frame.sha256))
+                damaged[frame.sha256] = frame
+        return list(damaged.values())
+
+    def _intact(self, frame: FrameLike) -> bool:
+        if not self.has(frame):
+            return False
+        try:
+            with open_unlinked(self.path_for(frame.sha256)) as stream:
+                return sha256_stream(stream) == (frame.sha256, frame.size)
         except OSError:
             return False
 
@@ -133,6 +166,18 @@ def _check_frame(frame: FrameLike, sha256: str, size: int, source: str) -> None:
             fix="the store's archive and release manifest disagree, or the archive was tampered with: "
             "republish the release (or use another store)",
         )
+
+
+def _evict(path: Path) -> None:
+    """Remove a bad cache entry: a file or a link (never what it names), a linked fanout folder's link, or
+    a folder where a file belongs; what cannot be removed stays (the next write over it fails loudly)."""
+    with contextlib.suppress(OSError):
+        if path.parent.is_symlink():
+            path.parent.unlink()
+        elif path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def check_table(frames: Sequence[FrameLike], size: int, source: str) -> None:
@@ -227,7 +272,7 @@ class FrameStream:
             if self._current is None:
                 if not self._paths:
                     return b""
-                self._current = self._paths.pop(0).open("rb")
+                self._current = open_unlinked(self._paths.pop(0))
             data = self._current.read(n)
             if data or n == 0:
                 return data

@@ -23,6 +23,7 @@ no DEST but a complete ``.<DEST>.previous``: :func:`recover_swap` (run first by 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -52,7 +53,7 @@ from scrollcase.format.layout import BOX_JSON
 from scrollcase.format.release import ArchiveFrame, ReleaseManifest
 from scrollcase.host.facts import HostProbes
 from scrollcase.io import files
-from scrollcase.progress import ByteMeter, Emit, MeterFactory, silent_meter
+from scrollcase.progress import Emit, MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 from scrollcase.targets.gpucheck import GpuCheckResult
 
@@ -187,16 +188,14 @@ def _upgrade(
     with upgrading(dest) as sib:
         clear_staging(sib)
         fetched = _fetch(store, manifest, cache, progress, meter)
-        bar = meter("unpacking", manifest.archive.size)
         try:
-            result = _unpack(fetched, manifest, cache, sib.staging, dest, store.url_for(manifest.keys.archive), bar)
+            result, fetched = _unpack(store, fetched, manifest, cache, sib.staging, dest, progress, meter)
         except IntegrityError:
             progress("nothing was changed in DEST")
             raise
         finally:
             if fetched.archive is not None:
                 fetched.archive.unlink(missing_ok=True)
-        bar.finish()
         old_frames = cache.pinned(dest)
         previous = swap_in(Siblings(dest), keep_previous)
         pruned = _keep_frames(cache, manifest, dest, previous, old_frames)
@@ -204,22 +203,73 @@ def _upgrade(
 
 
 def _unpack(
+    store: ReadableStore,
     fetched: Fetched,
     manifest: ReleaseManifest,
     cache: FrameCache,
     staging: Path,
     dest: Path,
-    source: str,
-    meter: ByteMeter,
-) -> UnpackResult:
-    """Into ``staging``, relocated to ``dest``: streamed from the frame cache, or the whole archive downloaded."""
+    progress: Emit,
+    meter: MeterFactory,
+) -> tuple[UnpackResult, Fetched]:
+    """Into ``staging``, relocated to ``dest``: streamed from the frame cache (healed once when a cached
+    frame turns out damaged: :func:`_unpack_healing`), or the whole archive downloaded."""
     if fetched.archive is None:
-        return unpack_from_frames(cache, manifest, staging, dest, source, on_bytes=meter)
+        return _unpack_healing(store, fetched, manifest, cache, staging, dest, progress, meter)
     check_identity(manifest, fetched.archive)
     info = manifest.archive
-    return unpack_archive(
-        fetched.archive, staging, expected_size=info.size, expected_sha256=info.sha256, on_bytes=meter, relocate_to=dest
+    bar = meter("unpacking", info.size)
+    result = unpack_archive(
+        fetched.archive, staging, expected_size=info.size, expected_sha256=info.sha256, on_bytes=bar, relocate_to=dest
     )
+    bar.finish()
+    return result, fetched
+
+
+def _unpack_healing(
+    store: ReadableStore,
+    fetched: Fetched,
+    manifest: ReleaseManifest,
+    cache: FrameCache,
+    staging: Path,
+    dest: Path,
+    progress: Emit,
+    meter: MeterFactory,
+) -> tuple[UnpackResult, Fetched]:
+    """The unpack from the frame cache; when its sha256 (or anything it reads) is wrong, each cached frame
+    of the release is hashed again: the damaged ones (this disk's fault, not the store's) are evicted,
+    fetched again and the unpack rerun; when none is, the release itself is at fault."""
+    source = store.url_for(manifest.keys.archive)
+    try:
+        return _unpack_frames(cache, manifest, staging, dest, source, meter), fetched
+    except IntegrityError as exc:
+        damaged = cache.evict_damaged(manifest.archive.frames or [])
+        if not damaged:
+            raise IntegrityError(
+                f"{exc.message}; every cached frame matches the release manifest's frame table",
+                problems=exc.problems,
+                fix="the release's frame table and its archive's sha256 disagree: republish the release "
+                "(or use another store)",
+            ) from None
+    for frame in damaged:
+        progress(
+            f"the frame cache entry {cache.path_for(frame.sha256)} ({frame.name}) was damaged on this machine "
+            "(not the bytes its name promises, or a link): removed and fetched again from the store"
+        )
+    again = fetch_frames(store, manifest.keys.archive, damaged, cache, meter)
+    healed = dataclasses.replace(
+        fetched, frames_fetched=fetched.frames_fetched + len(damaged), bytes_fetched=fetched.bytes_fetched + again
+    )
+    return _unpack_frames(cache, manifest, staging, dest, source, meter), healed
+
+
+def _unpack_frames(
+    cache: FrameCache, manifest: ReleaseManifest, staging: Path, dest: Path, source: str, meter: MeterFactory
+) -> UnpackResult:
+    bar = meter("unpacking", manifest.archive.size)
+    result = unpack_from_frames(cache, manifest, staging, dest, source, on_bytes=bar)
+    bar.finish()
+    return result
 
 
 def _fetch(

@@ -35,6 +35,7 @@ from scrollcase.io.files import (
     remove_older_than,
     remove_stale_temps,
     temp_path,
+    touch_unlinked,
     write_atomic,
 )
 
@@ -147,10 +148,11 @@ class ContentCache:
             yield out
 
     def touch(self, entry: Path) -> None:
-        """Mark an entry used now (its mtime), so an age prune keeps it; a read-only cache stays as it is."""
+        """Mark an entry used now (its mtime), so an age prune keeps it; a read-only cache stays as it is.
+        A link in the cache is not followed: what it names is not the cache's to change."""
         if self.keep is None or self.keep.touched_on_use:
             with contextlib.suppress(OSError):
-                os.utime(entry)
+                touch_unlinked(entry)
 
     def prune(self, folder: Path, max_age_days: float, now: float | None = None) -> list[tuple[Path, int]]:
         """Remove what this cache's rule lets go (``max_age_days`` where the rule is an age); (path, bytes)

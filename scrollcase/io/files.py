@@ -10,13 +10,14 @@ recognised and removed (:func:`remove_stale_temps`) while those of a live one ar
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,40 @@ from scrollcase.errors import Problem, ScrollcaseError
 CACHE_ENV = "SCROLLCASE_CACHE_DIR"
 TEMP_SUFFIX = ".part"
 _NAME_KEEP = 100  # bytes of the target's name kept in a temp name: it must stay under NAME_MAX (255)
+
+
+# --- cache entries read and touched without following a link, written where the disk may refuse ---------
+
+
+def open_unlinked(path: Path) -> BinaryIO:
+    """``path`` opened for reading; OSError (ELOOP) when it is a symlink: a cache entry is a file the
+    cache wrote, never what a link in it names (an lstat first where the OS has no O_NOFOLLOW)."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if not nofollow and path.is_symlink():
+        raise OSError(errno.ELOOP, "a symlink where a file is expected", str(path))
+    return os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nofollow), "rb")
+
+
+def touch_unlinked(path: Path) -> None:
+    """Set ``path``'s times to now, never following a link (the link's own times where the OS can)."""
+    if os.utime in os.supports_follow_symlinks:
+        os.utime(path, follow_symlinks=False)
+    elif not path.is_symlink():
+        os.utime(path)
+
+
+class GuardedWriter:
+    """A binary file whose write failures (a full disk, a quota, a lost permission) become the error
+    ``refuse`` makes of the OSError: only the writes pass here, so no read error passes for the disk's."""
+
+    def __init__(self, out: BinaryIO, refuse: Callable[[OSError], Exception]) -> None:
+        self.out, self.refuse = out, refuse
+
+    def write(self, data: bytes | memoryview) -> int:
+        try:
+            return self.out.write(data)
+        except OSError as exc:
+            raise self.refuse(exc) from None
 
 
 # --- copying a range of one file into another ------------------------------------------------------
@@ -256,13 +291,13 @@ DIGEST_NAME = re.compile(r"[0-9a-f]{64}")  # a content-addressed cache entry: a 
 
 
 def digest_entries(root: Path) -> list[Path]:
-    """The entries of a cache laid out as ``<root>/<sha256[:2]>/<sha256>``, sorted (temps and other names
-    left out); none when the cache cannot be listed."""
+    """The entries of a cache laid out as ``<root>/<sha256[:2]>/<sha256>``, sorted (temps, other names and
+    linked folders left out: a prune never deletes through a link); none when the cache cannot be listed."""
     try:
         return [
             entry
             for folder in sorted(root.iterdir())
-            if len(folder.name) == 2 and folder.is_dir()
+            if len(folder.name) == 2 and folder.is_dir() and not folder.is_symlink()
             for entry in sorted(folder.iterdir())
             if DIGEST_NAME.fullmatch(entry.name) and entry.name.startswith(folder.name)
         ]

@@ -349,3 +349,34 @@ def test_an_upgrade_running_on_the_same_dest_is_named_by_its_lock(
     code, error, _ = run_cli(capsys, "upgrade", "--store", url, str(dest))
     assert code == 1 and f"is upgrading box now: it holds the lock {lock}" in error["message"]
     assert "downloading" not in error["message"] and str(lock) in error["fix"]
+
+
+def test_a_damaged_or_linked_cached_frame_is_fetched_again_and_the_upgrade_succeeds(
+    installed: Installed, releases: dict[str, SyntheticRelease], host: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#32 item 8: a cached frame with other bytes of the same size, and an entry that is a symlink, are
+    evicted and fetched again from the store in the same run; the link's target is never touched."""
+    url, state, dest = installed
+    old = {f.sha256 for f in releases["1.0.0"].manifest.archive.frames or []}
+    shared = [f for f in releases["1.0.1"].manifest.archive.frames or [] if f.sha256 in old and f.size > 1000]
+    poisoned, linked = shared[0], shared[1]
+    cache = FrameCache.default()
+    entry = cache.path_for(poisoned.sha256)
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    entry.write_bytes(bytes(data))  # the same size: only its bytes tell
+    outside = host / "outside"
+    shutil.copyfile(cache.path_for(linked.sha256), outside)
+    os.utime(outside, (1_000_000, 1_000_000))
+    cache.path_for(linked.sha256).unlink()
+    cache.path_for(linked.sha256).symlink_to(outside)
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, str(dest))
+    assert code == 0, err
+    expected, _ = changed_bytes(releases)
+    assert result["bytesDownloaded"] == expected + poisoned.size + linked.size == state.sent_for(".tar.zst") - before
+    assert installed_state(dest)[0] == "1.0.1"
+    assert f"frame cache entry {entry}" in err and "damaged on this machine" in err and "fetched again" in err
+    assert hashlib.sha256(entry.read_bytes()).hexdigest() == poisoned.sha256
+    assert not cache.path_for(linked.sha256).is_symlink() and cache.has(linked)
+    assert outside.stat().st_mtime == 1_000_000  # the link was not followed, not even to touch it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,6 +174,67 @@ def test_a_frame_gone_from_the_cache_is_an_oserror_naming_it(tmp_path: Path, rel
         while stream.read(1 << 16):
             pass
     stream.close()
+
+
+def test_a_cached_entry_that_is_a_link_is_read_as_no_entry(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    linked = table(release)[1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(cache.path_for(linked.sha256).read_bytes())  # even the right bytes
+    cache.path_for(linked.sha256).unlink()
+    cache.path_for(linked.sha256).symlink_to(elsewhere)
+    stream = FrameStream(cache, table(release))
+    with pytest.raises(OSError, match=linked.sha256):
+        while stream.read(1 << 16):
+            pass
+    stream.close()
+
+
+def poisoned(cache: FrameCache, frame: ArchiveFrame) -> Path:
+    """``frame``'s entry with one byte changed: the same size, other bytes."""
+    entry = cache.path_for(frame.sha256)
+    data = bytearray(entry.read_bytes())
+    data[-1] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    return entry
+
+
+def test_evict_damaged_removes_the_frames_whose_bytes_are_not_their_digest(
+    tmp_path: Path, release: SyntheticRelease
+) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    frames = table(release)
+    bad = poisoned(cache, frames[2])
+    assert cache.has(frames[2])  # the size alone cannot tell
+    target = tmp_path / "target"
+    target.write_bytes(b"x" * frames[1].size)
+    cache.path_for(frames[1].sha256).unlink()
+    cache.path_for(frames[1].sha256).symlink_to(target)
+    cache.path_for(frames[3].sha256).unlink()
+    damaged = cache.evict_damaged([*frames, frames[2]])
+    assert [f.sha256 for f in damaged] == [frames[i].sha256 for i in (1, 2, 3)]
+    assert not bad.exists() and not cache.path_for(frames[1].sha256).is_symlink() and target.exists()
+    assert cache.evict_damaged(frames[4:]) == [] and all(cache.has(f) for f in frames[4:])
+
+
+def test_has_removes_a_link_and_a_linked_folder_never_what_they_name(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    frame, other = table(release)[0], table(release)[1]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / frame.sha256).write_bytes(cache.path_for(frame.sha256).read_bytes())
+    os.utime(outside / frame.sha256, (1_000_000, 1_000_000))
+    shutil.rmtree(cache.path_for(frame.sha256).parent)
+    cache.path_for(frame.sha256).parent.symlink_to(outside)  # the fanout folder is a link
+    assert cache.missing([frame]) == [frame]
+    assert not cache.path_for(frame.sha256).parent.exists() and (outside / frame.sha256).stat().st_mtime == 1_000_000
+    cache.path_for(other.sha256).unlink()
+    cache.path_for(other.sha256).symlink_to(outside / frame.sha256)
+    assert cache.missing([other]) == [other] and not cache.path_for(other.sha256).is_symlink()
+    assert (outside / frame.sha256).stat().st_mtime == 1_000_000  # never touched through the link
 
 
 def aged(cache: FrameCache, seconds: float = 2 * PRUNE_GRACE_SECONDS) -> None:

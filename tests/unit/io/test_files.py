@@ -345,3 +345,37 @@ def test_cache_entry_from_links_the_file_in_and_leaves_no_temp(tmp_path: Path) -
     files.cache_entry_from(source, entry)
     assert entry.read_bytes() == b"bytecode" and entry.stat().st_ino == source.stat().st_ino
     assert [p.name for p in entry.parent.iterdir()] == [entry.name]
+
+
+def test_open_unlinked_reads_a_file_and_refuses_a_link(tmp_path: Path) -> None:
+    (tmp_path / "entry").write_bytes(b"frame")
+    with files.open_unlinked(tmp_path / "entry") as stream:
+        assert stream.read() == b"frame"
+    (tmp_path / "link").symlink_to(tmp_path / "entry")
+    with pytest.raises(OSError, match="link"):
+        files.open_unlinked(tmp_path / "link")
+
+
+def test_touch_unlinked_never_changes_what_a_link_names(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    os.utime(target, (1_000_000, 1_000_000))
+    (tmp_path / "link").symlink_to(target)
+    files.touch_unlinked(tmp_path / "link")
+    assert target.stat().st_mtime == 1_000_000
+    files.touch_unlinked(target)
+    assert target.stat().st_mtime > 1_000_000
+
+
+def test_a_guarded_writer_turns_a_refused_write_into_the_callers_error(tmp_path: Path) -> None:
+    class Refused(Exception):
+        pass
+
+    with (tmp_path / "out").open("wb") as out:
+        writer = files.GuardedWriter(out, lambda exc: Refused(exc.strerror))
+        assert writer.write(b"ok") == 2
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this OS: a full disk cannot be had without mounting one")
+    full = Path("/dev/full").open("wb", buffering=0)  # the device: a real ENOSPC on every write
+    with full, pytest.raises(Refused, match="No space left on device"):
+        files.GuardedWriter(full, lambda exc: Refused(exc.strerror)).write(b"x")
