@@ -376,6 +376,8 @@ def test_a_guarded_writer_turns_a_refused_write_into_the_callers_error(tmp_path:
         assert writer.write(b"ok") == 2
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full on this OS: a full disk cannot be had without mounting one")
-    full = Path("/dev/full").open("wb", buffering=0)  # the device: a real ENOSPC on every write
-    with full, pytest.raises(Refused, match="No space left on device"):
+    with (  # the device: a real ENOSPC on every write
+        Path("/dev/full").open("wb", buffering=0) as full,
+        pytest.raises(Refused, match="No space left on device"),
+    ):
         files.GuardedWriter(full, lambda exc: Refused(exc.strerror)).write(b"x")
