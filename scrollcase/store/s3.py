@@ -13,6 +13,7 @@ cannot close, the race between two publishers).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -28,12 +29,16 @@ from botocore.exceptions import (
     NoCredentialsError,
     PartialCredentialsError,
     ReadTimeoutError,
+    ResponseStreamingError,
 )
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io.digest import sha256_bytes
+from scrollcase.io.documents import MAX_DOCUMENT_BYTES
 from scrollcase.store.base import (
     CHUNK,
+    DOCUMENT_DEADLINE,
     SHA256_METADATA,
     Blob,
     FileUpload,
@@ -43,8 +48,11 @@ from scrollcase.store.base import (
     RangeRead,
     Transfer,
     WriteOptions,
+    capped,
+    document_too_large,
     parse_content_range,
     range_header,
+    read_document,
 )
 from scrollcase.store.reuse import PartRules, part_layout
 from scrollcase.store.s3rules import (
@@ -82,8 +90,12 @@ class S3Store:
         endpoint_url: str | None = None,
         part_size: int = DEFAULT_PART_SIZE,
         workers: int = DEFAULT_WORKERS,
+        document_deadline: float = DOCUMENT_DEADLINE,
+        max_document_bytes: int = MAX_DOCUMENT_BYTES,
     ) -> None:
         self.client = client
+        self.document_deadline = document_deadline  # a small document's reads are bounded as HttpStore's
+        self.max_document_bytes = max_document_bytes
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.endpoint_url = endpoint_url
@@ -128,13 +140,20 @@ class S3Store:
         return self.head(key) is not None
 
     def get_bytes(self, key: str) -> Blob | None:
+        url, started = self.url_for(key), time.monotonic()
         try:
             with self._errors("GET", key):
                 response = self.client.get_object(Bucket=self.bucket, Key=self._full(key))
-                data: bytes = response["Body"].read()
         except NotFoundError:
             return None
-        return Blob(data=data, etag=str(response["ETag"]))
+        body = response["Body"]
+        with contextlib.closing(body):
+            if int(response.get("ContentLength") or 0) > self.max_document_bytes:
+                raise document_too_large(url, self.max_document_bytes)
+            chunks = self._chunks(key, body, small=True)
+            limit, deadline = self.max_document_bytes, self.document_deadline
+            data = read_document(chunks, url, max_bytes=limit, started=started, seconds=deadline)
+        return Blob(data=data, etag=str(response.get("ETag") or sha256_bytes(data)))
 
     @contextlib.contextmanager
     def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:
@@ -153,13 +172,17 @@ class S3Store:
         body = response["Body"]
         try:
             total = self._range_total(key, response, offset, wanted)
-            yield RangeRead(offset, total, self._chunks(key, body))
+            chunks = self._chunks(key, body)
+            size = length if length is not None else None if total is None else total - offset
+            if size is not None:  # what a server says it sends, or what was asked: never more
+                chunks = capped(chunks, size, self.url_for(key), f"the range {wanted}" if wanted else "the object")
+            yield RangeRead(offset, total, chunks)
         finally:
             body.close()
 
-    def _range_total(self, key: str, response: Mapping[str, Any], offset: int, wanted: str | None) -> int:
-        if not wanted:
-            return int(response["ContentLength"])
+    def _range_total(self, key: str, response: Mapping[str, Any], offset: int, wanted: str | None) -> int | None:
+        if not wanted:  # a server that sends no Content-Length (a lying one) says nothing of the size
+            return None if response.get("ContentLength") is None else int(response["ContentLength"])
         found = parse_content_range(response.get("ContentRange"))
         if found is None or found[0] != offset or found[2] is None:
             raise RangeNotSupportedError(
@@ -168,9 +191,17 @@ class S3Store:
             )
         return found[2]
 
-    def _chunks(self, key: str, body: Any) -> Iterator[bytes]:
+    def _chunks(self, key: str, body: Any, *, small: bool = False) -> Iterator[bytes]:
+        """The body as it arrives; ``small``: whatever came in each read (urllib3's ``read1``), so a document's
+        deadline is checked however slowly its bytes trickle."""
+        raw = getattr(body, "_raw_stream", None)  # botocore's StreamingBody over urllib3's response
+        read = raw.read1 if small and raw is not None and hasattr(raw, "read1") else body.read
         with self._errors("GET", key):
-            yield from body.iter_chunks(CHUNK)
+            try:
+                while chunk := read(CHUNK):
+                    yield chunk
+            except Urllib3Error as exc:  # read1 bypasses botocore's own translation of these
+                raise ResponseStreamingError(error=exc) from None
 
     # ----------------------------------------------------------------------------------- writes
 

@@ -17,27 +17,26 @@ from scrollcase import cli, install_box
 from scrollcase.errors import StoreError
 from scrollcase.io.documents import MAX_DOCUMENT_BYTES
 from scrollcase.store.http import HttpStore
-from scrollcase.store.local import LocalStore
-from scrollcase.store.publish import publish
-from tests.support.framedreleases import BOX, write_framed_release
-from tests.support.hostilehttp import Flood, HostileState, Redirect, Trickle, serve_hostile
+from tests.support.framedreleases import BOX
+from tests.support.hostilehttp import Flood, HostileState, Redirect, Trickle, published_store, serve_hostile
 from tests.support.releases import SyntheticRelease
 
 MIB = 1 << 20
 
 
 @pytest.fixture(scope="module")
-def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SyntheticRelease]:
-    work = tmp_path_factory.mktemp("hostile-releases")
-    return {v: write_framed_release(work, v, payload=400_000, packages=4) for v in ("1.0.0", "1.0.1")}
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, SyntheticRelease], Path]:
+    return published_store(tmp_path_factory.mktemp("hostile"))
 
 
 @pytest.fixture(scope="module")
-def store_dir(tmp_path_factory: pytest.TempPathFactory, releases: dict[str, SyntheticRelease]) -> Path:
-    root = tmp_path_factory.mktemp("hostile-store") / "store"
-    for release in releases.values():
-        publish(LocalStore(root), release.manifest, release.archive_path)
-    return root
+def releases(published: tuple[dict[str, SyntheticRelease], Path]) -> dict[str, SyntheticRelease]:
+    return published[0]
+
+
+@pytest.fixture(scope="module")
+def store_dir(published: tuple[dict[str, SyntheticRelease], Path]) -> Path:
+    return published[1]
 
 
 @pytest.fixture

@@ -14,7 +14,11 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from scrollcase.store.local import LocalStore
+from scrollcase.store.publish import publish
+from tests.support.framedreleases import write_framed_release
 from tests.support.httpstore import _RANGE, HttpStoreServer, RangeHandler, ServerState
+from tests.support.releases import SyntheticRelease
 
 FLOOD_CAP = 1 << 30  # a flood stops by itself after 1 GiB, should a client never hang up
 
@@ -131,3 +135,11 @@ def serve_hostile(root: Path, state: HostileState) -> Iterator[HttpStoreServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def published_store(work: Path) -> tuple[dict[str, SyntheticRelease], Path]:
+    """Two framed releases (1.0.0, 1.0.1: 4 frames of 400 kB, pkg0 differing) published to ``work``/store."""
+    releases = {v: write_framed_release(work, v, payload=400_000, packages=4) for v in ("1.0.0", "1.0.1")}
+    for release in releases.values():
+        publish(LocalStore(work / "store"), release.manifest, release.archive_path)
+    return releases, work / "store"
