@@ -26,6 +26,7 @@ from typing import Unpack
 from scrollcase.errors import ConflictError, IntegrityError, StoreError
 from scrollcase.io import files
 from scrollcase.io.digest import HashingWriter, sha256_bytes, sha256_file
+from scrollcase.io.documents import MAX_DOCUMENT_BYTES
 from scrollcase.store.base import (
     CHUNK,
     Blob,
@@ -36,6 +37,7 @@ from scrollcase.store.base import (
     RangeRead,
     Transfer,
     WriteOptions,
+    document_too_large,
     limited,
 )
 from scrollcase.store.reuse import copied_bytes
@@ -86,11 +88,14 @@ class LocalStore:
     def get_bytes(self, key: str) -> Blob | None:
         path = self.path_for(key)
         try:
-            data = path.read_bytes()
+            with path.open("rb") as stream:  # bounded as every store's documents: never a huge file read whole
+                data = stream.read(MAX_DOCUMENT_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc}", fix="check the store directory's permissions") from None
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise document_too_large(str(path), MAX_DOCUMENT_BYTES)
         return Blob(data=data, etag=sha256_bytes(data))
 
     @contextlib.contextmanager
