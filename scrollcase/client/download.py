@@ -13,6 +13,7 @@ pid) keeps two installs from writing the same partial file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -20,10 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
+from scrollcase.errors import BuildError, IntegrityError, Problem, ScrollcaseError, StoreError
 from scrollcase.io.cache import DOWNLOAD_CACHE
 from scrollcase.io.digest import new_hash
-from scrollcase.io.files import finish_resumed, lock_owner, pid_alive, resume_path, try_lock, user_cache_dir
+from scrollcase.io.files import (
+    CACHE_ENV,
+    GuardedWriter,
+    finish_resumed,
+    lock_owner,
+    pid_alive,
+    resume_path,
+    try_lock,
+    user_cache_dir,
+)
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import CHUNK, RangeNotSupportedError, ReadableStore
 
@@ -136,7 +146,7 @@ def _append(
     """One ranged read from ``have`` on, each chunk hashed, size-checked and written; the new length."""
     url = store.url_for(key)
     bar = meter("downloading", size - have)
-    with store.read_from(key, have) as stream, partial.open("ab") as out:
+    with store.read_from(key, have) as stream, _appending(partial, size) as out:
         if stream.total is not None and stream.total != size:
             partial.unlink(missing_ok=True)
             raise _size_mismatch(url, stream.total, size)
@@ -154,6 +164,27 @@ def _append(
     if have < size:
         raise StoreError(f"{url} ended after {have} of {size} bytes", fix="rerun: the download resumes")
     return have
+
+
+@contextlib.contextmanager
+def _appending(partial: Path, size: int) -> Iterator[GuardedWriter]:
+    """``partial`` opened for appending; the disk's refusal to take its bytes (opening, writing, flushing the
+    last ones) is :func:`disk_refused`, never a bare OSError."""
+
+    def refuse(exc: OSError) -> BuildError:
+        return disk_refused(exc, partial, "the download cache", size)
+
+    try:
+        raw = partial.open("ab")
+    except OSError as exc:
+        raise refuse(exc) from None
+    try:
+        out = GuardedWriter(raw, refuse)
+        yield out
+        out.flush()
+    finally:
+        with contextlib.suppress(OSError):  # flushed, or failing already: the first error is the one to tell
+            raw.close()
 
 
 def _hash_partial(partial: Path) -> tuple[Hasher, int]:
@@ -214,14 +245,34 @@ def _kept(exc: StoreError, partial: Path, have: int, size: int) -> StoreError:
 
 
 def make_cache_dir(folder: Path, what: str = "download cache") -> None:
-    """Create a cache folder, or say which one cannot be created and how to move the cache."""
+    """Create a cache folder, or say which one cannot be created and how to move the cache (BuildError,
+    exit 5, as every refusal of the disk: docs/install.md#exit-codes)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ScrollcaseError(
+        raise BuildError(
             f"cannot create the {what} {folder}: {exc.strerror}",
-            fix="set SCROLLCASE_CACHE_DIR to a writable folder",
+            problems=(_disk_problem(exc, folder),),
+            fix=f"set {CACHE_ENV} to a writable folder",
         ) from None
+
+
+def disk_refused(exc: OSError, path: Path, cache: str, need: int | None = None) -> BuildError:
+    """The disk refused to take a cache file's bytes (full, a quota, permissions): BuildError (exit 5)
+    naming the file, the reason, and how to make room (``need``: the bytes the file needs in all)."""
+    full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+    room = "free disk space there, or" if full else "make it writable, or"
+    disk = f"a disk with {need} bytes free" if need is not None else "a disk with room for the release"
+    return BuildError(
+        f"cannot write {path} ({cache}): {exc.strerror or exc}; nothing was installed",
+        problems=(_disk_problem(exc, path),),
+        fix=f"{room} set {CACHE_ENV} to a folder on {disk}; a rerun resumes from what was kept "
+        "(`scrollcase cache clean` removes it)",
+    )
+
+
+def _disk_problem(exc: OSError, path: Path) -> Problem:
+    return Problem(message=exc.strerror or str(exc), file=str(path), value=errno.errorcode.get(exc.errno or 0))
 
 
 @contextlib.contextmanager

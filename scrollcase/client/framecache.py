@@ -31,16 +31,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
-from scrollcase.client.download import make_cache_dir
-from scrollcase.errors import IntegrityError
+from scrollcase.client.download import disk_refused, make_cache_dir
+from scrollcase.errors import BuildError, IntegrityError
 from scrollcase.format.archive.frames import FrameLike, iter_frame_bytes, table_problems
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.release import ArchiveInfo
 from scrollcase.io.cache import FRAME_CACHE, FRAME_GRACE_SECONDS
 from scrollcase.io.digest import HashingWriter, sha256_chunks, sha256_stream
-from scrollcase.io.files import open_unlinked, user_cache_dir
+from scrollcase.io.files import GuardedWriter, open_unlinked, user_cache_dir
 from scrollcase.progress import MeterFactory, silent_meter
 from scrollcase.store.base import ReadableStore
 
@@ -138,10 +138,22 @@ class FrameCache:
         ``frame.sha256`` with ``frame.size`` bytes, else IntegrityError naming ``source``."""
         target = self.path_for(frame.sha256)
         make_cache_dir(target.parent, "frame cache")
-        with FRAME_CACHE.put(self.root, frame.sha256) as out:
-            hashing = HashingWriter(out)
-            yield hashing
-            _check_frame(frame, hashing.sha.hexdigest(), hashing.size, source)
+
+        def refuse(exc: OSError) -> BuildError:  # a full disk is exit 5 naming the entry, not a bare OSError
+            return disk_refused(exc, target, "the frame cache")
+
+        in_block = False
+        try:
+            with FRAME_CACHE.put(self.root, frame.sha256) as out:
+                hashing = HashingWriter(cast("BinaryIO", GuardedWriter(out, refuse)))
+                in_block = True
+                yield hashing
+                in_block = False
+                _check_frame(frame, hashing.sha.hexdigest(), hashing.size, source)
+        except OSError as exc:
+            if in_block:  # the caller's own (reading its source), not the cache's
+                raise
+            raise refuse(exc) from None
 
 
 def keep_installed(

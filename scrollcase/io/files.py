@@ -63,6 +63,13 @@ class GuardedWriter:
         except OSError as exc:
             raise self.refuse(exc) from None
 
+    def flush(self) -> None:
+        """Write what is buffered (so closing the file has nothing left that could fail)."""
+        try:
+            self.out.flush()
+        except OSError as exc:
+            raise self.refuse(exc) from None
+
 
 # --- copying a range of one file into another ------------------------------------------------------
 

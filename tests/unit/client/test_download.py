@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
+import io
 import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import pytest
 
 from scrollcase.client.download import Cancelled, cache_paths, download_archive, locked
-from scrollcase.errors import IntegrityError, ScrollcaseError, StoreError
+from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, StoreError
 from scrollcase.store.base import CHUNK, RangeRead
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
@@ -309,3 +312,44 @@ def test_a_download_stopped_by_its_caller_keeps_its_partial_for_a_rerun(store_ro
     assert partial.stat().st_size == sum(arrived) < len(DATA)
     got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
     assert got.resumed_from == sum(arrived) and got.path.read_bytes() == DATA
+
+
+class FullDisk(io.BytesIO):
+    """What the partial file becomes on a disk that fills up: the first ``room`` bytes fit, then ENOSPC."""
+
+    def __init__(self, real: BinaryIO, room: int) -> None:
+        super().__init__()
+        self.real, self.room = real, room
+
+    def write(self, data: Any) -> int:
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.real.write(data)
+
+    def close(self) -> None:
+        self.real.close()
+        super().close()
+
+
+def test_a_full_disk_is_exit_5_naming_the_partial_file_and_keeps_what_fit(
+    store_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no tmpfs can be mounted (tests/integration/test_hostile_cache.py), ENOSPC is injected at the
+    partial file's writes: the real download path, the real store, the real file for what fit."""
+    partial = cache_paths(SHA, tmp_path).partial
+    opened = Path.open
+
+    def full_open(path: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        real = opened(path, mode, *args, **kwargs)
+        return FullDisk(real, CHUNK) if path == partial and "a" in mode else real
+
+    monkeypatch.setattr(Path, "open", full_open)
+    with pytest.raises(BuildError, match=f"cannot write {partial} \\(the download cache\\): No space left") as raised:
+        download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert raised.value.exit_code == 5 and raised.value.problems[0].value == "ENOSPC"
+    assert "SCROLLCASE_CACHE_DIR" in (raised.value.fix or "") and str(len(DATA)) in (raised.value.fix or "")
+    assert partial.read_bytes() == DATA[:CHUNK]  # what fit is kept: a rerun resumes from it
+    monkeypatch.undo()
+    got = download_archive(LocalStore(store_root), KEY, size=len(DATA), sha256=SHA, cache_dir=tmp_path)
+    assert got.resumed_from == CHUNK and got.path.read_bytes() == DATA
