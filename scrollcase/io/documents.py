@@ -36,7 +36,7 @@ MAX_BOX_JSON_BYTES = 64 << 20
 # scrollcase's documents nest at most 6 levels (index -> versions -> version -> target -> entry -> field).
 MAX_JSON_DEPTH = 64
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)  # an unclosed string runs to the end
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = tuple(1 if b in b"[{" else -1 for b in range(256))
 

@@ -90,6 +90,13 @@ def test_json_depth_counts_nesting_and_ignores_brackets_inside_strings() -> None
     assert [json_depth(b"1"), json_depth(b"[]"), json_depth(b'{"a": [1, {"b": 2}]}')] == [0, 1, 3]
     assert json_depth(b'{"a": "[[[[{{{{ \\" [[["}') == 1
     assert json_depth(b"[" * 200_000) == 200_000
+    assert json_depth(b'["unclosed [[[[') == 1  # not JSON (the parser says why); its string runs to the end
+
+
+def test_json_depth_stays_linear_on_an_unclosed_string_of_escaped_quotes() -> None:
+    """Each escaped quote could start a string that never closes: scanning on from each one to the end
+    is quadratic (minutes for these 200 KB under pytest's timeout); one scan to the end is not."""
+    assert json_depth(b'["' + b'\\"' * 100_000) == 1
 
 
 def test_json_nested_deeper_than_the_limit_is_the_callers_error_not_a_recursion_error() -> None:
