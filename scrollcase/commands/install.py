@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from scrollcase.client.install import Listing, install_box, list_releases
 from scrollcase.client.select import HostView
 from scrollcase.commands import (
@@ -26,8 +28,9 @@ from scrollcase.commands import (
     store_location,
 )
 from scrollcase.console import Console
-from scrollcase.errors import UsageError
+from scrollcase.errors import Problem, UsageError
 from scrollcase.host.facts import HostProbes
+from scrollcase.recipe.fields import Identifier
 
 NAME = "install"
 HELP = "install the release of a box that fits this machine from a store"
@@ -80,11 +83,12 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -> int:
+    box_id = checked_box_id(args.box)
     dest = checked_dest(args)
     if dest is None:  # --list
         listing = list_releases(
             store_location(args.store),
-            args.box,
+            box_id,
             version=args.version,
             target=args.target,
             pre=args.pre,
@@ -97,7 +101,7 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
         return 0
     installed = install_box(
         store_location(args.store),
-        args.box,
+        box_id,
         dest,
         version=args.version,
         target=args.target,
@@ -113,6 +117,24 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
     data = installed.to_json()
     console.result(data, render_install(data))
     return 0
+
+
+_BOX_ID = TypeAdapter(Identifier)
+
+
+def checked_box_id(value: str) -> str:
+    """--box by the recipe's boxId rule (recipe/fields.py, the one rule), before the store is asked: the id
+    becomes the store key ``boxes/<boxId>/index.json``, so ``../../etc`` would name a file outside it."""
+    try:
+        return _BOX_ID.validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        rule, fix = error["msg"], (error.get("ctx") or {}).get("fix", "")
+        raise UsageError(
+            f"--box {value!r} is not a box id: {rule}",
+            problems=(Problem(message=rule, key="--box", value=value),),
+            fix=f"{fix}: --box takes the boxId of the box's recipe.json, the folder boxes/<boxId>/ of the store",
+        ) from None
 
 
 def checked_dest(args: InstallArgs) -> Path | None:

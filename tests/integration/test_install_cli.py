@@ -422,3 +422,21 @@ def test_a_dest_longer_than_the_box_allows_is_refused_before_downloading(
         assert result["relocatedFiles"] == len(
             json.loads((host / "fits" / "box.json").read_bytes())["relocation"]["files"]
         )
+
+
+@pytest.mark.parametrize("box", ["../../etc", "Demo-Box", "", "demo/box", "-demo"])
+def test_a_box_that_is_no_box_id_is_a_usage_error_before_the_store_is_asked(
+    store_dir: Path, host: Path, capsys: pytest.CaptureFixture[str], box: str
+) -> None:
+    """#32 item 11: --box becomes the store key boxes/<box>/index.json; ../../etc named a file outside the
+    store and ended in a fix about keys edited by hand."""
+    state = ServerState()
+    with serve(store_dir, state) as running:
+        for listing in ([], ["--list"]):
+            argv = ["--store", running.url, f"--box={box}", *listing, *([] if listing else ["dest"])]
+            code, error, _ = install(capsys, *argv)
+            assert (code, error["error"]) == (2, "UsageError"), error
+            assert f"--box {box!r} is not a box id" in error["message"] and "lowercase letters" in error["message"]
+            assert "boxId of the box's recipe.json" in error["fix"] and "edited by hand" not in error["fix"]
+            assert error["problems"][0]["key"] == "--box"
+    assert state.requests == [] and not (host / "dest").exists()
