@@ -110,10 +110,13 @@ def json_depth(data: bytes) -> int:
 
 def read_document(path: Path, errors: ReadErrors, *, max_bytes: int, shown: str | None = None) -> bytes:
     """The bytes of the document at ``path``, refused with ``errors.error`` before it is read whole when
-    it is larger than ``max_bytes`` (a file that grows while it is read, or a device, stops there too)."""
+    it is larger than ``max_bytes`` (a file that grows while it is read, or a device, stops there too;
+    a FIFO without a writer reads as empty)."""
     label = str(path) if shown is None else shown
     try:
-        with path.open("rb") as stream:
+        # O_NONBLOCK: a FIFO put in a document's place reads as empty instead of blocking the open forever.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             data = stream.read(max_bytes + 1) if size <= max_bytes else b""
     except OSError as exc:

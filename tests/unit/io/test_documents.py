@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,12 @@ def test_read_document_stops_at_the_limit_when_the_size_is_not_known_up_front() 
     """A device (or a file growing while it is read) states no size: at most limit + 1 bytes are read."""
     with pytest.raises(StoreError, match=r"^/dev/zero is more than 1025 bytes: refusing"):
         read_document(Path("/dev/zero"), _READ, max_bytes=1024)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_read_document_does_not_wait_for_a_fifo_put_in_a_documents_place(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "box.json")  # opening it for reading would block until a writer came
+    assert read_document(tmp_path / "box.json", _READ, max_bytes=10) == b""
 
 
 def test_read_document_reports_a_missing_file_with_the_callers_error(tmp_path: Path) -> None:
