@@ -89,12 +89,13 @@ class FrameCache:
         are not the frame table's (damaged on this disk, a link, absent): the frames to fetch again."""
         damaged: dict[str, FrameLike] = {}
         for frame in frames:
-            if frame.sha256 not in damaged and not self._intact(frame):
+            if frame.sha256 not in damaged and not self.intact(frame):
                 _evict(self.path_for(frame.sha256))
                 damaged[frame.sha256] = frame
         return list(damaged.values())
 
-    def _intact(self, frame: FrameLike) -> bool:
+    def intact(self, frame: FrameLike) -> bool:
+        """Whether the cached copy of ``frame`` is a plain file holding exactly its bytes (hashed now)."""
         if not self.has(frame):
             return False
         try:

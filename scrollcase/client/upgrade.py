@@ -376,7 +376,13 @@ def unpack_from_frames(
     frames = list(manifest.archive.frames or [])
     box_json = next((f for f in frames if f.name == BOX_JSON_UNIT), None)
     if box_json is not None:
-        check_identity(manifest, cache.path_for(box_json.sha256))
+        entry = cache.path_for(box_json.sha256)
+        if not cache.intact(box_json):  # small: checked before its box.json is believed
+            raise IntegrityError(
+                f"the frame cache entry {entry} ({BOX_JSON_UNIT}) is not the bytes its name promises",
+                fix="it was damaged on this machine: an upgrade fetches it again (or `scrollcase cache clean`)",
+            )
+        check_identity(manifest, entry)
     stream = FrameStream(cache, frames)
     info = manifest.archive
     try:

@@ -380,3 +380,22 @@ def test_a_damaged_or_linked_cached_frame_is_fetched_again_and_the_upgrade_succe
     assert hashlib.sha256(entry.read_bytes()).hexdigest() == poisoned.sha256
     assert not cache.path_for(linked.sha256).is_symlink() and cache.has(linked)
     assert outside.stat().st_mtime == 1_000_000  # the link was not followed, not even to touch it
+
+
+def test_a_rollback_whose_cached_box_json_frame_was_damaged_fetches_it_again(
+    installed: Installed, releases: dict[str, SyntheticRelease], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """box.json's frame is read (and believed) before the unpack: it is checked first, and healed the same way."""
+    url, state, dest = installed
+    upgrade(capsys, url, dest, "--keep-previous")  # 1.0.0's frames stay, pinned for .box.previous
+    box_json = next(f for f in releases["1.0.0"].manifest.archive.frames or [] if f.name == "box.json")
+    entry = FrameCache.default().path_for(box_json.sha256)
+    data = bytearray(entry.read_bytes())
+    data[-5] ^= 0x01  # the same size, other bytes
+    entry.write_bytes(bytes(data))
+    before = state.sent_for(".tar.zst")
+    code, result, err = run_cli(capsys, "upgrade", "--store", url, "--version", "1.0.0", str(dest))
+    assert code == 0, err
+    assert result["bytesDownloaded"] == box_json.size == state.sent_for(".tar.zst") - before
+    assert f"frame cache entry {entry} (box.json) was damaged on this machine" in err
+    assert installed_state(dest)[0] == "1.0.0"

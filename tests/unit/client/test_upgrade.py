@@ -163,6 +163,24 @@ def test_a_box_json_frame_of_another_release_is_refused_before_unpacking(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
 
 
+def test_a_damaged_box_json_frame_in_the_cache_is_named_before_it_is_believed(
+    tmp_path: Path, releases: dict[str, SyntheticRelease]
+) -> None:
+    new = releases["1.0.1"]
+    cache = cache_holding(tmp_path / "frames", new)
+    box_json = next(f for f in new.manifest.archive.frames or [] if f.name == "box.json")
+    entry = cache.path_for(box_json.sha256)
+    data = bytearray(entry.read_bytes())
+    data[-1] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    with pytest.raises(
+        IntegrityError, match=f"the frame cache entry {entry} \\(box.json\\) is not the bytes"
+    ) as raised:
+        unpack_from_frames(cache, new.manifest, tmp_path / ".box.upgrade", tmp_path / "box", "SRC")
+    assert "damaged on this machine" in (raised.value.fix or "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
 def test_swap_in_moves_the_old_tree_aside(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
     sib = Siblings(tmp_path / "box")
     a_box(sib.dest, releases["1.0.0"], "old")
