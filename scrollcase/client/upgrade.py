@@ -248,8 +248,9 @@ def _unpack_healing(
             raise IntegrityError(
                 f"{exc.message}; every cached frame matches the release manifest's frame table",
                 problems=exc.problems,
-                fix="the release's frame table and its archive's sha256 disagree: republish the release "
-                "(or use another store)",
+                fix="the frames are the ones the release manifest names, so the release itself is at fault (its "
+                "frame table and archive sha256 disagree, or its content is refused): republish it (or use "
+                "another store)",
             ) from None
     for frame in damaged:
         progress(

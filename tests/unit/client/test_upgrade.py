@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase.client import upgrade as upgrade_client
 from scrollcase.client.framecache import FrameCache, fill_from_archive
 from scrollcase.client.upgrade import (
     Fetched,
@@ -26,6 +27,7 @@ from scrollcase.format.archive.frames import frame_table
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.boxjson import dump_box_json
 from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, PrefixFile, RelocationInfo, prefix_text
+from scrollcase.progress import silent_meter
 from scrollcase.store.local import LocalStore
 from tests.support.framedbox import make_framed_box
 from tests.support.framedreleases import new_frame_bytes, write_framed_release
@@ -179,6 +181,22 @@ def test_a_damaged_box_json_frame_in_the_cache_is_named_before_it_is_believed(
         unpack_from_frames(cache, new.manifest, tmp_path / ".box.upgrade", tmp_path / "box", "SRC")
     assert "damaged on this machine" in (raised.value.fix or "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
+def test_frames_that_match_their_table_but_not_the_archive_blame_the_release_not_the_cache(
+    tmp_path: Path, releases: dict[str, SyntheticRelease]
+) -> None:
+    new = releases["1.0.1"]
+    cache, info = cache_holding(tmp_path / "frames", new), new.manifest.archive
+    lying = new.manifest.model_copy(update={"archive": info.model_copy(update={"sha256": "0" * 64})})
+    fetched = Fetched(None, len(info.frames or []), 0, 0)
+    empty = LocalStore(tmp_path / "empty-store")  # nothing is fetched again: no frame is damaged
+    with pytest.raises(IntegrityError, match="every cached frame matches the release manifest's frame table") as raised:
+        upgrade_client._unpack_healing(  # the heal's refusal, with no store to heal from
+            empty, fetched, lying, cache, tmp_path / ".box.upgrade", tmp_path / "box", print, silent_meter
+        )
+    assert "the release itself is at fault" in (raised.value.fix or "") and "again" not in (raised.value.fix or "")
+    assert all(cache.has(f) for f in info.frames or [])
 
 
 def test_swap_in_moves_the_old_tree_aside(tmp_path: Path, releases: dict[str, SyntheticRelease]) -> None:
