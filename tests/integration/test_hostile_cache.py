@@ -6,8 +6,11 @@ releases of 8 x 1 MB incompressible wheels), published to a directory store."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +70,16 @@ def test_a_full_download_cache_is_exit_5_naming_the_file_and_a_rerun_resumes(
     with small_disk(host / "small", 2 * MB) as disk:
         monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(disk))
         install = ("install", "--store", store_url, "--box", BOX, "--version", "1.0.0", str(host / "box"))
-        error = refused(capsys, *install)
+        done = subprocess.run(  # the exit code a host sees: the real entry point in its own process
+            [sys.executable, "-m", "scrollcase", "install", "--json", *install[1:]],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert done.returncode == 5 and "Traceback" not in done.stderr, done.stderr
+        error = json.loads(done.stdout)
+        assert error["error"] == "BuildError" and "No space left on device" in error["message"]
         partial = disk / "downloads" / f"{archive.sha256}.tar.zst.part"
         assert f"cannot write {partial} (the download cache)" in error["message"]
         assert "SCROLLCASE_CACHE_DIR" in error["fix"] and str(archive.size) in error["fix"]
