@@ -14,10 +14,11 @@ from pathlib import Path
 
 from scrollcase.errors import HostError, Problem, ScrollcaseError, UsageError, describe_path
 from scrollcase.format.archive.peek import read_member
-from scrollcase.format.boxjson import parse_box_json
+from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.release import ReleaseManifest, parse_release
-from scrollcase.format.soundness import release_problems, require_sound_release
+from scrollcase.format.soundness import MISSING, Missing, release_problems, require_sound_release
 from scrollcase.host.facts import HostProbes
+from scrollcase.io.digest import sha256_file
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.store.base import SHA256_HEX, read_sidecar, sidecar_path
 from scrollcase.targets.gpucheck import SKIP_FIX, GpuCheckResult, gpu_check
@@ -75,25 +76,37 @@ def _sidecar(archive: Path) -> str:
     return digest
 
 
-def check_identity(manifest: ReleaseManifest, archive: Path) -> None:
-    """IntegrityError, before a byte is extracted, when the archive's box.json and the manifest do not
-    describe one sound release (:func:`~scrollcase.format.soundness.release_problems`).
+def check_identity(manifest: ReleaseManifest, archive: Path, *, digest_checked: bool = True) -> None:
+    """IntegrityError, before a byte is extracted, when the archive's box.json is missing, does not parse
+    (an unknown field, a newer schema) or does not describe the release the manifest does
+    (:func:`~scrollcase.format.soundness.release_problems`): never skipped.
 
-    Only the start of the archive is decompressed; its sha256 is checked by the unpack itself."""
+    Only the start of the archive is decompressed.  ``digest_checked``: the archive's sha256 was checked
+    already (a download); when it was not (``unpack`` of a local file), a refusal first hashes the archive,
+    and one that is not the release's bytes is left to the unpack, whose wrong-sha256 error says so."""
     inner = f"{describe_path(archive)}!box.json"
     try:
         data = read_member(archive, "box.json")
-        box = parse_box_json(data, inner) if data is not None else None
-    except (OSError, ValueError, ScrollcaseError):
-        return  # unreadable, corrupt or invalid: the unpack reports what is wrong (a wrong sha256 first)
-    if box is None:
-        return  # not among the first members: the unpack reads the whole archive
+        box: BoxJson | Missing = MISSING if data is None else parse_box_json(data, inner)
+    except OSError:
+        return  # the unpack reads the same file and names its error
+    except ScrollcaseError:
+        if digest_checked or _is_the_release(archive, manifest):
+            raise
+        return
+    problems = release_problems(manifest, manifest_file="the release manifest", box=box, box_file=inner)
+    if problems and not digest_checked and not _is_the_release(archive, manifest):
+        return
     require_sound_release(
-        release_problems(manifest, manifest_file="the release manifest", box=box, box_file=inner),
-        doing="unpack",
-        archive=describe_path(archive) or str(archive),
-        manifest_file="its release manifest",
+        problems, doing="unpack", archive=describe_path(archive) or str(archive), manifest_file="its release manifest"
     )
+
+
+def _is_the_release(archive: Path, manifest: ReleaseManifest) -> bool:
+    try:
+        return sha256_file(archive)[0] == manifest.archive.sha256
+    except OSError:
+        return False
 
 
 def check_gpu(manifest: ReleaseManifest | None, source: Path, skip: bool, probes: HostProbes) -> GpuCheckResult:

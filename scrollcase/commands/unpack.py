@@ -71,7 +71,7 @@ def run(args: UnpackArgs, console: Console, probes: HostProbes | None = None) ->
     if manifest is not None:
         check_dest_fits(args.dest, manifest.relocation, "; nothing was extracted")
     if manifest is not None and archive.is_file() and archive.stat().st_size == size:
-        check_identity(manifest, archive)
+        check_identity(manifest, archive, digest_checked=False)
     check = check_gpu(manifest, args.source, args.skip_gpu_check, probes or HostProbes())
     if manifest is not None and check.errors:
         raise refuse(manifest, check)

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from scrollcase.format.archive.pack import PackResult, pack_tree
+from scrollcase.format.boxjson import dump_box_json
 from scrollcase.format.release import ReleaseManifest, dump_release, object_keys
 from scrollcase.format.relocate import BOX_PREFIX_PLACEHOLDER, RelocationInfo, scan_prefix_files
 from scrollcase.targets.evidence import FrameworkEvidence, GpuEvidence
+from tests.support.releases import box_json_for
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "demo-1.0.0-linux-x86_64-cpu.tar.zst"
@@ -40,27 +42,35 @@ def cli(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedP
     )
 
 
-def build_box(tmp: Path, name: str = NAME) -> PackResult:
+def build_box(tmp: Path, name: str = NAME, cuda: str | None = None, gpu: GpuEvidence | None = None) -> PackResult:
+    """A packed box whose box.json is the one a build of ``write_release``'s manifest packs (its relocation too)."""
     tree = tmp / "tree"
     (tree / "venv" / "bin").mkdir(parents=True)
     (tree / "venv" / "bin" / "tool").write_text(f"#!{BOX_PREFIX_PLACEHOLDER}/venv/bin/python\n")
     (tree / "venv" / "bin" / "tool").chmod(0o755)
     (tree / "venv" / "etc.txt").write_text(f"home={BOX_PREFIX_PLACEHOLDER}\n")
     info = RelocationInfo(placeholder=BOX_PREFIX_PLACEHOLDER, files=scan_prefix_files(tree, BOX_PREFIX_PLACEHOLDER))
-    (tree / "box.json").write_text(json.dumps({"boxId": "demo", "relocation": info.model_dump()}))
+    draft = release_manifest(name, 0, "0" * 64, cuda, gpu)
+    (tree / "box.json").write_bytes(dump_box_json(box_json_for(draft).model_copy(update={"relocation": info})))
     dist = tmp / "dist"
     return pack_tree(tree, dist / name)
 
 
 def write_release(packed: PackResult, cuda: str | None = None, gpu: GpuEvidence | None = None) -> Path:
+    manifest = release_manifest(packed.path.name, packed.size, packed.sha256, cuda, gpu)
+    path = packed.path.with_name(packed.path.name.removesuffix(".tar.zst") + ".release.json")
+    path.write_bytes(dump_release(manifest))
+    return path
+
+
+def release_manifest(name: str, size: int, sha256: str, cuda: str | None, gpu: GpuEvidence | None) -> ReleaseManifest:
     tid = f"linux-x86_64-cuda{cuda}" if cuda else "linux-x86_64-cpu"
     target: dict[str, str] = {"platform": "linux", "arch": "x86_64", "accelerator": "cuda" if cuda else "cpu"}
     compatibility: dict[str, object] = {"minHostAppVersion": "1.0.0", "minRamGb": 1}
     if cuda:
         target["cudaVersion"] = cuda
         compatibility["minNvidiaDriverVersion"] = MIN_DRIVER
-    name = packed.path.name
-    manifest = ReleaseManifest.model_validate(
+    return ReleaseManifest.model_validate(
         {
             "boxId": "demo",
             "modelId": "demo",
@@ -72,7 +82,7 @@ def write_release(packed: PackResult, cuda: str | None = None, gpu: GpuEvidence 
             "target": target,
             "targetId": tid,
             "compatibility": compatibility,
-            "archive": {"name": name, "size": packed.size, "sha256": packed.sha256},
+            "archive": {"name": name, "size": size, "sha256": sha256},
             "pythonEntryPoint": "venv/bin/python",
             "modelCacheSubdir": "model-cache/demo",
             "weights": "bundled",
@@ -80,11 +90,9 @@ def write_release(packed: PackResult, cuda: str | None = None, gpu: GpuEvidence 
             "keys": object_keys("demo", "1.0.0", tid, name).model_dump(),
             "builtBy": {"scrollcase": "0.1.0", "pixi": "0.73.0", "lockSha256": "0" * 64, "pythonVersion": "3.11"},
             "gpu": gpu.model_dump() if gpu else None,
+            "selfTest": {"passed": True, "checks": [{"name": "import json", "kind": "import", "passed": True}]},
         }
     )
-    path = packed.path.with_name(name.removesuffix(".tar.zst") + ".release.json")
-    path.write_bytes(dump_release(manifest))
-    return path
 
 
 def test_unpack_release_manifest_relocates(tmp_path: Path) -> None:
@@ -152,7 +160,9 @@ def torch_evidence(archs: list[str] = TORCH_ARCHS) -> GpuEvidence:
 
 
 def cuda_release(tmp: Path, archs: list[str] = TORCH_ARCHS) -> Path:
-    return write_release(build_box(tmp, CUDA_NAME), cuda="12.4", gpu=torch_evidence(archs))
+    return write_release(
+        build_box(tmp, CUDA_NAME, "12.4", torch_evidence(archs)), cuda="12.4", gpu=torch_evidence(archs)
+    )
 
 
 def fake_smi(tmp: Path, script: str | None) -> str:
@@ -275,9 +285,13 @@ def test_skip_gpu_check_installs_anyway_with_a_warning(tmp_path: Path) -> None:
 
 
 @POSIX_ONLY
-def test_cuda_box_without_arch_list_checks_the_driver_only(tmp_path: Path) -> None:
-    release = write_release(build_box(tmp_path, CUDA_NAME), cuda="12.4")  # an old manifest: no gpu evidence
+def test_a_cuda_release_without_gpu_evidence_is_refused_as_unsound(tmp_path: Path) -> None:
+    """A CUDA manifest with no GPU evidence is not a sound release (format/soundness.py, docs/install.md exit 8):
+    refused before the GPU is asked, now that box.json is always read (it used to be skipped here, because this
+    test's box.json did not parse, and the release installed)."""
+    release = write_release(build_box(tmp_path, CUDA_NAME, "12.4"), cuda="12.4")
     path = fake_smi(tmp_path, 'echo "550.54.14, 12.0, NVIDIA RTX PRO 6000"')
     done = cli("unpack", str(release), "box", cwd=tmp_path, path=path)
-    assert done.returncode == 0, done.stderr
-    assert "notice: gpu: the release manifest has no gpu evidence" in done.stderr
+    assert done.returncode == 8, done.stderr
+    assert "is a CUDA target, but the manifest carries no GPU evidence" in done.stderr
+    assert not (tmp_path / "box").exists()
