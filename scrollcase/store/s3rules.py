@@ -99,11 +99,11 @@ def check_endpoint_url(endpoint_url: str | None, env: Mapping[str, str]) -> None
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
-    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``)."""
+    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``); UsageError when it names no bucket."""
     rest = url.removeprefix("s3://")
     bucket, _, prefix = rest.partition("/")
-    if not url.startswith("s3://") or not bucket:
-        raise StoreError(f"{url!r} is not an S3 URL", fix="write it as s3://bucket or s3://bucket/prefix")
+    if not url.startswith("s3://") or not bucket:  # what a person typed: a usage error (exit 2), as any bad URL
+        raise UsageError(f"{url!r} is not an S3 URL", fix="write it as s3://bucket or s3://bucket/prefix")
     return bucket, prefix.strip("/")
 
 

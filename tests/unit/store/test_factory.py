@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import scrollcase.store
+from scrollcase import cli
 from scrollcase.errors import UsageError
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_read_store, open_store
 from scrollcase.store.local import LocalStore
@@ -61,3 +62,14 @@ def test_the_factory_imports_without_the_type_stubs(monkeypatch: pytest.MonkeyPa
     monkeypatch.delitem(sys.modules, "scrollcase.store.factory")
     fresh = importlib.import_module("scrollcase.store.factory")
     assert fresh.DEFAULT_STORE == DEFAULT_STORE
+
+
+@pytest.mark.parametrize("location", ["s3://", "s3:///prefix"])
+def test_an_s3_url_without_a_bucket_is_a_usage_error_exit_2(location: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """#32 item 11: docs/install.md lists an empty or unknown store URL under exit 2 (it was StoreError, 9)."""
+    with pytest.raises(UsageError, match="is not an S3 URL"):
+        open_read_store(location, env={})
+    with pytest.raises(UsageError, match="is not an S3 URL"):
+        open_store(location, None, env={})
+    assert cli.main(["install", "--store", location, "--box", "demo-box", "dest"]) == 2
+    assert "is not an S3 URL" in capsys.readouterr().err

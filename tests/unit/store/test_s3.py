@@ -169,7 +169,7 @@ def test_endpoint_urls_from_the_option_or_the_environment() -> None:
 def test_an_s3_url_names_a_bucket_and_a_prefix() -> None:
     assert parse_s3_url("s3://bucket//a/b//") == ("bucket", "a/b")
     for bad in ("https://bucket/a", "bucket/a", "s3://"):
-        with pytest.raises(StoreError) as caught:
+        with pytest.raises(UsageError) as caught:
             parse_s3_url(bad)
         assert caught.value.message == f"{bad!r} is not an S3 URL"
 

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 from botocore.exceptions import ClientError
 
-from scrollcase.errors import ConflictError, IntegrityError, StoreError
+from scrollcase.errors import ConflictError, IntegrityError, StoreError, UsageError
 from scrollcase.store.s3rules import (
     MAX_PARTS,
     MIN_PART_SIZE,
@@ -26,7 +26,7 @@ from scrollcase.store.s3rules import (
 def test_parse_s3_url() -> None:
     assert parse_s3_url("s3://bucket") == ("bucket", "")
     assert parse_s3_url("s3://bucket/a/b/") == ("bucket", "a/b")
-    with pytest.raises(StoreError, match="s3://bucket"):
+    with pytest.raises(UsageError, match="s3://bucket"):
         parse_s3_url("s3:///prefix")
 
 
