@@ -137,9 +137,13 @@ def serve_hostile(root: Path, state: HostileState) -> Iterator[HttpStoreServer]:
         thread.join(timeout=10)
 
 
-def published_store(work: Path) -> tuple[dict[str, SyntheticRelease], Path]:
-    """Two framed releases (1.0.0, 1.0.1: 4 frames of 400 kB, pkg0 differing) published to ``work``/store."""
-    releases = {v: write_framed_release(work, v, payload=400_000, packages=4) for v in ("1.0.0", "1.0.1")}
+def published_store(work: Path, payload: int = 400_000) -> tuple[dict[str, SyntheticRelease], Path]:
+    """Two framed releases (1.0.0, 1.0.1: 4 packages of ``payload`` bytes; pkg0 and pkg1's data differ, so an
+    upgrade fetches one large frame) published to ``work``/store."""
+    releases = {
+        v: write_framed_release(work, v, payload=payload, packages=4, rewritten=changed)
+        for v, changed in (("1.0.0", ()), ("1.0.1", (1,)))
+    }
     for release in releases.values():
         publish(LocalStore(work / "store"), release.manifest, release.archive_path)
     return releases, work / "store"
