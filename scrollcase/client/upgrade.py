@@ -376,14 +376,19 @@ def unpack_from_frames(
     first, and the unpack's sha256 over the frames, as it reads them, is the reassembled archive's."""
     frames = list(manifest.archive.frames or [])
     box_json = next((f for f in frames if f.name == BOX_JSON_UNIT), None)
-    if box_json is not None:
-        entry = cache.path_for(box_json.sha256)
-        if not cache.intact(box_json):  # small: checked before its box.json is believed
-            raise IntegrityError(
-                f"the frame cache entry {entry} ({BOX_JSON_UNIT}) is not the bytes its name promises",
-                fix="it was damaged on this machine: an upgrade fetches it again (or `scrollcase cache clean`)",
-            )
-        check_identity(manifest, entry)
+    if box_json is None:  # every box scrollcase packs has one: an archive without box.json is never a box
+        raise IntegrityError(
+            f"refusing to upgrade from {source}: its frame table names no {BOX_JSON_UNIT} frame, so the archive "
+            "has no box.json at its root; nothing was changed",
+            fix="the release was not built by `scrollcase build` (or was repacked): republish it",
+        )
+    entry = cache.path_for(box_json.sha256)
+    if not cache.intact(box_json):  # small: checked before its box.json is believed
+        raise IntegrityError(
+            f"the frame cache entry {entry} ({BOX_JSON_UNIT}) is not the bytes its name promises",
+            fix="it was damaged on this machine: an upgrade fetches it again (or `scrollcase cache clean`)",
+        )
+    check_identity(manifest, entry)
     stream = FrameStream(cache, frames)
     info = manifest.archive
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,11 @@ import pytest
 
 from scrollcase import cli, install_box
 from scrollcase.errors import StoreError
+from scrollcase.format.archive.frames import frame_table
+from scrollcase.format.archive.pack import pack_tree
+from scrollcase.format.archive.unpack import unpack_archive
+from scrollcase.format.release import dump_release
+from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import MAX_DOCUMENT_BYTES
 from scrollcase.store.http import HttpStore
 from tests.support.framedreleases import BOX
@@ -154,3 +160,40 @@ def test_a_redirect_to_ftp_is_refused_naming_both_urls(
     )
     assert "only http(s) redirects are followed" in error["message"]
     assert not (host / "box").exists()
+
+
+def test_an_upgrade_to_a_framed_archive_without_box_json_is_refused(
+    store_dir: Path, host: Path, releases: dict[str, SyntheticRelease], capsys: Any
+) -> None:
+    """Item 7 on the upgrade's frame path: 1.0.1 repacked without box.json (its frame table then names no
+    box.json frame), its manifest, sidecar and index entry rewritten to match, as a hostile publisher would.
+    Before: the upgrade streamed the frames into DEST with no box.json (exit 0)."""
+    store = host / "store"
+    shutil.copytree(store_dir, store)
+    new = releases["1.0.1"]
+    tree = host / "tree"
+    unpack_archive(new.archive_path, tree, expected_size=new.manifest.archive.size, expected_sha256=None)
+    (tree / "box.json").unlink()
+    (tree / "box.installed.json").unlink(missing_ok=True)
+    packed = pack_tree(tree, host / "repacked" / new.manifest.archive.name, level=1)
+    info = new.manifest.archive.model_copy(
+        update={"size": packed.size, "sha256": packed.sha256, "frames": frame_table(packed.frames)}
+    )
+    assert not any(f.name == "box.json" for f in info.frames or [])
+    data = dump_release(new.manifest.model_copy(update={"archive": info}))
+    keys = new.manifest.keys
+    shutil.copyfile(packed.path, store / keys.archive)
+    (store / keys.release).write_bytes(data)
+    (store / f"{keys.archive}.sha256").write_text(f"{info.sha256}  {info.name}\n")
+    index_path = store / "boxes" / BOX / "index.json"
+    index = json.loads(index_path.read_text())
+    entry = index["versions"]["1.0.1"][new.manifest.targetId]
+    entry |= {"sha256": info.sha256, "size": info.size, "releaseSha256": sha256_bytes(data)}
+    index_path.write_text(json.dumps(index))
+    dest = host / "box"
+    assert run_cli(capsys, "install", "--store", str(store), "--box", BOX, "--version", "1.0.0", str(dest))[0] == 0
+    before = (dest / "box.json").read_bytes()
+    code, error = run_cli(capsys, "upgrade", "--store", str(store), str(dest))
+    assert (code, error["error"]) == (8, "IntegrityError"), error
+    assert "box.json" in error["message"], error
+    assert (dest / "box.json").read_bytes() == before
