@@ -31,6 +31,7 @@ class Flood:
 
     ranged_only: bool = False
     length: int | None = None
+    extra_range: int = 0  # a 206's Content-Range claims this many bytes more than were asked for
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class HostileHandler(RangeHandler):
         size = Path(self.translate_path(self.path)).stat().st_size
         if found:
             start = int(found.group(1))
-            end = int(found.group(2)) if found.group(2) else size - 1
+            end = (int(found.group(2)) if found.group(2) else size - 1) + attack.extra_range
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         else:

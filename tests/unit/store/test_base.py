@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from scrollcase.errors import IntegrityError
+from scrollcase.errors import IntegrityError, StoreError
 from scrollcase.store.base import (
     Blob,
     FileUpload,
@@ -18,9 +19,11 @@ from scrollcase.store.base import (
     Store,
     Transfer,
     WriteOptions,
+    capped,
     limited,
     parse_content_range,
     range_header,
+    read_document,
     read_sidecar,
     sidecar_path,
     sidecar_text,
@@ -163,3 +166,26 @@ def test_every_store_has_what_its_protocol_declares(protocol: type, store: type)
 def test_every_write_option_may_be_left_out() -> None:
     assert WriteOptions.__required_keys__ == frozenset()
     assert WriteOptions.__optional_keys__ == {"if_none_match", "if_match", "content_type"}
+
+
+def test_capped_passes_up_to_the_size_and_refuses_the_first_byte_past_it() -> None:
+    assert b"".join(capped(iter([b"ab", b"cd"]), 4, "http://s/k", "the frame")) == b"abcd"
+    taken: list[bytes] = []
+    with pytest.raises(IntegrityError) as refused:
+        taken.extend(capped(iter([b"ab", b"cd", b"e", b"never"]), 4, "http://s/k", "the frame"))
+    assert taken == [b"ab", b"cd"]  # the chunk that crosses the size is never handed over
+    assert (
+        refused.value.message
+        == "refusing http://s/k: the store sent more than the 4 bytes of the frame; nothing of it was kept"
+    )
+
+
+def test_read_document_stops_at_its_size_and_at_its_deadline() -> None:
+    now = time.monotonic()
+    assert read_document(iter([b"{}", b"\n"]), "u", max_bytes=3, started=now, seconds=60) == b"{}\n"
+    with pytest.raises(StoreError, match=r"^refusing u: more than 3 bytes arrived, and a document is at most 3 bytes"):
+        read_document(iter([b"{}", b"\n", b" "]), "u", max_bytes=3, started=now, seconds=60)
+    with pytest.raises(
+        StoreError, match=r"^refusing u: only 1 bytes arrived before the deadline of 2 s for a document"
+    ):
+        read_document(iter([b"{"]), "u", max_bytes=3, started=now - 5, seconds=2)

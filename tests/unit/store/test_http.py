@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.errors import StoreError, UsageError
+from scrollcase.errors import IntegrityError, StoreError, UsageError
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.base import Blob, RangeNotSupportedError
 from scrollcase.store.factory import open_read_store
 from scrollcase.store.http import HttpStore, check_base_url
+from tests.support.hostilehttp import Flood, HostileState, serve_hostile
 from tests.support.httpstore import HttpStoreServer, ServerState, serve
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
@@ -235,3 +236,26 @@ def test_a_failure_is_told_by_its_message_else_by_its_kind() -> None:
 
     assert _why(OSError("name or service not known"), 15.0) == "name or service not known"
     assert _why(OSError(), 15.0) == "OSError"
+
+
+def test_a_range_read_stops_at_its_length_whatever_the_server_sends(tmp_path: Path) -> None:
+    """#32 item 1: a 206 with the right Content-Range, then zeros without end: refused at the range's end."""
+    (tmp_path / "blob").write_bytes(bytes(range(256)) * 64)
+    state = HostileState(attacks={"blob": Flood(ranged_only=True)})
+    with serve_hostile(tmp_path, state) as running, HttpStore(running.url).read_from("blob", 100, 1000) as stream:
+        taken = 0
+        with pytest.raises(IntegrityError) as refused:
+            for chunk in stream.chunks:
+                taken += len(chunk)
+    assert taken <= 1000
+    assert refused.value.message.startswith(f"refusing {running.url}/blob: the store sent more than the 1000 bytes")
+    assert "bytes=100-1099" in refused.value.message
+
+
+def test_a_206_claiming_more_than_the_asked_range_is_refused_before_its_body(tmp_path: Path) -> None:
+    (tmp_path / "blob").write_bytes(bytes(4096))
+    state = HostileState(attacks={"blob": Flood(ranged_only=True, extra_range=10)})
+    with serve_hostile(tmp_path, state) as running, pytest.raises(IntegrityError) as refused:  # noqa: SIM117
+        with HttpStore(running.url).read_from("blob", 0, 100):
+            pytest.fail("the refusal comes before the body is handed over")
+    assert "asked for bytes 0-99, the server answers with Content-Range 'bytes 0-109/4096'" in refused.value.message
