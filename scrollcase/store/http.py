@@ -113,11 +113,9 @@ class HttpStore:
         with response:
             total = _total(response, url, offset, wanted)
             chunks = _chunks(response, url, self.timeout, response.read)
-            if length is not None:
+            if length is not None:  # a whole read is held to its declared size by its reader (download.py)
                 _check_range_end(response, url, offset, length)
                 chunks = capped(chunks, length, url, f"the range {wanted}")
-            elif total is not None:
-                chunks = capped(chunks, total - offset, url, f"an object of {total} bytes")
             yield RangeRead(offset, total, chunks)
 
     def _open(self, url: str, headers: dict[str, str]) -> http.client.HTTPResponse | None:

@@ -173,9 +173,8 @@ class S3Store:
         try:
             total = self._range_total(key, response, offset, wanted)
             chunks = self._chunks(key, body)
-            size = length if length is not None else None if total is None else total - offset
-            if size is not None:  # what a server says it sends, or what was asked: never more
-                chunks = capped(chunks, size, self.url_for(key), f"the range {wanted}" if wanted else "the object")
+            if length is not None:  # a whole read is held to its declared size by its reader (download.py)
+                chunks = capped(chunks, length, self.url_for(key), f"the range {wanted}")
             yield RangeRead(offset, total, chunks)
         finally:
             body.close()
