@@ -254,13 +254,18 @@ def read_document(chunks: Iterator[bytes], url: str, *, max_bytes: int, started:
     each store's reader hands over bytes as they come (a trickle yields often), so the check runs between them."""
     parts: list[bytes] = []
     received = 0
-    for chunk in chunks:
-        received += len(chunk)
-        if received > max_bytes:
-            raise document_too_large(url, max_bytes)
-        if time.monotonic() - started > seconds:
-            raise document_too_slow(url, received, seconds)
-        parts.append(chunk)
+    try:
+        for chunk in chunks:
+            received += len(chunk)
+            if received > max_bytes:
+                raise document_too_large(url, max_bytes)
+            if time.monotonic() - started > seconds:
+                raise document_too_slow(url, received, seconds)
+            parts.append(chunk)
+    except StoreError:
+        if time.monotonic() - started > seconds:  # a connection cut off at the deadline (HttpStore's watchdog)
+            raise document_too_slow(url, received, seconds) from None
+        raise
     return b"".join(parts)
 
 
@@ -273,9 +278,11 @@ def document_too_large(url: str, max_bytes: int) -> StoreError:
     )
 
 
-def document_too_slow(url: str, received: int, limit: float) -> StoreError:
+def document_too_slow(url: str, received: int | None, limit: float) -> StoreError:
+    """``received`` None: cut off before its body (the status line and headers trickled)."""
+    arrived = "it had not arrived" if received is None else f"only {received} bytes arrived"
     return StoreError(
-        f"refusing {url}: only {received} bytes arrived before the deadline of {limit:g} s for a document",
+        f"refusing {url}: {arrived} before the deadline of {limit:g} s for a document",
         problems=[Problem(message=f"not complete within {limit:g} s", file=url)],
         fix="the store or the network is too slow (or the store is hostile): rerun later, or use another store",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +33,7 @@ from scrollcase.store.base import (
     RangeRead,
     capped,
     document_too_large,
+    document_too_slow,
     parse_content_range,
     range_header,
     read_document,
@@ -41,6 +43,67 @@ from scrollcase.store.base import (
 # download keeps going as long as bytes move; a server that accepts and never answers fails in 15 s.
 TIMEOUT = 15.0
 _REACH_FIX = "check the store URL and that the server is running and reachable from this machine, then rerun"
+
+
+class _Watch:
+    """The socket one request connected, for its watchdog (the request runs in the caller's thread)."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.fired = threading.Event()
+
+    def cut(self) -> None:
+        self.fired.set()
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)  # a blocked read (headers or body) returns at once
+
+
+class _Current(threading.local):
+    watch: _Watch | None = None
+
+
+_CURRENT = _Current()  # which watch the connections made in this thread report to
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        if _CURRENT.watch is not None:
+            _CURRENT.watch.sock = self.sock
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        if _CURRENT.watch is not None:
+            _CURRENT.watch.sock = self.sock
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTP, req)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPS, req, context=getattr(self, "_context", None))
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float) -> Iterator[_Watch]:
+    """Cut the connection this thread opens inside the block off once ``seconds`` have passed: a server that
+    trickles its status line and headers is stopped there too, not only one that trickles the body."""
+    watch = _Watch()
+    timer = threading.Timer(seconds, watch.cut)
+    timer.daemon = True
+    _CURRENT.watch = watch
+    timer.start()
+    try:
+        yield watch
+    finally:
+        timer.cancel()
+        _CURRENT.watch = None
 
 
 def check_base_url(url: str) -> str:
@@ -73,7 +136,7 @@ class HttpStore:
         max_document_bytes: int = MAX_DOCUMENT_BYTES,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        self.opener = opener or safe_opener()
+        self.opener = opener or safe_opener(_WatchedHTTPHandler(), _WatchedHTTPSHandler())
         self.timeout = timeout
         self.document_deadline = document_deadline
         self.max_document_bytes = max_document_bytes
@@ -88,18 +151,32 @@ class HttpStore:
     def get_bytes(self, key: str) -> Blob | None:
         url = self.url_for(key)
         started = time.monotonic()
-        response = self._open(url, {})
+        # a second's grace: a trickled body is refused by read_document with its byte count; the watchdog stops
+        # what no read returns from (a status line and headers trickled, a body gone silent)
+        with _watchdog(self.document_deadline + 1.0) as watch:
+            try:
+                data, response = self._document(url, started)
+            except StoreError:
+                if watch.fired.is_set():  # the watchdog cut it off: say so, not "connection lost"
+                    raise document_too_slow(url, None, self.document_deadline) from None
+                raise
+            if watch.fired.is_set():  # cut off in its headers, which http.client then took for complete
+                raise document_too_slow(url, None, self.document_deadline)
         if response is None:
             return None
+        return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
+
+    def _document(self, url: str, started: float) -> tuple[bytes, http.client.HTTPResponse | None]:
+        response = self._open(url, {})
+        if response is None:
+            return b"", None
         with response:
             declared = _total(response, url, 0, None)
             if declared is not None and declared > self.max_document_bytes:
                 raise document_too_large(url, self.max_document_bytes)
             chunks = _chunks(response, url, self.timeout, response.read1)
-            data = read_document(
-                chunks, url, max_bytes=self.max_document_bytes, started=started, seconds=self.document_deadline
-            )
-        return Blob(data=data, etag=response.headers.get("ETag") or sha256_bytes(data))
+            limit, deadline = self.max_document_bytes, self.document_deadline
+            return read_document(chunks, url, max_bytes=limit, started=started, seconds=deadline), response
 
     @contextlib.contextmanager
     def read_from(self, key: str, offset: int = 0, length: int | None = None) -> Iterator[RangeRead]:

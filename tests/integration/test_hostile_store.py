@@ -24,7 +24,15 @@ from scrollcase.io.digest import sha256_bytes
 from scrollcase.io.documents import MAX_DOCUMENT_BYTES
 from scrollcase.store.http import HttpStore
 from tests.support.framedreleases import BOX
-from tests.support.hostilehttp import Flood, HostileState, Redirect, Trickle, published_store, serve_hostile
+from tests.support.hostilehttp import (
+    Flood,
+    HostileState,
+    Redirect,
+    Trickle,
+    TrickleHeaders,
+    published_store,
+    serve_hostile,
+)
 from tests.support.releases import SyntheticRelease
 
 MIB = 1 << 20
@@ -141,6 +149,19 @@ def test_a_trickled_index_fails_at_the_deadline(hostile: tuple[str, HostileState
     assert refused.value.message.startswith(f"refusing {url}/boxes/{BOX}/index.json: only ")
     assert "before the deadline of 2 s for a document" in refused.value.message
     assert state.flooded[f"/boxes/{BOX}/index.json"] < 20  # it stopped listening, not the server talking
+    assert not (host / "box").exists()
+
+
+def test_trickled_headers_fail_at_the_deadline_too(hostile: tuple[str, HostileState], host: Path) -> None:
+    """The status line, then a header a byte every 0.5 s: http.client reads headers before any body check runs;
+    the deadline's watchdog shuts the connection down (2 s here)."""
+    url, state = hostile
+    state.attacks["/index.json"] = TrickleHeaders(0.5)
+    with pytest.raises(StoreError) as refused:
+        install_box(HttpStore(url, document_deadline=2), BOX, host / "box")
+    assert refused.value.message == (
+        f"refusing {url}/boxes/{BOX}/index.json: it had not arrived before the deadline of 2 s for a document"
+    )
     assert not (host / "box").exists()
 
 

@@ -42,13 +42,20 @@ class Trickle:
 
 
 @dataclass(frozen=True)
+class TrickleHeaders:
+    """A status line, then one header's bytes one every ``interval`` seconds, without end (within 10 minutes)."""
+
+    interval: float = 0.5
+
+
+@dataclass(frozen=True)
 class Redirect:
     """A ``302`` to ``location`` (a ``{path}`` in it becomes the request's path)."""
 
     location: str
 
 
-Attack = Flood | Trickle | Redirect
+Attack = Flood | Trickle | TrickleHeaders | Redirect
 
 
 @dataclass
@@ -80,6 +87,8 @@ class HostileHandler(RangeHandler):
                 self.send_header("Location", attack.location.format(path=self.path))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+            elif isinstance(attack, TrickleHeaders):
+                self._trickle_headers(attack.interval)
             elif isinstance(attack, Trickle):
                 self._trickle(Path(self.translate_path(self.path)).read_bytes(), attack.interval)
             else:
@@ -106,6 +115,14 @@ class HostileHandler(RangeHandler):
                 sent += len(zeros)
         finally:
             self.state.flooded[self.path] = self.state.flooded.get(self.path, 0) + sent
+
+    def _trickle_headers(self, interval: float) -> None:
+        self.wfile.write(b"HTTP/1.0 200 OK\r\nX-Slow: ")
+        for n in range(int(600 / interval)):
+            self.wfile.write(b"z")
+            self.wfile.flush()
+            self.state.flooded[self.path] = n + 1
+            time.sleep(interval)
 
     def _trickle(self, data: bytes, interval: float) -> None:
         self.send_response(200)
