@@ -3,7 +3,9 @@
 Before a byte of the archive is downloaded it reads the box index, this machine and the release manifest,
 each checked against the others (a store whose files disagree is refused early), chooses the release
 (:func:`~scrollcase.client.select.select_release`) and runs the GPU check; then the archive is received
-(:func:`~scrollcase.client.receive.receive_release`: downloaded, unpacked and its frames kept side by side).
+(:func:`~scrollcase.client.receive.receive`: the frames this machine already holds, from any installed release
+of any box, reused and the rest read by range; or the whole archive downloaded, unpacked and its frames kept
+side by side).  :func:`~scrollcase.client.receive.plan_receive` says what that costs before it starts.
 DEST appears only when every check passed: any ScrollcaseError leaves it as it was.  ``upgrade_box``
 (:mod:`scrollcase.client.upgrade`) shares the reads.  Nothing here prints: progress goes to the callbacks
 the caller passes (the CLI's console, a host app's logger).
@@ -19,9 +21,10 @@ from pathlib import Path
 from scrollcase.client.download import Download, cache_paths
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.preflight import refuse, release_gpu_check
-from scrollcase.client.receive import receive_release
+from scrollcase.client.receive import Fetched, Figures, plan_receive, receive
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
-from scrollcase.errors import IntegrityError, Problem, StoreError
+from scrollcase.client.share import share_tree
+from scrollcase.errors import IntegrityError, Problem, ScrollcaseError, StoreError
 from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, prepare_dest
 from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, parse_release
 from scrollcase.format.relocate import check_dest_length, prefix_text
@@ -52,12 +55,20 @@ class Installed:
     store: str  # the store's URL
     archive: str  # the archive's URL
     dest: Path
-    download: Download  # bytes downloaded, resumed from, taken from the download cache
+    download: Download | None  # the whole archive: bytes downloaded, resumed from, from the download cache
     kept_download: bool  # the checked archive stays in the download cache (``download.path``)
     unpacked: UnpackResult
     gpu_check: GpuCheckResult
     cache_pruned: Pruned  # frames no installed box uses any more, removed from the frame cache
     seconds: float
+    plan: Figures  # what the install was to download and add to the disk, said before it fetched a byte
+    fetched: Fetched | None = None  # the frames fetched, when the others came from the frame cache
+
+    @property
+    def bytes_downloaded(self) -> int:
+        """Archive bytes fetched from the store (the missing frames, or the whole archive)."""
+        frames = self.fetched.bytes_fetched if self.fetched else 0
+        return frames + (self.download.downloaded if self.download else 0)
 
     def to_json(self) -> dict[str, object]:
         """``scrollcase install --json``'s result (docs/install.md#output)."""
@@ -70,10 +81,12 @@ class Installed:
             "archive": self.archive,
             "sha256": manifest.archive.sha256,
             "size": manifest.archive.size,
-            "bytesDownloaded": download.downloaded,
-            "resumedFrom": download.resumed_from,
-            "fromCache": download.cached,
-            "cachedArchive": str(download.path) if self.kept_download else None,
+            "bytesDownloaded": self.bytes_downloaded,
+            "resumedFrom": download.resumed_from if download else 0,
+            "fromCache": download.cached if download else False,
+            "cachedArchive": str(download.path) if download and self.kept_download else None,
+            "framesFetched": self.fetched.frames_fetched if self.fetched else None,
+            "plan": self.plan.to_json(),
             "dest": str(unpacked.dest),
             "files": unpacked.files,
             "uncompressedBytes": unpacked.uncompressed_bytes,
@@ -99,6 +112,7 @@ def install_box(
     progress: Emit = quiet,
     meter: MeterFactory = silent_meter,
     on_gpu_check: GpuCheckHook | None = None,
+    share: bool = True,
 ) -> Installed:
     """Install the release of ``box_id`` in ``store`` that fits this machine into ``dest`` (a new or empty
     folder), as ``scrollcase install`` does.
@@ -110,7 +124,8 @@ def install_box(
     step, ``meter`` a byte meter per transfer, ``on_gpu_check`` the GPU check's result before anything is
     downloaded (default: its summary through ``progress``).  Raises a
     :class:`~scrollcase.errors.ScrollcaseError` (nothing fits, a refused GPU check, a tampered archive, a
-    store error…), leaving ``dest`` as it was."""
+    store error…), leaving ``dest`` as it was.  ``share``: link the files this box has in common with the
+    boxes installed before it to one stored copy (client/share.py); False keeps every file its own."""
     where = Path(dest)
     prepare_dest(where)
     wanted = Wanted(version, target, pre, skip_gpu_check)
@@ -120,7 +135,9 @@ def install_box(
     manifest, check = checked_manifest(offer, chosen, progress)
     (on_gpu_check or gpu_summary(progress))(check)
     check_dest_fits(where, manifest.relocation, NOTHING_DOWNLOADED)
-    return _receive(offer.store, manifest, chosen, where, check, keep_download, progress, meter)
+    installed = _receive(offer.store, manifest, chosen, where, check, keep_download, progress, meter)
+    progress(share_tree(where, where).summary() if share else "files not shared (--no-share)")
+    return installed
 
 
 def _receive(
@@ -133,18 +150,21 @@ def _receive(
     progress: Emit,
     meter: MeterFactory,
 ) -> Installed:
-    """The chosen release downloaded, unpacked into ``dest`` and its frames kept (for ``upgrade_box``)."""
+    """The chosen release received into ``dest`` (the frames this machine holds reused) and its frames
+    pinned for it (for ``upgrade_box``, and for the next box that shares them)."""
     info = manifest.archive
     progress(f"installing {manifest.boxId} {manifest.version} ({manifest.targetId}) from {store.url}")
     start = time.monotonic()
     cache = FrameCache.default()
     source = store.url_for(chosen.entry.release)
+    plan = plan_receive(info, cache, whole=keep_download)
+    progress(describe_plan(plan))
     try:
-        received = receive_release(store, manifest, dest, cache, source, meter=meter, progress=progress)
+        received = receive(store, manifest, dest, cache, plan, source, meter=meter, progress=progress)
     except IntegrityError:
         cache_paths(info.sha256).complete.unlink(missing_ok=True)  # a bad archive must not be reused from the cache
         raise
-    if not keep_download:
+    if received.download is not None and not keep_download:
         received.download.path.unlink(missing_ok=True)
     pruned = keep_installed(cache, dest, info.frames) if info.frames else Pruned(0, 0)
     archive = store.url_for(manifest.keys.archive)
@@ -159,7 +179,24 @@ def _receive(
         gpu_check=check,
         cache_pruned=pruned,
         seconds=time.monotonic() - start,
+        plan=plan,
+        fetched=received.fetched,
     )
+
+
+def describe_plan(plan: Figures) -> str:
+    """The figures as one progress line, said before a byte of the archive is fetched."""
+    disk = f"{plan.disk_bytes} bytes" if plan.disk_bytes is not None else "an unknown number of bytes"
+    if plan.how == "frames":
+        how = (
+            f"{plan.frames_missing} of {plan.frames} frames ({plan.download_bytes} bytes); "
+            f"{plan.reused_bytes} bytes of frames this machine holds reused"
+        )
+    elif plan.how == "cached-archive":
+        how = "nothing: the archive is in the download cache"
+    else:
+        how = f"the whole archive ({plan.download_bytes} bytes)"
+    return f"will download {how}; the tree adds {disk} to the disk"
 
 
 @dataclass(frozen=True)
@@ -170,6 +207,7 @@ class Listing:
     box_id: str
     host: HostView
     selection: Selection
+    plan: Figures | None = None  # what installing ``selection.chosen`` would download and add to the disk
 
 
 def list_releases(
@@ -185,10 +223,26 @@ def list_releases(
     progress: Emit = quiet,
 ) -> Listing:
     """Every release of ``box_id`` in ``store``, best first, each with whether it fits this machine and why
-    not; the one :func:`install_box` would choose with the same arguments is ``selection.chosen``."""
+    not; the one :func:`install_box` would choose with the same arguments is ``selection.chosen``, and
+    ``plan`` what installing it would download and add to the disk (from its manifest and this machine's frame
+    cache; None when nothing fits, or its manifest cannot be read: the reason goes to ``progress``)."""
     wanted = Wanted(version, target, pre, skip_gpu_check)
     offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
-    return Listing(offer.store.url, box_id, offer.host, select_release(offer.index, offer.host, wanted))
+    selection = select_release(offer.index, offer.host, wanted)
+    return Listing(offer.store.url, box_id, offer.host, selection, chosen_plan(offer, selection.chosen, progress))
+
+
+def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit) -> Figures | None:
+    """What installing ``chosen`` would cost (its manifest read, checked against the index; no archive byte)."""
+    if chosen is None:
+        return None
+    try:
+        with waiting(progress, offer.store.url):
+            manifest = fetch_manifest(offer.store, offer.box_id, chosen)
+    except ScrollcaseError as exc:
+        progress(f"warning: no download figures for {chosen.version} {chosen.target_id}: {exc.message}")
+        return None
+    return plan_receive(manifest.archive, FrameCache.default())
 
 
 def as_store(store: ReadableStore | str, endpoint_url: str | None) -> ReadableStore:

@@ -47,6 +47,7 @@ PYC = "pyc"
 FRAMES = "frames"
 DOWNLOADS = "downloads"
 ASSETS = "assets"
+FILES = "files"
 PINS = "pins"  # below a pinned cache: which entries the folders that use them are made of
 REMOVING = ".removing"  # the suffix of a folder renamed aside to be deleted
 DAY = 86400.0
@@ -70,6 +71,7 @@ class Keep:
     by: Literal["age", "pins"]
     touched_on_use: bool = True
     grace_seconds: float = 0.0
+    linked: bool = False  # by pins: also keep every entry a box still hard-links (link count > 1)
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ class ContentCache:
             return []
         if self.keep.by == "pins":
             try:
-                kept = self.pinned_entries(folder)
+                kept = self.pinned_entries(folder) | (self.linked_entries(folder) if self.keep.linked else set())
             except OSError:
                 return []
             return self._remove_older(folder, now - self.keep.grace_seconds, kept)
@@ -214,6 +216,20 @@ class ContentCache:
             keep.update(pin.frames)
         return keep
 
+    def linked_entries(self, folder: Path) -> set[str]:
+        """The entries some other file is hard-linked to (an installed box that shares them)."""
+        linked = set()
+        for entry in self.entries(folder):
+            with contextlib.suppress(OSError):
+                if entry.lstat().st_nlink > 1:
+                    linked.add(entry.name.removesuffix(self.suffix))
+        return linked
+
+    def pins(self, folder: Path) -> list[Pin]:
+        """Every readable pin whose folder still exists."""
+        found = (_read_pin(path) for path in sorted((folder / PINS).glob("*.json")))
+        return [pin for pin in found if pin is not None and Path(pin.dest).is_dir()]
+
     def pin_path(self, folder: Path, dest: Path) -> Path:
         return folder / PINS / f"{sha256_bytes(os.fsencode(_absolute(dest)))[:32]}.json"
 
@@ -248,6 +264,16 @@ DOWNLOAD_CACHE = ContentCache(
     "files",
     suffix=".tar.zst",
 )
+# The files installed boxes share (client/share.py): hard-linked or cloned into every box that holds
+# them.  Never touched (a touch would change the boxes' own files' times); kept while a pin or a link
+# from a box names them.
+SHARED_FILES_CACHE = ContentCache(
+    FILES,
+    "install",
+    "files installed boxes share, by sha256 (hard links or clones); pruned to what installed boxes use",
+    "fanout",
+    Keep("pins", touched_on_use=False, grace_seconds=FRAME_GRACE_SECONDS, linked=True),
+)
 # Below a build's --state-dir, not the user cache (the CI build cache keeps it): not in CACHES.
 ASSET_CACHE = ContentCache(ASSETS, "build", "model assets downloaded by sha256", "files")
 
@@ -259,6 +285,7 @@ CACHES: tuple[ContentCache, ...] = (
     PYC_CACHE,
     FRAME_CACHE,
     DOWNLOAD_CACHE,
+    SHARED_FILES_CACHE,
 )
 BY_NAME = {cache.name: cache for cache in CACHES}
 

@@ -122,7 +122,7 @@ def test_every_cache_is_one_content_cache_and_prune_follows_each_rule(tmp_path: 
     freed = usercache.prune(root, usercache.CACHES, 30)
 
     assert all(isinstance(c, usercache.ContentCache) for c in usercache.CACHES)
-    assert list(freed) == ["wheels", "unpacked", "packframes", "pyc", "frames"]  # the caches with a rule
+    assert list(freed) == ["wheels", "unpacked", "packframes", "pyc", "frames", "files"]  # the caches with a rule
     assert (freed["wheels"], freed["packframes"], freed["pyc"]) == (Freed(1, 3), Freed(), Freed(1, 11))
     assert not wheel.exists() and frame.is_file() and not pyc.exists()
     assert download.is_file()  # no rule: only `cache clean` removes downloads
@@ -144,3 +144,27 @@ def test_a_cache_kept_by_pins_keeps_what_live_folders_name_and_ignores_the_age(t
     assert cache.prune(folder, max_age_days=1000) == [(dropped, 9)]
     assert kept.is_file() and cache.pinned(folder, box) == (SHA_A,)
     assert [p.name for p in (folder / usercache.PINS).iterdir()] == [cache.pin_path(folder, box).name]
+
+
+def test_shared_files_stay_while_a_box_pins_or_hard_links_them_and_go_when_none_does(tmp_path: Path) -> None:
+    """`cache prune` never removes content an installed box uses (client/share.py's store)."""
+    cache = usercache.SHARED_FILES_CACHE
+    folder = cache.folder(tmp_path / "cache")
+    pinned, linked, unused = (_file(cache.entry(folder, sha), 5) for sha in (SHA_A, SHA_B, "c" * 64))
+    for path in (pinned, linked, unused):
+        _age(path, 400)  # a shared file keeps the time it was packed with: the grace never applies
+    box_a, box_b = tmp_path / "a", tmp_path / "b"
+    box_a.mkdir()
+    box_b.mkdir()
+    cache.pin(folder, box_a, [SHA_A])  # a box on a file system with clones: pinned, not linked
+    os.link(linked, box_b / "lib.so")  # a box whose pin was lost: still hard-linked
+
+    removed = cache.prune(folder, 30)
+
+    assert [path for path, _ in removed] == [unused]
+    assert pinned.is_file() and linked.is_file()
+    assert cache.linked_entries(folder) == {SHA_B}
+    assert [pin.dest for pin in cache.pins(folder)] == [str(box_a)]
+    (box_b / "lib.so").unlink()
+    box_a.rmdir()  # both boxes deleted: nothing of theirs is kept
+    assert sorted(path for path, _ in cache.prune(folder, 30)) == sorted([pinned, linked])
