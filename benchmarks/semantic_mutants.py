@@ -647,7 +647,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ug-relocate-to-staging",
         "upgrade",
-        "scrollcase/client/upgrade.py",
+        "scrollcase/client/receive.py",
         "            relocate_to=relocate_to,\n",
         "            relocate_to=staging,\n",
         "the upgraded tree is relocated to the staging folder, which is renamed away (scripts point nowhere)",
@@ -656,7 +656,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ug-identity-skipped",
         "upgrade",
-        "scrollcase/client/upgrade.py",
+        "scrollcase/client/receive.py",
         "    check_identity(manifest, entry)\n    stream = FrameStream(",
         "    stream = FrameStream(",
         "an upgrade unpacks frames whose box.json names another release",

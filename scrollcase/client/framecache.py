@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, TypeVar, cast
 
 from scrollcase.client.download import disk_refused, make_cache_dir
 from scrollcase.errors import BuildError, IntegrityError
@@ -46,6 +46,18 @@ from scrollcase.store.base import ReadableStore
 
 FRAMES = FRAME_CACHE.name
 PRUNE_GRACE_SECONDS = FRAME_GRACE_SECONDS
+F = TypeVar("F", bound=FrameLike)
+
+
+def distinct(frames: Iterable[F]) -> list[F]:
+    """Each sha256 once, in archive order (a release may hold the same frame twice)."""
+    seen: set[str] = set()
+    out = []
+    for frame in frames:
+        if frame.sha256 not in seen:
+            seen.add(frame.sha256)
+            out.append(frame)
+    return out
 
 
 @dataclass(frozen=True)
@@ -285,7 +297,7 @@ class FrameStream:
             if self._current is None:
                 if not self._paths:
                     return b""
-                self._current = open_unlinked(self._paths.pop(0))
+                self._current = _open_entry(self._paths.pop(0))
             data = self._current.read(n)
             if data or n == 0:
                 return data
@@ -295,3 +307,15 @@ class FrameStream:
         if self._current is not None:
             self._current.close()
             self._current = None
+
+
+def _open_entry(path: Path) -> BinaryIO:
+    """A cached frame opened for the unpack; one gone meanwhile (evicted by another run) or a link is an
+    IntegrityError, which the unpack's healing answers by fetching it again."""
+    try:
+        return open_unlinked(path)
+    except OSError as exc:
+        raise IntegrityError(
+            f"the frame cache entry {path} cannot be read: {exc.strerror or exc}",
+            fix="it was removed or damaged on this machine: an install or upgrade fetches it again",
+        ) from None

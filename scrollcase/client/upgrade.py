@@ -9,7 +9,8 @@ Order of events:
    missing frames are read from the store with ranged reads, each checked against the table as it
    arrives;
 4. the archive the cached frames make is unpacked into ``.<DEST>.upgrade`` beside DEST, relocated to
-   DEST's path, read frame after frame from the cache (:func:`unpack_from_frames`: never written whole)
+   DEST's path, read frame after frame from the cache (:func:`~scrollcase.client.receive.unpack_from_frames`:
+   never written whole)
    and its whole sha256 checked as it is read;
 5. the swap: DEST becomes ``.<DEST>.previous``, the new tree becomes DEST (two renames on one file
    system); the previous tree is deleted unless it is kept for a rollback;
@@ -23,17 +24,15 @@ no DEST but a complete ``.<DEST>.previous``: :func:`recover_swap` (run first by 
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
 
 from scrollcase.client.download import download_archive, locked
-from scrollcase.client.framecache import FrameCache, FrameStream, Pruned, fetch_frames, keep_installed, pruned_json
+from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import (
     GpuCheckHook,
     as_store,
@@ -44,13 +43,14 @@ from scrollcase.client.install import (
     read_offer,
 )
 from scrollcase.client.preflight import check_identity
+from scrollcase.client.receive import Fetched, fetch_release, unpack_healing
 from scrollcase.client.select import Wanted, require_choice, select_release, semver_key
+from scrollcase.client.share import share_tree
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
-from scrollcase.format.archive.units import BOX_JSON_UNIT
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON
-from scrollcase.format.release import ArchiveFrame, ReleaseManifest
+from scrollcase.format.release import ReleaseManifest
 from scrollcase.host.facts import HostProbes
 from scrollcase.io import files
 from scrollcase.progress import Emit, MeterFactory, silent_meter
@@ -125,6 +125,7 @@ def upgrade_box(
     progress: Emit = quiet,
     meter: MeterFactory = silent_meter,
     on_gpu_check: GpuCheckHook | None = None,
+    share: bool = True,
 ) -> Upgraded:
     """Move the box installed in ``dest`` to the newest release of the same box and target in ``store``
     (or to ``version``, an older one too: a rollback), as ``scrollcase upgrade`` does: only the frames
@@ -132,7 +133,8 @@ def upgrade_box(
 
     ``store``, ``probes``, ``progress``, ``meter`` and ``on_gpu_check`` are as for
     :func:`~scrollcase.client.install.install_box`; ``keep_previous`` keeps the old tree as
-    ``.<DEST>.previous`` (and its frames).  Raises a :class:`~scrollcase.errors.ScrollcaseError`; until the
+    ``.<DEST>.previous`` (and its frames); ``share`` links the new tree's files to the copies other boxes
+    share (client/share.py) before it is swapped in.  Raises a :class:`~scrollcase.errors.ScrollcaseError`; until the
     final swap ``dest`` stays the old, working install."""
     where = Path(dest).absolute()
     if recover_swap(where):
@@ -150,7 +152,7 @@ def upgrade_box(
     check_dest_fits(where, manifest.relocation, NOTHING_CHANGED)
     progress(f"upgrading {box.boxId} in {where}: {box.version} -> {manifest.version} from {url}")
     start = time.monotonic()
-    done = _upgrade(offer.store, manifest, where, keep_previous, progress, meter)
+    done = _upgrade(offer.store, manifest, where, keep_previous, progress, meter, share)
     return Upgraded(
         box_id=box.boxId,
         dest=where,
@@ -182,6 +184,7 @@ def _upgrade(
     keep_previous: bool,
     progress: Emit,
     meter: MeterFactory,
+    share: bool = True,
 ) -> _Done:
     """Fetch, unpack beside ``dest``, swap in, keep the frames: one upgrade of ``dest`` at a time."""
     cache = FrameCache.default()
@@ -196,6 +199,7 @@ def _upgrade(
         finally:
             if fetched.archive is not None:
                 fetched.archive.unlink(missing_ok=True)
+        progress(share_tree(sib.staging, dest).summary() if share else "files not shared (--no-share)")
         old_frames = cache.pinned(dest)
         previous = swap_in(Siblings(dest), keep_previous)
         pruned = _keep_frames(cache, manifest, dest, previous, old_frames)
@@ -213,9 +217,9 @@ def _unpack(
     meter: MeterFactory,
 ) -> tuple[UnpackResult, Fetched]:
     """Into ``staging``, relocated to ``dest``: streamed from the frame cache (healed once when a cached
-    frame turns out damaged: :func:`_unpack_healing`), or the whole archive downloaded."""
+    frame turns out damaged: :func:`~scrollcase.client.receive.unpack_healing`), or the whole archive downloaded."""
     if fetched.archive is None:
-        return _unpack_healing(store, fetched, manifest, cache, staging, dest, progress, meter)
+        return unpack_healing(store, fetched, manifest, cache, staging, dest, progress, meter)
     check_identity(manifest, fetched.archive)
     info = manifest.archive
     bar = meter("unpacking", info.size)
@@ -224,53 +228,6 @@ def _unpack(
     )
     bar.finish()
     return result, fetched
-
-
-def _unpack_healing(
-    store: ReadableStore,
-    fetched: Fetched,
-    manifest: ReleaseManifest,
-    cache: FrameCache,
-    staging: Path,
-    dest: Path,
-    progress: Emit,
-    meter: MeterFactory,
-) -> tuple[UnpackResult, Fetched]:
-    """The unpack from the frame cache; when its sha256 (or anything it reads) is wrong, each cached frame
-    of the release is hashed again: the damaged ones (this disk's fault, not the store's) are evicted,
-    fetched again and the unpack rerun; when none is, the release itself is at fault."""
-    source = store.url_for(manifest.keys.archive)
-    try:
-        return _unpack_frames(cache, manifest, staging, dest, source, meter), fetched
-    except IntegrityError as exc:
-        damaged = cache.evict_damaged(manifest.archive.frames or [])
-        if not damaged:
-            raise IntegrityError(
-                f"{exc.message}; every cached frame matches the release manifest's frame table",
-                problems=exc.problems,
-                fix="the frames are the ones the release manifest names, so the release itself is at fault (its "
-                "frame table and archive sha256 disagree, or its content is refused): republish it (or use "
-                "another store)",
-            ) from None
-    for frame in damaged:
-        progress(
-            f"the frame cache entry {cache.path_for(frame.sha256)} ({frame.name}) was damaged on this machine "
-            "(not the bytes its name promises, or a link): removed and fetched again from the store"
-        )
-    again = fetch_frames(store, manifest.keys.archive, damaged, cache, meter)
-    healed = dataclasses.replace(
-        fetched, frames_fetched=fetched.frames_fetched + len(damaged), bytes_fetched=fetched.bytes_fetched + again
-    )
-    return _unpack_frames(cache, manifest, staging, dest, source, meter), healed
-
-
-def _unpack_frames(
-    cache: FrameCache, manifest: ReleaseManifest, staging: Path, dest: Path, source: str, meter: MeterFactory
-) -> UnpackResult:
-    bar = meter("unpacking", manifest.archive.size)
-    result = unpack_from_frames(cache, manifest, staging, dest, source, on_bytes=bar)
-    bar.finish()
-    return result
 
 
 def _fetch(
@@ -340,69 +297,6 @@ def upgrading(dest: Path) -> Iterator[Siblings]:
     sib = Siblings(dest)
     with locked(sib.lock, f"is upgrading {describe_path(dest) or dest}"):
         yield sib
-
-
-@dataclass(frozen=True)
-class Fetched:
-    archive: Path | None  # the whole archive, for a release without a frame table; else the frames are cached
-    frames_total: int
-    frames_fetched: int
-    bytes_fetched: int
-
-
-def fetch_release(
-    store: ReadableStore,
-    manifest: ReleaseManifest,
-    frames: list[ArchiveFrame],
-    cache: FrameCache,
-    meter: MeterFactory = silent_meter,
-) -> Fetched:
-    """Every frame of the new release in the cache: the missing ones fetched, each checked as it arrives."""
-    missing = cache.missing(frames)
-    fetched = fetch_frames(store, manifest.keys.archive, missing, cache, meter)
-    return Fetched(None, len(frames), len(missing), fetched)
-
-
-def unpack_from_frames(
-    cache: FrameCache,
-    manifest: ReleaseManifest,
-    staging: Path,
-    relocate_to: Path,
-    source: str,
-    on_bytes: Callable[[int], None] | None = None,
-) -> UnpackResult:
-    """Unpack the archive the cached frames make into ``staging``, never writing it whole (an upgrade of the
-    torch box needed 2.6 GB more disk and time for that): box.json's frame is checked against the manifest
-    first, and the unpack's sha256 over the frames, as it reads them, is the reassembled archive's."""
-    frames = list(manifest.archive.frames or [])
-    box_json = next((f for f in frames if f.name == BOX_JSON_UNIT), None)
-    if box_json is None:  # every box scrollcase packs has one: an archive without box.json is never a box
-        raise IntegrityError(
-            f"refusing to upgrade from {source}: its frame table names no {BOX_JSON_UNIT} frame, so the archive "
-            "has no box.json at its root; nothing was changed",
-            fix="the release was not built by `scrollcase build` (or was repacked): republish it",
-        )
-    entry = cache.path_for(box_json.sha256)
-    if not cache.intact(box_json):  # small: checked before its box.json is believed
-        raise IntegrityError(
-            f"the frame cache entry {entry} ({BOX_JSON_UNIT}) is not the bytes its name promises",
-            fix="it was damaged on this machine: an upgrade fetches it again (or `scrollcase cache clean`)",
-        )
-    check_identity(manifest, entry)
-    stream = FrameStream(cache, frames)
-    info = manifest.archive
-    try:
-        return unpack_archive(
-            Path(f"{source} (reassembled from the frame cache)"),
-            staging,
-            expected_size=info.size,
-            expected_sha256=info.sha256,
-            on_bytes=on_bytes,
-            relocate_to=relocate_to,
-            stream=cast("BinaryIO", stream),
-        )
-    finally:
-        stream.close()
 
 
 def swap_in(sib: Siblings, keep_previous: bool) -> Path | None:

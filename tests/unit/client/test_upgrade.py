@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from scrollcase.client import upgrade as upgrade_client
 from scrollcase.client.framecache import FrameCache, fill_from_archive
+from scrollcase.client.receive import Fetched, fetch_release, unpack_from_frames, unpack_healing
 from scrollcase.client.upgrade import (
-    Fetched,
     Siblings,
     clear_staging,
-    fetch_release,
     installed_box,
     recover_swap,
     swap_in,
-    unpack_from_frames,
     upgrading,
 )
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError
@@ -192,7 +189,7 @@ def test_frames_that_match_their_table_but_not_the_archive_blame_the_release_not
     fetched = Fetched(None, len(info.frames or []), 0, 0)
     empty = LocalStore(tmp_path / "empty-store")  # nothing is fetched again: no frame is damaged
     with pytest.raises(IntegrityError, match="every cached frame matches the release manifest's frame table") as raised:
-        upgrade_client._unpack_healing(  # the heal's refusal, with no store to heal from
+        unpack_healing(  # the heal's refusal, with no store to heal from
             empty, fetched, lying, cache, tmp_path / ".box.upgrade", tmp_path / "box", print, silent_meter
         )
     assert "the release itself is at fault" in (raised.value.fix or "") and "again" not in (raised.value.fix or "")
