@@ -79,7 +79,9 @@ def run_installed(dest: Path, console: Console) -> int:
         console.result(report.to_json(), f"ok: {head}, none changed since install{unchecked}")
         return 0
     lines = [
-        f"{c.change:<8} {c.path}" + (f" ({c.expected} -> {c.found})" if c.change == "mode" else "")
+        f"{c.change:<8} {c.path}"
+        + (f" ({c.expected} -> {c.found})" if c.change == "mode" else "")
+        + (f" (a shared file: changed in {', '.join(c.sharedWith)})" if c.sharedWith else "")
         for c in report.changes
     ]
     moved = [f"moved    installed in {report.installed_at}, now in {dest}"] if report.moved else []

@@ -32,6 +32,7 @@ from scrollcase.format import relocate
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.filedigests import BoxFile, BoxLink, TreeDigests, digest_files, digest_tree
 from scrollcase.format.layout import BOX_JSON
+from scrollcase.io.cache import SHARED_FILES_CACHE
 from scrollcase.io.documents import (
     MAX_BOX_JSON_BYTES,
     MAX_DOCUMENT_BYTES,
@@ -39,7 +40,7 @@ from scrollcase.io.documents import (
     parse_json_model,
     read_document,
 )
-from scrollcase.io.files import ReadErrors, write_atomic
+from scrollcase.io.files import ReadErrors, user_cache_dir, write_atomic
 
 RECEIPT = "box.installed.json"
 DEFAULT_DIR_MODE = 0o755  # a box without folders still states one
@@ -71,6 +72,9 @@ class FileChange(_Model):
     change: Literal["added", "removed", "changed", "mode"]
     expected: str | None = None  # sha256 (a file), "-> target" (a symlink) or a mode; None when added
     found: str | None = None  # likewise; None when removed
+    # A changed file that is one stored copy hard-linked into several boxes (client/share.py): every
+    # installed box (DEST) that shares it, this one included; the change is theirs too.
+    sharedWith: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -211,9 +215,10 @@ def mode_changes(
 # ---------------------------------------------------------------- verifying (I/O)
 
 
-def verify_installed(dest: Path) -> InstalledReport:
+def verify_installed(dest: Path, cache_dir: Path | None = None) -> InstalledReport:
     """Hash the installed box at ``dest`` and compare it, modes included, with its box.json and install
-    receipt, and ``dest`` with the folder it was installed in."""
+    receipt, and ``dest`` with the folder it was installed in; a changed file shared with other boxes
+    through the user cache's store (``cache_dir``) names them all."""
     if not dest.is_dir():
         raise UsageError(f"{describe_path(dest)} is not a folder", fix="pass the DEST the box was installed into")
     box = parse_box_json(_read(dest / BOX_JSON, MAX_BOX_JSON_BYTES), file=BOX_JSON)
@@ -235,9 +240,33 @@ def verify_installed(dest: Path) -> InstalledReport:
     changes = tree_changes(expected, digest_tree(dest, skip=[RECEIPT]))
     if receipt.modes is not None:
         changes += mode_changes(receipt.modes, *tree_modes(dest), known_paths(expected))
+    changes = shared_changes(dest, changes, SHARED_FILES_CACHE.folder(cache_dir or user_cache_dir()))
     ordered = tuple(sorted(changes, key=lambda c: (c.path, c.change)))
     moved = not _same_folder(receipt.dest, dest)
     return InstalledReport(dest, box, len(expected), ordered, receipt.dest, moved, receipt.modes is not None)
+
+
+def shared_changes(dest: Path, changes: Iterable[FileChange], store: Path) -> tuple[FileChange, ...]:
+    """``changes``, each changed file that is still the store's copy of what it should hold naming every
+    installed box whose pin lists that copy: the boxes the change reached."""
+    pins = SHARED_FILES_CACHE.pins(store) if any(c.change in ("changed", "mode") for c in changes) else []
+    marked = []
+    for change in changes:
+        entry = (
+            SHARED_FILES_CACHE.entry(store, change.expected or "-") if change.change in ("changed", "mode") else None
+        )
+        if entry is not None and _same_file(dest / change.path, entry):
+            users = sorted(pin.dest for pin in pins if change.expected in pin.frames)
+            change = change.model_copy(update={"sharedWith": tuple(users)})
+        marked.append(change)
+    return tuple(marked)
+
+
+def _same_file(path: Path, entry: Path) -> bool:
+    try:
+        return path.samefile(entry) and not entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _same_folder(recorded: str, dest: Path) -> bool:
