@@ -57,6 +57,7 @@ class InstallArgs(ReleaseArgs):
     target: str | None
     list: bool
     keep_download: bool
+    no_share: bool
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -79,6 +80,11 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         help="treat GPU boxes as fitting without probing the host's GPUs (prints a warning)",
     )
     p.add_argument("--keep-download", action="store_true", help="keep the checked archive in the download cache")
+    p.add_argument(
+        "--no-share",
+        action="store_true",
+        help="keep every file of the box its own: no links to the copies other installed boxes share",
+    )
     p.set_defaults(handler=handler(InstallArgs, run))
 
 
@@ -108,6 +114,7 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
         pre=args.pre,
         skip_gpu_check=args.skip_gpu_check,
         keep_download=args.keep_download,
+        share=not args.no_share,
         endpoint_url=args.endpoint_url,
         probes=probes,
         progress=console.progress,

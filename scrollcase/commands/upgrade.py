@@ -29,6 +29,7 @@ until the new one is complete.
 class UpgradeArgs(ReleaseArgs):
     dest: Path
     keep_previous: bool
+    no_share: bool
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -42,6 +43,11 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-previous", action="store_true", help="keep the old tree as .DEST.previous and its frames (rollback)"
     )
+    p.add_argument(
+        "--no-share",
+        action="store_true",
+        help="keep every file of the box its own: no links to the copies other installed boxes share",
+    )
     p.set_defaults(handler=handler(UpgradeArgs, run))
 
 
@@ -53,6 +59,7 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
         pre=args.pre,
         skip_gpu_check=args.skip_gpu_check,
         keep_previous=args.keep_previous,
+        share=not args.no_share,
         endpoint_url=args.endpoint_url,
         probes=probes,
         progress=console.progress,

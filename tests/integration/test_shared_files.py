@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from scrollcase import cli
 from scrollcase.client.install import install_box
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.boxjson import dump_box_json
@@ -120,3 +121,22 @@ def test_cache_prune_and_deleting_a_box_keep_what_another_box_uses(two_boxes: tu
     assert (b / SHARED).is_file() and verify_installed(b).passed
     kept = files.entries(files.folder(cache))
     assert any(entry.samefile(b / SHARED) for entry in kept)  # b's files stay stored for the next box
+
+
+@POSIX_ONLY
+def test_no_share_keeps_every_file_of_the_box_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`install --no-share` for users who prefer isolation: nothing linked, nothing stored, nothing pinned."""
+    monkeypatch.setenv("SCROLLCASE_CACHE_DIR", str(tmp_path / "cache"))
+    store = tmp_path / "store"
+    for box_id in ("box-a", "box-b"):
+        publish_box(tmp_path / "work", store, box_id)
+    assert cli.main(["install", "--store", str(store), "--box", "box-a", str(tmp_path / "a")]) == 0
+    assert cli.main(["install", "--no-share", "--store", str(store), "--box", "box-b", str(tmp_path / "b")]) == 0
+    assert "files not shared (--no-share)" in capsys.readouterr().err
+    assert not (tmp_path / "a" / SHARED).samefile(tmp_path / "b" / SHARED)
+    assert os.stat(tmp_path / "b" / SHARED).st_nlink == 1
+    files = usercache.SHARED_FILES_CACHE
+    assert [pin.dest for pin in files.pins(files.folder(tmp_path / "cache"))] == [str(tmp_path / "a")]
+    assert verify_installed(tmp_path / "b").passed
