@@ -240,23 +240,25 @@ def verify_installed(dest: Path, cache_dir: Path | None = None) -> InstalledRepo
     changes = tree_changes(expected, digest_tree(dest, skip=[RECEIPT]))
     if receipt.modes is not None:
         changes += mode_changes(receipt.modes, *tree_modes(dest), known_paths(expected))
-    changes = shared_changes(dest, changes, SHARED_FILES_CACHE.folder(cache_dir or user_cache_dir()))
+    changes = shared_changes(dest, changes, expected, SHARED_FILES_CACHE.folder(cache_dir or user_cache_dir()))
     ordered = tuple(sorted(changes, key=lambda c: (c.path, c.change)))
     moved = not _same_folder(receipt.dest, dest)
     return InstalledReport(dest, box, len(expected), ordered, receipt.dest, moved, receipt.modes is not None)
 
 
-def shared_changes(dest: Path, changes: Iterable[FileChange], store: Path) -> tuple[FileChange, ...]:
-    """``changes``, each changed file that is still the store's copy of what it should hold naming every
-    installed box whose pin lists that copy: the boxes the change reached."""
-    pins = SHARED_FILES_CACHE.pins(store) if any(c.change in ("changed", "mode") for c in changes) else []
+def shared_changes(
+    dest: Path, changes: Iterable[FileChange], expected: dict[str, str], store: Path
+) -> tuple[FileChange, ...]:
+    """``changes``, each changed file (its bytes or its mode) that is still the store's copy of what it
+    should hold naming every installed box whose pin lists that copy: the boxes the change reached."""
+    changes = tuple(changes)
+    touched = [c for c in changes if c.change in ("changed", "mode") and c.path in expected]
+    pins = SHARED_FILES_CACHE.pins(store) if touched else []
     marked = []
     for change in changes:
-        entry = (
-            SHARED_FILES_CACHE.entry(store, change.expected or "-") if change.change in ("changed", "mode") else None
-        )
-        if entry is not None and _same_file(dest / change.path, entry):
-            users = sorted(pin.dest for pin in pins if change.expected in pin.frames)
+        digest = expected.get(change.path, "")
+        if change in touched and _same_file(dest / change.path, SHARED_FILES_CACHE.entry(store, digest)):
+            users = sorted(pin.dest for pin in pins if digest in pin.frames)
             change = change.model_copy(update={"sharedWith": tuple(users)})
         marked.append(change)
     return tuple(marked)

@@ -13,6 +13,7 @@ import pytest
 
 from scrollcase import cli
 from scrollcase.client.install import install_box
+from scrollcase.client.upgrade import upgrade_box
 from scrollcase.format.archive.pack import pack_tree
 from scrollcase.format.boxjson import dump_box_json
 from scrollcase.format.filedigests import digest_tree
@@ -29,11 +30,11 @@ POSIX_ONLY = pytest.mark.skipif(os.name == "nt", reason="st_blocks and hard link
 SHARED = f"{SITE}/pkg1/data.bin"  # a runtime file both boxes hold
 
 
-def publish_box(work: Path, store: Path, box_id: str) -> None:
+def publish_box(work: Path, store: Path, box_id: str, version: str = "1.0.0") -> None:
     """A demo-like box: the same runtime (python, four packages) as every other, a relocated script, and
     its own weights; published as `scrollcase build` and `publish` would."""
-    draft = make_manifest(box_id=box_id, cuda=None, size=0, sha256="0" * 64)
-    tree = make_framed_box(work / f"tree-{box_id}", payload=400_000)
+    draft = make_manifest(box_id=box_id, version=version, cuda=None, size=0, sha256="0" * 64)
+    tree = make_framed_box(work / f"tree-{box_id}-{version}", version=version, payload=400_000)
     (tree / "model-cache" / "org" / "model" / "weights.bin").write_bytes(random.Random(box_id).randbytes(20_000))
     (tree / "venv" / "bin" / "tool").write_text(f"#!{BOX_PREFIX_PLACEHOLDER}/venv/bin/python\n")
     (tree / "box.json").unlink()
@@ -43,7 +44,7 @@ def publish_box(work: Path, store: Path, box_id: str) -> None:
     )
     update = {"relocation": relocation, "files": list(digests.files), "links": list(digests.links)}
     (tree / "box.json").write_bytes(dump_box_json(box_json_for(draft).model_copy(update=update)))
-    packed = pack_tree(tree, work / f"dist-{box_id}" / draft.archive.name, level=1)
+    packed = pack_tree(tree, work / f"dist-{box_id}-{version}" / draft.archive.name, level=1)
     manifest = draft.model_copy(
         update={"archive": draft.archive.model_copy(update={"size": packed.size, "sha256": packed.sha256})}
     )
@@ -103,6 +104,13 @@ def test_a_shared_file_changed_in_one_box_is_reported_for_both_naming_both(
         (change,) = report.changes
         assert (change.path, change.change) == (SHARED, "changed")
         assert change.sharedWith == (str(a.absolute()), str(b.absolute()))
+    (a / "new").write_bytes(b"replaced")
+    (a / "new").replace(a / SHARED)  # saved anew (an editor's save, pip): only a's copy changes
+    assert verify_installed(a).changes[0].sharedWith is None
+    (b / f"{SITE}/pkg2/data.bin").chmod(0o600)  # a mode is the shared file's too
+    for dest in (a, b):
+        (change,) = [c for c in verify_installed(dest).changes if c.change == "mode"]
+        assert change.path == f"{SITE}/pkg2/data.bin" and change.sharedWith == (str(a), str(b))
 
 
 @POSIX_ONLY
@@ -140,3 +148,14 @@ def test_no_share_keeps_every_file_of_the_box_its_own(
     files = usercache.SHARED_FILES_CACHE
     assert [pin.dest for pin in files.pins(files.folder(tmp_path / "cache"))] == [str(tmp_path / "a")]
     assert verify_installed(tmp_path / "b").passed
+
+
+@POSIX_ONLY
+def test_an_upgraded_box_shares_its_new_tree_before_the_swap(two_boxes: tuple[Path, Path, Path]) -> None:
+    a, b, _ = two_boxes
+    publish_box(a.parent / "work", a.parent / "store", "box-a", "1.0.1")
+    upgraded = upgrade_box(str(a.parent / "store"), a)
+    assert upgraded.upgraded
+    assert (a / SHARED).samefile(b / SHARED)
+    assert (a / f"{SITE}/pkg0/data.bin").read_bytes() != (b / f"{SITE}/pkg0/data.bin").read_bytes()  # its own
+    assert verify_installed(a).passed and verify_installed(b).passed
