@@ -31,12 +31,14 @@ import contextlib
 import stat
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from scrollcase.errors import ScrollcaseError
 from scrollcase.format.boxjson import BoxJson, parse_box_json
+from scrollcase.format.filedigests import HASH_THREADS
 from scrollcase.format.layout import BOX_JSON
 from scrollcase.io.cache import SHARED_FILES_CACHE
 from scrollcase.io.digest import sha256_file
@@ -152,6 +154,13 @@ def gather_facts(
     return found, entries
 
 
+def _digest(path: Path) -> tuple[str, int] | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
 class _Executor:
     """Carries out a plan: every file checked against its sha256 before it is shared, every replacement by
     temp then rename; an OSError on one file leaves that file as it was."""
@@ -159,13 +168,14 @@ class _Executor:
     def __init__(self, tree: Path, store: Path, chain: Sequence[Method], ops: LinkOps) -> None:
         self.tree, self.store, self.ops = tree, store, ops
         self.chain = [m for m in chain if m != "copy"]  # a copy shares nothing: the file stays as unpacked
-        self.checked: dict[str, bool] = {}  # store entries hashed in this run
+        self.checked: dict[str, bool] = {}  # store entries this run checked (or made)
+        self.digests: dict[Path, tuple[str, int] | None] = {}
         self.linked, self.linked_bytes, self.adopted, self.refused = 0, 0, 0, 0
         self.methods: dict[str, int] = {}
 
     def adopt(self, step: ShareStep) -> None:
         source = self.tree / step.path
-        if sha256_file(source) != (step.sha256, step.size):
+        if self.digests.get(source) != (step.sha256, step.size):
             self.refused += 1  # not the bytes box.json records: verify --installed reports it
             return
         entry = SHARED_FILES_CACHE.entry(self.store, step.sha256)
@@ -185,7 +195,7 @@ class _Executor:
     def link(self, step: ShareStep) -> None:
         entry = SHARED_FILES_CACHE.entry(self.store, step.sha256)
         if step.sha256 not in self.checked:
-            self.checked[step.sha256] = sha256_file(entry) == (step.sha256, step.size)
+            self.checked[step.sha256] = self.digests.get(entry) == (step.sha256, step.size)
         if not self.checked[step.sha256]:
             self.refused += 1  # the entry changed since it was stored: not spread to another box
             return
@@ -203,6 +213,18 @@ class _Executor:
         self.linked_bytes += step.size
         self._count(method)
 
+    def hash_first(self, plan: Sequence[ShareStep]) -> None:
+        """The sha256 of every file the plan reads (the tree's files to adopt, the store entries to link
+        to), in parallel threads: a file that cannot be read has none."""
+        adopted = {step.sha256 for step in plan if step.kind == "adopt"}
+        paths = [self.tree / step.path for step in plan if step.kind == "adopt"]
+        paths += [
+            SHARED_FILES_CACHE.entry(self.store, sha256)
+            for sha256 in sorted({step.sha256 for step in plan if step.kind == "link"} - adopted)
+        ]
+        with ThreadPoolExecutor(HASH_THREADS, thread_name_prefix="scrollcase-share") as pool:
+            self.digests = dict(zip(paths, pool.map(_digest, paths), strict=True))
+
     def _count(self, method: str) -> None:
         self.methods[method] = self.methods.get(method, 0) + 1
 
@@ -216,6 +238,7 @@ def execute_share(
     """Carry out ``plan`` in ``tree`` against the store folder ``store`` (a file that cannot be shared, an
     OSError, stays as unpacked)."""
     run = _Executor(tree, store, chain, ops)
+    run.hash_first(plan)
     for step in plan:
         with contextlib.suppress(OSError):
             run.adopt(step) if step.kind == "adopt" else run.link(step)
