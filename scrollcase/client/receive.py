@@ -43,7 +43,7 @@ from scrollcase.client.framecache import (
 from scrollcase.client.preflight import check_identity
 from scrollcase.errors import IntegrityError, ScrollcaseError
 from scrollcase.format.archive.units import BOX_JSON_UNIT
-from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
+from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, unpack_archive
 from scrollcase.format.release import ArchiveFrame, ArchiveInfo, ReleaseManifest
 from scrollcase.progress import Emit, MeterFactory, silent_meter
 from scrollcase.store.base import RangeNotSupportedError, ReadableStore
@@ -145,7 +145,8 @@ def receive_frames(
     frames = info.frames or []
     check_table(frames, info.size, store.url_for(manifest.keys.archive))  # a bad table fails before a fetch
     fetched = fetch_release(store, manifest, frames, cache, meter)
-    unpacked, fetched = unpack_healing(store, fetched, manifest, cache, dest, dest, progress, meter)
+    final = absolute_as_given(dest)  # the path the whole download's unpack relocates to, too
+    unpacked, fetched = unpack_healing(store, fetched, manifest, cache, dest, final, progress, meter)
     return Received(None, unpacked, fetched)
 
 

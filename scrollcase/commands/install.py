@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from scrollcase.client.install import Listing, install_box, list_releases
+from scrollcase.client.receive import Figures
 from scrollcase.client.select import HostView
 from scrollcase.commands import (
     STORE_ENV,
@@ -157,6 +158,12 @@ def checked_dest(args: InstallArgs) -> Path | None:
 
 def render_install(data: dict[str, Any]) -> str:
     fetched = "taken from the download cache" if data["fromCache"] else f"downloaded {data['bytesDownloaded']} bytes"
+    if data.get("framesFetched") is not None:
+        plan = data["plan"]
+        fetched += (
+            f" ({data['framesFetched']} of {plan['frames']} frames; {plan['reusedBytes']} bytes of frames this "
+            "machine held reused)"
+        )
     resumed = f" (resumed at {data['resumedFrom']})" if data["resumedFrom"] else ""
     return (
         f"installed {data['boxId']} {data['version']} ({data['targetId']}) into {data['dest']} in "
@@ -181,6 +188,7 @@ def list_json(listing: Listing) -> dict[str, object]:
         "store": listing.store,
         "host": host_json(listing.host),
         "selected": {"version": chosen.version, "targetId": chosen.target_id} if chosen else None,
+        "plan": listing.plan.to_json() if listing.plan else None,
         "releases": [c.to_json() for c in listing.selection.candidates],
     }
 
@@ -200,4 +208,17 @@ def render_list(listing: Listing) -> str:
         if selection.chosen
         else "no release fits this machine"
     )
+    if listing.plan is not None:
+        lines.append(render_plan(listing.plan))
     return "\n".join(lines)
+
+
+def render_plan(plan: Figures) -> str:
+    """What installing the chosen release would download and add to the disk."""
+    disk = f"{plan.disk_bytes} bytes" if plan.disk_bytes is not None else "an unknown size (no frame table)"
+    reused = f", {plan.reused_bytes} bytes this machine holds reused" if plan.reused_bytes else ""
+    frames = f" ({plan.frames_missing} of {plan.frames} frames{reused})" if plan.how == "frames" else reused
+    return (
+        f"it would download {plan.download_bytes} bytes{frames} and add {disk} to the disk "
+        f"(and {plan.frame_cache_bytes} bytes to the frame cache)"
+    )
