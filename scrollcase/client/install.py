@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scrollcase.client.download import Download, cache_paths
@@ -23,7 +23,7 @@ from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pru
 from scrollcase.client.preflight import refuse, release_gpu_check
 from scrollcase.client.receive import Fetched, Figures, plan_receive, receive
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
-from scrollcase.client.share import share_tree
+from scrollcase.client.share import NOTHING_SHARED, Shared, share_tree
 from scrollcase.errors import IntegrityError, Problem, ScrollcaseError, StoreError
 from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, prepare_dest
 from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, parse_release
@@ -63,6 +63,7 @@ class Installed:
     seconds: float
     plan: Figures  # what the install was to download and add to the disk, said before it fetched a byte
     fetched: Fetched | None = None  # the frames fetched, when the others came from the frame cache
+    shared: Shared = NOTHING_SHARED  # the files linked to the copies installed boxes share (client/share.py)
 
     @property
     def bytes_downloaded(self) -> int:
@@ -87,6 +88,7 @@ class Installed:
             "cachedArchive": str(download.path) if download and self.kept_download else None,
             "framesFetched": self.fetched.frames_fetched if self.fetched else None,
             "plan": self.plan.to_json(),
+            "shared": self.shared.to_json(),
             "dest": str(unpacked.dest),
             "files": unpacked.files,
             "uncompressedBytes": unpacked.uncompressed_bytes,
@@ -136,8 +138,9 @@ def install_box(
     (on_gpu_check or gpu_summary(progress))(check)
     check_dest_fits(where, manifest.relocation, NOTHING_DOWNLOADED)
     installed = _receive(offer.store, manifest, chosen, where, check, keep_download, progress, meter)
-    progress(share_tree(where, where).summary() if share else "files not shared (--no-share)")
-    return installed
+    shared = share_tree(where, where) if share else NOTHING_SHARED
+    progress(shared.summary() if share else "files not shared (--no-share)")
+    return replace(installed, shared=shared)
 
 
 def _receive(

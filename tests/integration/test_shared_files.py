@@ -71,8 +71,10 @@ def two_boxes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
     store = tmp_path / "store"
     for box_id in ("box-a", "box-b"):
         publish_box(tmp_path / "work", store, box_id)
-    install_box(str(store), "box-a", tmp_path / "a")
-    install_box(str(store), "box-b", tmp_path / "b")
+    first = install_box(str(store), "box-a", tmp_path / "a")
+    second = install_box(str(store), "box-b", tmp_path / "b")
+    assert (first.shared.linked, second.shared.adopted) == (0, 1)  # b stores only its own weights
+    assert second.shared.linked > 0 and second.to_json()["shared"] == second.shared.to_json()
     return tmp_path / "a", tmp_path / "b", cache
 
 
