@@ -69,6 +69,7 @@ FRAMECACHE = ("tests/unit/client/test_framecache.py",)
 UPGRADE = ("tests/unit/client/test_upgrade.py",)
 RECEIVE = ("tests/unit/client/test_receive.py",)
 VERIFY = ("tests/unit/build/test_verify.py", "tests/unit/format/test_receipt.py")
+SHARE = ("tests/unit/client/test_share.py", "tests/unit/io/test_cache.py")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ selection
@@ -707,6 +708,52 @@ MUTANTS: tuple[Mutant, ...] = (
         "if windows and not os.access(python, os.X_OK):",
         "a box whose interpreter lost its executable bit passes verify",
         VERIFY,
+    ),
+    # ------------------------------------------------------------------ shared files (#33)
+    Mutant(
+        "sh-relocated-shared",
+        "share",
+        "scrollcase/client/share.py",
+        "    relocated = {item.path for item in box.relocation.files}\n",
+        "    relocated: set[str] = set()\n",
+        "relocated files, whose bytes depend on DEST, are linked between boxes",
+        SHARE,
+    ),
+    Mutant(
+        "sh-entry-unchecked",
+        "share",
+        "scrollcase/client/share.py",
+        "self.checked[step.sha256] = self.digests.get(entry) == (step.sha256, step.size)",
+        "self.checked[step.sha256] = True",
+        "a store entry edited in place in one box is linked into the next box",
+        SHARE,
+    ),
+    Mutant(
+        "sh-adopt-unchecked",
+        "share",
+        "scrollcase/client/share.py",
+        "if self.digests.get(source) != (step.sha256, step.size):",
+        "if False:",
+        "a file whose bytes are not box.json's sha256 enters the store under that sha256",
+        SHARE,
+    ),
+    Mutant(
+        "sh-mode-ignored",
+        "share",
+        "scrollcase/client/share.py",
+        "if entry.mode == have.mode and entry.size == size:",
+        "if entry.size == size:",
+        "a hard link to a copy with another mode changes the file's mode",
+        SHARE,
+    ),
+    Mutant(
+        "sh-prune-linked",
+        "share",
+        "scrollcase/io/cache.py",
+        " | (self.linked_entries(folder) if self.keep.linked else set())",
+        "",
+        "cache prune removes a shared file a box still hard-links (its pin lost)",
+        SHARE,
     ),
 )
 
