@@ -319,3 +319,71 @@ def _open_entry(path: Path) -> BinaryIO:
             f"the frame cache entry {path} cannot be read: {exc.strerror or exc}",
             fix="it was removed or damaged on this machine: an install or upgrade fetches it again",
         ) from None
+
+
+@dataclass(frozen=True)
+class SharedFrame:
+    """One frame the releases of several installed folders are made of: stored once, used by each."""
+
+    sha256: str
+    bytes: int  # its size in the frame cache (0: not there any more)
+    dests: tuple[str, ...]  # the installed folders whose pins name it
+
+
+@dataclass(frozen=True)
+class PinnedBox:
+    """What one installed folder's release is made of, and how much of it other folders use too."""
+
+    dest: str
+    frames: int
+    bytes: int
+    shared_frames: int
+    shared_bytes: int
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """The frames shared by installed boxes, from the pins of the folders that still exist."""
+
+    boxes: tuple[PinnedBox, ...]
+    shared: tuple[SharedFrame, ...]
+
+    @property
+    def saved_bytes(self) -> int:
+        """Bytes not downloaded and not stored again because a frame was already on this machine."""
+        return sum(frame.bytes * (len(frame.dests) - 1) for frame in self.shared)
+
+
+def sharing(cache: FrameCache) -> Sharing:
+    """Which installed folders pin each frame, their sizes in the cache: the view ``cache info`` shows."""
+    users: dict[str, list[str]] = {}
+    try:
+        pins = FRAME_CACHE.pins(cache.root)
+    except OSError:
+        pins = []
+    for pin in pins:
+        for sha in pin.frames:
+            users.setdefault(sha, []).append(pin.dest)
+    sizes = {sha: _size(cache.path_for(sha)) for sha in users}
+    shared = tuple(
+        SharedFrame(sha, sizes[sha], tuple(sorted(dests))) for sha, dests in sorted(users.items()) if len(dests) > 1
+    )
+    boxes = tuple(
+        PinnedBox(
+            pin.dest,
+            len(pin.frames),
+            sum(sizes[sha] for sha in pin.frames),
+            sum(1 for sha in pin.frames if len(users[sha]) > 1),
+            sum(sizes[sha] for sha in pin.frames if len(users[sha]) > 1),
+        )
+        for pin in sorted(pins, key=lambda p: p.dest)
+    )
+    return Sharing(boxes, shared)
+
+
+def _size(path: Path) -> int:
+    try:
+        st = path.lstat()
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0

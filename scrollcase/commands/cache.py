@@ -12,6 +12,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.client.framecache import FrameCache, Sharing, sharing
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import UsageError
@@ -26,7 +27,8 @@ ACTIONS = ("dir", "info", "prune", "clean")
 DEFAULT_MAX_AGE_DAYS = 30.0
 DESCRIPTION = (
     "dir: print the cache folder ($SCROLLCASE_CACHE_DIR, else the OS's user cache).  info: what each "
-    "section holds (files, bytes, and the bytes also linked from boxes, which removing it does not free).  "
+    "section holds (files, bytes, and the bytes also linked from boxes, which removing it does not free), and "
+    "the frames installed boxes share (which boxes pin each: counts and bytes).  "
     "prune: remove what was not used for --older-than days (wheels, unpacked wheels, build frames, "
     "bytecode) and the frames no installed box uses.  clean: remove the named sections, or all of them; "
     "run it when no build or install is running.  Sections: "
@@ -74,7 +76,13 @@ def run(args: CacheArgs, console: Console) -> int:
         console.result({"cacheDir": str(root)}, str(root))
     elif args.action == "info":
         used = usercache.usage(root, sections)
-        console.result({"cacheDir": str(root), "sections": [usage_json(u) for u in used]}, render_usage(root, used))
+        data: dict[str, object] = {"cacheDir": str(root), "sections": [usage_json(u) for u in used]}
+        text = render_usage(root, used)
+        if usercache.FRAME_CACHE in sections:
+            shared = sharing(FrameCache.default(root))
+            data["frameSharing"] = sharing_json(shared)
+            text += "\n" + render_sharing(shared)
+        console.result(data, text)
     elif args.action == "prune":
         if args.older_than < 0:
             raise UsageError(f"--older-than must be 0 or more, not {args.older_than:g}", fix="pass --older-than 30")
@@ -106,6 +114,42 @@ def render_usage(root: Path, used: list[Usage]) -> str:
     total = sum(u.bytes for u in used)
     freeable = sum(u.freeable_bytes for u in used)
     lines.append(f"  {'total':<{width}}  {human_bytes(total):>10}  ({human_bytes(freeable)} freed by `clean`)")
+    return "\n".join(lines)
+
+
+def sharing_json(shared: Sharing) -> dict[str, object]:
+    """``cache info --json``'s ``frameSharing``: which installed boxes pin each shared frame."""
+    return {
+        "sharedFrames": len(shared.shared),
+        "sharedBytes": sum(f.bytes for f in shared.shared),
+        "savedBytes": shared.saved_bytes,
+        "boxes": [
+            {
+                "dest": box.dest,
+                "frames": box.frames,
+                "bytes": box.bytes,
+                "sharedFrames": box.shared_frames,
+                "sharedBytes": box.shared_bytes,
+            }
+            for box in shared.boxes
+        ],
+        "frames": [{"sha256": f.sha256, "bytes": f.bytes, "boxes": list(f.dests)} for f in shared.shared],
+    }
+
+
+def render_sharing(shared: Sharing) -> str:
+    if not shared.boxes:
+        return "  frames shared by installed boxes: none (no installed box pins frames)"
+    stored = human_bytes(sum(f.bytes for f in shared.shared))
+    lines = [
+        f"  frames shared by installed boxes: {len(shared.shared)} frames, {stored} stored once "
+        f"({human_bytes(shared.saved_bytes)} not downloaded or stored again)"
+    ]
+    for box in shared.boxes:
+        lines.append(
+            f"    {box.dest}: {box.frames} frames, {human_bytes(box.bytes)}; {box.shared_frames} shared "
+            f"({human_bytes(box.shared_bytes)})"
+        )
     return "\n".join(lines)
 
 

@@ -140,6 +140,15 @@ def test_box_b_after_box_a_downloads_only_its_own_frames_as_install_said(
     assert (ran.returncode, ran.stdout.strip()) == (0, "4.0"), ran.stderr  # B's own numpy runs B's own weights
     assert set(FrameCache.default(host / "cache").pinned(host / "b")) == {f.sha256 for f in b.archive.frames or []}
 
+    code, info = run_cli(capsys, "cache", "info", "frames")
+    both = {f.sha256 for f in a.archive.frames or []} & {f.sha256 for f in b.archive.frames or []}
+    sharing = info["frameSharing"]
+    dests = sorted(str((host / name).absolute()) for name in ("a", "b"))
+    assert code == 0 and {f["sha256"] for f in sharing["frames"]} == both
+    assert all(f["boxes"] == dests for f in sharing["frames"])
+    assert sharing["sharedBytes"] == sharing["savedBytes"] == plan["reusedBytes"]
+    assert [box["sharedBytes"] for box in sharing["boxes"]] == [plan["reusedBytes"]] * 2
+
 
 def poison(path: Path) -> None:
     data = bytearray(path.read_bytes())

@@ -18,9 +18,11 @@ from scrollcase.client.framecache import (
     FrameCache,
     FrameStream,
     Pruned,
+    distinct,
     fetch_frames,
     fill_from_archive,
     keep_installed,
+    sharing,
     unpack_keeping_frames,
 )
 from scrollcase.errors import IntegrityError
@@ -344,3 +346,31 @@ def test_a_frame_table_that_lies_about_one_frame_installs_nothing(tmp_path: Path
         unpack_keeping_frames(cache, release.archive_path, tmp_path / "box", info, "SRC")
     assert list(tmp_path.iterdir()) == [tmp_path / "frames"]  # no DEST, no temp tree beside it
     assert not cache.has(frames[2])
+
+
+def test_sharing_names_every_installed_folder_that_pins_a_frame(tmp_path: Path, release: SyntheticRelease) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    fill(cache, release)
+    frames = distinct(table(release))
+    a, b, gone = tmp_path / "a", tmp_path / "b", tmp_path / "deleted"
+    for dest in (a, b, gone):
+        dest.mkdir()
+    cache.pin(a, frames)
+    cache.pin(b, frames[:2])  # b shares two of a's frames
+    cache.pin(gone, frames)
+    gone.rmdir()  # a box the user deleted shares nothing any more
+    view = sharing(cache)
+    assert [(s.sha256, s.dests) for s in view.shared] == sorted(
+        (f.sha256, (str(a.absolute()), str(b.absolute()))) for f in frames[:2]
+    )
+    two = sum(f.size for f in frames[:2])
+    assert [(box.dest, box.frames, box.shared_frames, box.shared_bytes) for box in view.boxes] == [
+        (str(a.absolute()), len(frames), 2, two),
+        (str(b.absolute()), 2, 2, two),
+    ]
+    assert view.boxes[0].bytes == sum(f.size for f in frames) and view.saved_bytes == two
+
+
+def test_distinct_keeps_each_frame_once_in_archive_order(release: SyntheticRelease) -> None:
+    frames = table(release)
+    assert distinct([*frames, frames[0]]) == distinct(frames) == frames
