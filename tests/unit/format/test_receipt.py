@@ -5,15 +5,18 @@ from pathlib import Path
 from scrollcase.format.filedigests import BoxFile, BoxLink, TreeDigests
 from scrollcase.format.receipt import (
     RECEIPT,
+    FileChange,
     InstalledModes,
     InstallReceipt,
     expected_digests,
     installed_modes,
     known_paths,
     mode_changes,
+    shared_changes,
     tree_changes,
     tree_modes,
 )
+from scrollcase.io.cache import SHARED_FILES_CACHE
 from tests.support.releases import box_json_for, make_manifest
 
 A, B, C, D = "a" * 64, "b" * 64, "c" * 64, "d" * 64
@@ -101,3 +104,27 @@ def test_tree_modes_reads_files_and_folders_not_links_nor_the_receipt(tmp_path: 
     (tmp_path / "link").symlink_to("bin/tool")
     files, dirs = tree_modes(tmp_path)
     assert files == {"bin/tool": 0o2755} and dirs == {"bin": (tmp_path / "bin").stat().st_mode & 0o7777}
+
+
+def test_a_changed_file_that_is_the_stores_shared_copy_names_every_box_pinning_it(tmp_path: Path) -> None:
+    store, one, two, other = tmp_path / "files", tmp_path / "one", tmp_path / "two", tmp_path / "other"
+    for box in (one, two, other):
+        box.mkdir()
+    key, unshared_key = "a" * 64, "b" * 64
+    entry = SHARED_FILES_CACHE.entry(store, key)
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"edited in place")
+    (one / "lib.so").hardlink_to(entry)
+    (one / "own.so").write_bytes(b"its own copy")
+    SHARED_FILES_CACHE.pin(store, one, [key])
+    SHARED_FILES_CACHE.pin(store, two, [key, unshared_key])
+    SHARED_FILES_CACHE.pin(store, other, [unshared_key])
+    changes = [
+        FileChange(path="lib.so", change="changed", expected=key, found="c" * 64),
+        FileChange(path="own.so", change="changed", expected=unshared_key, found="d" * 64),
+        FileChange(path="new.so", change="added", found="e" * 64),
+    ]
+
+    marked = shared_changes(one, changes, {"lib.so": key, "own.so": unshared_key}, store)
+
+    assert [c.sharedWith for c in marked] == [(str(one), str(two)), None, None]
