@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,13 @@ import pytest
 
 from scrollcase.client import receive
 from scrollcase.client.download import Download, Follower, cache_paths
-from scrollcase.client.framecache import FrameCache
-from scrollcase.client.receive import receive_release
+from scrollcase.client.framecache import FrameCache, fill_from_archive
+from scrollcase.client.receive import plan_receive, receive_release
 from scrollcase.errors import IntegrityError
 from scrollcase.store.base import RangeRead
 from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
-from tests.support.framedreleases import write_framed_release
+from tests.support.framedreleases import new_frame_bytes, write_framed_release
 from tests.support.httpstore import ServerState, serve
 from tests.support.releases import SyntheticRelease
 
@@ -249,3 +250,70 @@ def test_an_archive_that_is_another_release_is_refused_on_either_path(
     assert [p.key for p in raised.value.problems] == ["keys", "version"]  # its keys name 1.0.0's objects too
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "store"]
     assert not cache.root.exists() or not any(cache.root.rglob("*.*"))  # none of its frames kept
+
+
+# ------------------------------------------------------------------ from the frames this machine holds
+
+
+@pytest.fixture(scope="module")
+def newer(tmp_path_factory: pytest.TempPathFactory) -> SyntheticRelease:
+    """Another release whose frames are the first one's but pkg0's and box.json's (as a second box's are)."""
+    return write_framed_release(tmp_path_factory.mktemp("receive-newer"), "1.0.1", payload=400_000, packages=4)
+
+
+def holding(cache: FrameCache, release: SyntheticRelease) -> FrameCache:
+    info = release.manifest.archive
+    fill_from_archive(cache, release.archive_path, info.frames or [], info.size, "SRC")
+    return cache
+
+
+def test_the_figures_say_what_a_receive_will_fetch_before_it_fetches(
+    release: SyntheticRelease, newer: SyntheticRelease, tmp_path: Path
+) -> None:
+    cache = FrameCache(tmp_path / "frames")
+    info = newer.manifest.archive
+    tree = sum(f.uncompressedSize for f in info.frames or [])
+    first = plan_receive(info, cache)
+    assert (first.how, first.download_bytes, first.disk_bytes, first.reused_bytes) == ("archive", info.size, tree, 0)
+    holding(cache, release)
+    second = plan_receive(info, cache)
+    assert (second.how, second.download_bytes) == ("frames", new_frame_bytes(release, newer))
+    assert second.reused_bytes + second.download_bytes == info.size == second.reused_bytes + second.frame_cache_bytes
+    assert second.frames_missing == 2 and second.frames == len(info.frames or [])  # pkg0 and box.json
+    assert plan_receive(info, cache, whole=True).how == "archive"  # --keep-download: the file itself
+    bare = plan_receive(info.model_copy(update={"frames": None}), cache)
+    assert (bare.how, bare.download_bytes, bare.disk_bytes) == ("archive", info.size, None)
+    assert cache.missing(info.frames or []) != []  # planning fetched nothing
+
+
+def test_a_receive_from_frames_reads_only_the_missing_ones_by_range(
+    release: SyntheticRelease, newer: SyntheticRelease, tmp_path: Path
+) -> None:
+    cache = holding(FrameCache.default(), release)
+    plan = plan_receive(newer.manifest.archive, cache)
+    with serve(store_with(newer, tmp_path / "store")) as server:
+        got = receive.receive(HttpStore(server.url), newer.manifest, tmp_path / "box", cache, plan, "SRC")
+        sent = server.state.sent
+    assert got.download is None and got.fetched is not None
+    assert sent == got.bytes_downloaded == plan.download_bytes == new_frame_bytes(release, newer)
+    assert all(" bytes=" in request for request in server.state.requests)  # ranged reads only
+    tree = newer.archive_path.parent.parent / "tree-1.0.1"  # what was packed
+    for name in ("box.json", *(str(p.relative_to(tree)) for p in tree.rglob("data.bin"))):
+        assert (tmp_path / "box" / name).read_bytes() == (tree / name).read_bytes(), name
+    assert not cache_paths(newer.manifest.archive.sha256).complete.exists()  # never written whole
+
+
+def test_concurrent_receives_that_share_frames_both_succeed(
+    release: SyntheticRelease, newer: SyntheticRelease, tmp_path: Path
+) -> None:
+    cache = holding(FrameCache.default(), release)
+    store = LocalStore(store_with(newer, tmp_path / "store"))
+    plan = plan_receive(newer.manifest.archive, cache)
+    with ThreadPoolExecutor(2) as pool:
+        into = (tmp_path / "b", tmp_path / "c")
+        runs = [pool.submit(receive.receive, store, newer.manifest, dest, cache, plan, "SRC") for dest in into]
+        results = [run.result() for run in runs]
+    assert all((tmp_path / name / "box.json").is_file() for name in ("b", "c"))
+    assert all(result.unpacked.files == results[0].unpacked.files for result in results)
+    assert cache.evict_damaged(newer.manifest.archive.frames or []) == []  # every entry is its bytes
+    assert not list(cache.root.rglob("*.part"))  # no temp of either run is left
