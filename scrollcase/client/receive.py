@@ -64,6 +64,9 @@ class Received:
 
 
 How = Literal["frames", "archive", "cached-archive"]
+# The frame path when at least 1/MIN_REUSED_SHARE of the archive is already here: below that (an unrelated box,
+# whose only frames in common are the tar's 19-byte end) the whole download, unpacked while it arrives, is faster.
+MIN_REUSED_SHARE = 100
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,9 @@ class Figures:
 
 def plan_receive(info: ArchiveInfo, cache: FrameCache, *, whole: bool = False) -> Figures:
     """Which way :func:`receive` will go and what it costs: the frames this machine lacks, read by range,
-    when it holds any of them (and ``whole``, an archive kept in the download cache, is not asked for);
-    else the whole archive, unless the download cache holds it already.  Nothing is fetched or changed."""
+    when it holds 1 % of the archive or more (and ``whole``, an archive kept in the download cache, is not
+    asked for); else the whole archive, unless the download cache holds it already.  Nothing is fetched
+    or changed."""
     frames = distinct(info.frames or [])
     tree = sum(f.uncompressedSize for f in info.frames) if info.frames else None
     missing = [f for f in frames if not cache.has(f)]
@@ -102,8 +106,8 @@ def plan_receive(info: ArchiveInfo, cache: FrameCache, *, whole: bool = False) -
     held = len(frames) - len(missing)
     if cache_paths(info.sha256).complete.is_file():
         return Figures("cached-archive", 0, tree, missing_bytes, info.size, len(frames), len(missing))
-    if held and not whole:
-        reused = sum(f.size for f in frames) - missing_bytes
+    reused = sum(f.size for f in frames) - missing_bytes
+    if held and not whole and reused * MIN_REUSED_SHARE >= info.size:
         return Figures("frames", missing_bytes, tree, missing_bytes, reused, len(frames), len(missing))
     return Figures("archive", info.size, tree, missing_bytes, 0, len(frames), len(missing))
 

@@ -281,6 +281,11 @@ def test_the_figures_say_what_a_receive_will_fetch_before_it_fetches(
     assert second.reused_bytes + second.download_bytes == info.size == second.reused_bytes + second.frame_cache_bytes
     assert second.frames_missing == 2 and second.frames == len(info.frames or [])  # pkg0 and box.json
     assert plan_receive(info, cache, whole=True).how == "archive"  # --keep-download: the file itself
+    alone = FrameCache(tmp_path / "only-the-end")
+    end = (info.frames or [])[-1]
+    with alone.adding(end, "SRC") as out:
+        out.write(newer.archive_path.read_bytes()[end.offset : end.offset + end.size])
+    assert plan_receive(info, alone).how == "archive"  # the tar's end alone: below 1 %, the whole download
     bare = plan_receive(info.model_copy(update={"frames": None}), cache)
     assert (bare.how, bare.download_bytes, bare.disk_bytes) == ("archive", info.size, None)
     assert cache.missing(info.frames or []) != []  # planning fetched nothing
