@@ -18,8 +18,8 @@ What stays safe:
   mode the unpack made, which the install receipt records);
 - every file is replaced by its link through a temp beside it and one rename: a box's file is whole at
   every moment, and a sharing step that fails or is interrupted leaves unshared files, never missing ones;
-- the store keeps which installed folders use each entry (pins, as the frame cache does); ``cache prune``
-  removes only the entries no existing box pins or hard-links.
+- the store keeps which installed folders use each entry (pins, as the frame cache does); ``cache prune``,
+  and each sharing step before it plans, removes only the entries no existing box pins or hard-links.
 
 :func:`plan_share` is pure (which files to share, from what the tree, box.json and the store hold);
 :func:`execute_share` does it; :func:`share_tree` is both, for a tree and the DEST it is installed as.
@@ -32,7 +32,7 @@ import stat
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -76,6 +76,7 @@ class Shared:
     adopted: int = 0
     refused: int = 0
     methods: Mapping[str, int] = field(default_factory=dict)
+    pruned: int = 0  # store entries no installed box used any more, removed first
 
     def summary(self) -> str:
         how = ", ".join(f"{n} by {m}" for m, n in self.methods.items()) or "none"
@@ -92,6 +93,7 @@ class Shared:
             "adopted": self.adopted,
             "refused": self.refused,
             "methods": dict(self.methods),
+            "pruned": self.pruned,
         }
 
 
@@ -261,6 +263,8 @@ def share_tree(
         box = parse_box_json((tree / BOX_JSON).read_bytes())
         files = shareable_files(box)
         store.mkdir(parents=True, exist_ok=True)
+        # What deleted boxes and replaced releases left, which no pin or link holds, goes first.
+        pruned = len(SHARED_FILES_CACHE.prune(store, 0.0))
         tree_facts, entries = gather_facts(tree, store, files)
         plan = plan_share(files, tree_facts, entries, store.stat().st_dev)
         SHARED_FILES_CACHE.pin(store, dest, [step.sha256 for step in plan])  # before any entry exists
@@ -270,4 +274,4 @@ def share_tree(
         if step.kind == "adopt":
             with contextlib.suppress(OSError):
                 remove_stale_temps(SHARED_FILES_CACHE.entry(store, step.sha256))
-    return execute_share(plan, tree, store, link_chain(platform), ops)
+    return replace(execute_share(plan, tree, store, link_chain(platform), ops), pruned=pruned)

@@ -266,13 +266,14 @@ DOWNLOAD_CACHE = ContentCache(
 )
 # The files installed boxes share (client/share.py): hard-linked or cloned into every box that holds
 # them.  Never touched (a touch would change the boxes' own files' times); kept while a pin or a link
-# from a box names them.
+# from a box names them.  No grace: a sharing step pins its entries before it makes them, and an entry
+# it made is hard-linked from its box (or, a clone, not needed by it) the moment it exists.
 SHARED_FILES_CACHE = ContentCache(
     FILES,
     "install",
     "files installed boxes share, by sha256 (hard links or clones); pruned to what installed boxes use",
     "fanout",
-    Keep("pins", touched_on_use=False, grace_seconds=FRAME_GRACE_SECONDS, linked=True),
+    Keep("pins", touched_on_use=False, linked=True),
 )
 # Below a build's --state-dir, not the user cache (the CI build cache keeps it): not in CACHES.
 ASSET_CACHE = ContentCache(ASSETS, "build", "model assets downloaded by sha256", "files")

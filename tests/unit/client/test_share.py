@@ -154,3 +154,18 @@ def test_the_executor_leaves_a_file_as_it_was_when_no_link_can_be_made(tmp_path:
 
     assert shared.linked == 0 and (tree / "f").read_bytes() == b"data"
     assert not (tree / "f").samefile(entry)
+
+
+def test_what_a_deleted_box_alone_used_is_removed_by_the_next_sharing_step(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    one = _tree(tmp_path / "one", data=b"only box one has these bytes")
+    share_tree(one, one, cache_dir=cache)
+    store = SHARED_FILES_CACHE.folder(cache)
+    (orphan,) = SHARED_FILES_CACHE.entries(store)
+    shutil.rmtree(one)  # the box deleted: the store's copy is the last link, its pin names a folder gone
+    two = _tree(tmp_path / "two")
+
+    shared = share_tree(two, two, cache_dir=cache)
+
+    assert shared.pruned == 1 and not orphan.exists()
+    assert [pin.dest for pin in SHARED_FILES_CACHE.pins(store)] == [str(two)]
