@@ -45,7 +45,7 @@ from scrollcase.client.install import (
 from scrollcase.client.preflight import check_identity
 from scrollcase.client.receive import Fetched, fetch_release, unpack_healing
 from scrollcase.client.select import Wanted, require_choice, select_release, semver_key
-from scrollcase.client.share import share_tree
+from scrollcase.client.share import NOTHING_SHARED, Shared, share_tree
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.boxjson import BoxJson, parse_box_json
@@ -77,6 +77,7 @@ class Upgraded:
     gpu_check: GpuCheckResult | None = None
     cache_pruned: Pruned = NOTHING_PRUNED
     seconds: float = 0.0
+    shared: Shared = NOTHING_SHARED  # the new tree's files linked to the copies installed boxes share
 
     @property
     def upgraded(self) -> bool:
@@ -109,6 +110,7 @@ class Upgraded:
             "files": self.files,
             "seconds": round(self.seconds, 3),
             "cachePruned": pruned_json(self.cache_pruned),
+            "shared": self.shared.to_json(),
         }
 
 
@@ -166,6 +168,7 @@ def upgrade_box(
         gpu_check=check,
         cache_pruned=done.pruned,
         seconds=time.monotonic() - start,
+        shared=done.shared,
     )
 
 
@@ -175,6 +178,7 @@ class _Done:
     previous: Path | None
     files: int
     pruned: Pruned
+    shared: Shared
 
 
 def _upgrade(
@@ -199,11 +203,12 @@ def _upgrade(
         finally:
             if fetched.archive is not None:
                 fetched.archive.unlink(missing_ok=True)
-        progress(share_tree(sib.staging, dest).summary() if share else "files not shared (--no-share)")
+        shared = share_tree(sib.staging, dest) if share else NOTHING_SHARED
+        progress(shared.summary() if share else "files not shared (--no-share)")
         old_frames = cache.pinned(dest)
         previous = swap_in(Siblings(dest), keep_previous)
         pruned = _keep_frames(cache, manifest, dest, previous, old_frames)
-    return _Done(fetched, previous, result.files, pruned)
+    return _Done(fetched, previous, result.files, pruned, shared)
 
 
 def _unpack(

@@ -157,7 +157,7 @@ def test_an_upgraded_box_shares_its_new_tree_before_the_swap(two_boxes: tuple[Pa
     a, b, _ = two_boxes
     publish_box(a.parent / "work", a.parent / "store", "box-a", "1.0.1")
     upgraded = upgrade_box(str(a.parent / "store"), a)
-    assert upgraded.upgraded
+    assert upgraded.upgraded and upgraded.shared.linked > 0 and upgraded.to_json()["shared"]["linked"] > 0
     assert (a / SHARED).samefile(b / SHARED)
     assert (a / f"{SITE}/pkg0/data.bin").read_bytes() != (b / f"{SITE}/pkg0/data.bin").read_bytes()  # its own
     assert verify_installed(a).passed and verify_installed(b).passed
