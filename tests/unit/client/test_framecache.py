@@ -18,6 +18,7 @@ from scrollcase.client.framecache import (
     FrameCache,
     FrameStream,
     Pruned,
+    adjacent_runs,
     distinct,
     fetch_frames,
     fill_from_archive,
@@ -28,8 +29,10 @@ from scrollcase.client.framecache import (
 from scrollcase.errors import IntegrityError
 from scrollcase.format.release import ArchiveFrame
 from scrollcase.io.cache import FRAME_CACHE
+from scrollcase.store.http import HttpStore
 from scrollcase.store.local import LocalStore
 from tests.support.framedreleases import write_framed_release
+from tests.support.httpstore import serve
 from tests.support.meters import Meters
 from tests.support.releases import SyntheticRelease
 
@@ -141,6 +144,32 @@ def test_fetch_reads_only_the_frames_asked_for(tmp_path: Path, release: Syntheti
     fetched = fetch_frames(LocalStore(tmp_path / "store"), key, wanted, cache, meters)
     assert fetched == sum(f.size for f in wanted) == meters.made[0].total == meters.made[0].done
     assert cache.missing(table(release)) == table(release)[:1]
+
+
+def test_frames_next_to_each_other_are_fetched_with_one_ranged_read(
+    tmp_path: Path, release: SyntheticRelease, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [k for k in os.environ if k.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)  # the server is on 127.0.0.1
+    frames = table(release)
+    wanted = [frames[0], frames[1], frames[3], *frames[5:]]  # three runs: 0-1, 3, 5-end
+    assert [[f.name for f in run] for run in adjacent_runs(reversed(wanted))] == [
+        [f.name for f in frames[:2]],
+        [frames[3].name],
+        [f.name for f in frames[5:]],
+    ]
+    key = "archive.tar.zst"
+    (tmp_path / "store").mkdir()
+    shutil.copyfile(release.archive_path, tmp_path / "store" / key)
+    cache = FrameCache(tmp_path / "frames")
+    with serve(tmp_path / "store") as server:
+        fetched = fetch_frames(HttpStore(server.url), key, wanted, cache)
+        requests = server.state.requests
+    ranges = [(frames[0].offset, frames[2].offset - 1), (frames[3].offset, frames[4].offset - 1)]
+    ranges.append((frames[5].offset, release.manifest.archive.size - 1))
+    assert requests == [f"GET /{key} bytes={start}-{end}" for start, end in ranges]
+    assert fetched == sum(f.size for f in wanted) and cache.evict_damaged(wanted) == []
+    assert cache.missing(frames) == [frames[2], frames[4]]
 
 
 def test_fetch_refuses_a_store_whose_bytes_differ(tmp_path: Path, release: SyntheticRelease) -> None:
