@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,3 +83,13 @@ def test_the_real_operations_on_this_disk_give_the_same_bytes(tmp_path: Path) ->
         assert source.read_bytes() == b"content"
     assert place(source, tmp_path / "copied", ("copy",)) == "copy"
     assert os.stat(tmp_path / "copied").st_ino != source.stat().st_ino
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS has clonefile()")
+def test_clonefile_where_the_os_has_none_is_an_error_and_the_chain_goes_on(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(b"content")
+    with pytest.raises(OSError):
+        place(source, tmp_path / "cloned", ("clone",))
+    assert not (tmp_path / "cloned").exists()
+    assert place(source, tmp_path / "linked", ("clone", "hardlink")) == "hardlink"
