@@ -47,7 +47,10 @@ is downloaded into the user cache ($SCROLLCASE_CACHE_DIR), resuming an interrupt
 with its size and sha256 checked before anything appears at DEST; then it is unpacked and
 relocated as `scrollcase unpack` does.  The archive's frames are kept in the frame cache, so a later
 `scrollcase upgrade` downloads only the frames that changed (frames no installed box uses any more
-are pruned).  --list shows every release and why it fits or not.
+are pruned), and a box sharing packages with a box already installed downloads only the frames this
+machine lacks (by ranged reads; the whole archive's sha256 is still checked before DEST appears).
+--list shows every release and why it fits or not, and what installing the chosen one would download
+and add to the disk.
 """
 
 
