@@ -20,6 +20,7 @@ import zstandard
 
 from scrollcase.errors import IntegrityError
 from scrollcase.format.archive.tar import BLOCK, META_KINDS, ChunkReader, TarFormatError, parse_header, read_meta
+from scrollcase.format.archive.zstdframes import FrameError, FrameWalker
 from scrollcase.format.boxjson import BoxJson, parse_box_json
 from scrollcase.format.layout import BOX_JSON
 from scrollcase.io.documents import MAX_BOX_JSON_BYTES
@@ -36,18 +37,36 @@ def read_member(archive: Path, name: str, *, max_size: int = MAX_MEMBER) -> byte
     """
     label = str(archive)
     with archive.open("rb") as raw:
+        walked = _Walked(raw)
         reader = zstandard.ZstdDecompressor().stream_reader(
-            cast("IO[bytes]", raw), read_size=READ_CHUNK, read_across_frames=True, closefd=False
+            cast("IO[bytes]", walked), read_size=READ_CHUNK, read_across_frames=True, closefd=False
         )
         chunks = ChunkReader(lambda: reader.read(READ_CHUNK) or None)
         try:
             return _scan(chunks, name, max_size, label)
         except TarFormatError as exc:
             raise IntegrityError(f"archive {label}: {exc}", fix="rebuild the box, or download it again") from None
-        except zstandard.ZstdError as exc:
-            raise IntegrityError(
-                f"archive {label} is not a valid zstd stream: {exc}", fix="rebuild the box, or download it again"
-            ) from None
+        except zstandard.ZstdError as exc:  # the frame walker says precisely what is wrong, as unpack's does
+            detail = walked.error or f"not a valid zstd stream: {exc}"
+            raise IntegrityError(f"archive {label}: {detail}", fix="rebuild the box, or download it again") from None
+
+
+class _Walked:
+    """The archive as the decompressor reads it, its zstd frames walked on the way (unpack's walker)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.frames = FrameWalker()
+        self.error: str | None = None
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        if self.error is None:
+            try:
+                self.frames.feed(data)
+            except FrameError as exc:
+                self.error = str(exc)
+        return data
 
 
 def _scan(chunks: ChunkReader, name: str, max_size: int, label: str) -> bytes | None:
