@@ -137,7 +137,7 @@ def install_box(
     manifest, check = checked_manifest(offer, chosen, progress)
     (on_gpu_check or gpu_summary(progress))(check)
     check_dest_fits(where, manifest.relocation, NOTHING_DOWNLOADED)
-    installed = _receive(offer.store, manifest, chosen, where, check, keep_download, progress, meter)
+    installed = _receive(offer.store, manifest, chosen, where, check, keep_download, share, progress, meter)
     shared = share_tree(where, where) if share else NOTHING_SHARED
     progress(shared.summary() if share else "files not shared (--no-share)")
     return replace(installed, shared=shared)
@@ -150,6 +150,7 @@ def _receive(
     dest: Path,
     check: GpuCheckResult,
     keep_download: bool,
+    share: bool,
     progress: Emit,
     meter: MeterFactory,
 ) -> Installed:
@@ -160,7 +161,7 @@ def _receive(
     start = time.monotonic()
     cache = FrameCache.default()
     source = store.url_for(chosen.entry.release)
-    plan = plan_receive(info, cache, whole=keep_download)
+    plan = plan_receive(info, cache, whole=keep_download, shared=share)
     progress(describe_plan(plan))
     try:
         received = receive(store, manifest, dest, cache, plan, source, meter=meter, progress=progress)
@@ -224,18 +225,22 @@ def list_releases(
     endpoint_url: str | None = None,
     probes: HostProbes | None = None,
     progress: Emit = quiet,
+    share: bool = True,
 ) -> Listing:
     """Every release of ``box_id`` in ``store``, best first, each with whether it fits this machine and why
     not; the one :func:`install_box` would choose with the same arguments is ``selection.chosen``, and
     ``plan`` what installing it would download and add to the disk (from its manifest and this machine's frame
-    cache; None when nothing fits, or its manifest cannot be read: the reason goes to ``progress``)."""
+    cache; None when nothing fits, or its manifest cannot be read: the reason goes to ``progress``).  ``share``
+    as install_box's: the disk figure counts only the files no installed box already holds."""
     wanted = Wanted(version, target, pre, skip_gpu_check)
     offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
     selection = select_release(offer.index, offer.host, wanted)
-    return Listing(offer.store.url, box_id, offer.host, selection, chosen_plan(offer, selection.chosen, progress))
+    return Listing(
+        offer.store.url, box_id, offer.host, selection, chosen_plan(offer, selection.chosen, progress, share)
+    )
 
 
-def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit) -> Figures | None:
+def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit, share: bool = True) -> Figures | None:
     """What installing ``chosen`` would cost (its manifest read, checked against the index; no archive byte)."""
     if chosen is None:
         return None
@@ -245,7 +250,7 @@ def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit) -> Figur
     except ScrollcaseError as exc:
         progress(f"warning: no download figures for {chosen.version} {chosen.target_id}: {exc.message}")
         return None
-    return plan_receive(manifest.archive, FrameCache.default())
+    return plan_receive(manifest.archive, FrameCache.default(), shared=share)
 
 
 def as_store(store: ReadableStore | str, endpoint_url: str | None) -> ReadableStore:

@@ -94,14 +94,16 @@ class Figures:
         }
 
 
-def plan_receive(info: ArchiveInfo, cache: FrameCache, *, whole: bool = False) -> Figures:
+def plan_receive(info: ArchiveInfo, cache: FrameCache, *, whole: bool = False, shared: bool = False) -> Figures:
     """Which way :func:`receive` will go and what it costs: the frames this machine lacks, read by range,
     when it holds 1 % of the archive or more (and ``whole``, an archive kept in the download cache, is not
     asked for); else the whole archive, unless the download cache holds it already.  Nothing is fetched
-    or changed."""
+    or changed.  ``shared``: the install links the files it has in common with installed boxes
+    (client/share.py), so the disk it adds is estimated as the tree of the frames this machine lacks (the files of
+    the frames it holds came with the boxes installed before); else the whole tree."""
     frames = distinct(info.frames or [])
-    tree = sum(f.uncompressedSize for f in info.frames) if info.frames else None
     missing = [f for f in frames if not cache.has(f)]
+    tree = _disk_estimate(info, missing, shared)
     missing_bytes = sum(f.size for f in missing)
     held = len(frames) - len(missing)
     if cache_paths(info.sha256).complete.is_file():
@@ -110,6 +112,13 @@ def plan_receive(info: ArchiveInfo, cache: FrameCache, *, whole: bool = False) -
     if held and not whole and reused * MIN_REUSED_SHARE >= info.size:
         return Figures("frames", missing_bytes, tree, missing_bytes, reused, len(frames), len(missing))
     return Figures("archive", info.size, tree, missing_bytes, 0, len(frames), len(missing))
+
+
+def _disk_estimate(info: ArchiveInfo, missing: list[ArchiveFrame], shared: bool) -> int | None:
+    if not info.frames:
+        return None
+    lacking = {f.sha256 for f in missing}
+    return sum(f.uncompressedSize for f in info.frames if not shared or f.sha256 in lacking)
 
 
 def receive(

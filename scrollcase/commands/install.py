@@ -106,6 +106,7 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
             endpoint_url=args.endpoint_url,
             probes=probes,
             progress=console.progress,
+            share=not args.no_share,
         )
         console.result(list_json(listing), render_list(listing))
         return 0

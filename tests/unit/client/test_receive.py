@@ -322,3 +322,19 @@ def test_concurrent_receives_that_share_frames_both_succeed(
     assert all(result.unpacked.files == results[0].unpacked.files for result in results)
     assert cache.evict_damaged(newer.manifest.archive.frames or []) == []  # every entry is its bytes
     assert not list(cache.root.rglob("*.part"))  # no temp of either run is left
+
+
+def test_with_sharing_the_disk_figure_is_the_tree_of_the_frames_this_machine_lacks(
+    release: SyntheticRelease, newer: SyntheticRelease, tmp_path: Path
+) -> None:
+    """install shares the files of the frames it holds with the boxes that brought them: the disk it adds is
+    estimated from the frames it lacks (pkg0's and box.json's here); without sharing, the whole tree."""
+    cache = holding(FrameCache(tmp_path / "frames"), release)
+    info = newer.manifest.archive
+    frames = info.frames or []
+    lacking = {f.sha256 for f in cache.missing(frames)}
+    assert plan_receive(info, cache).disk_bytes == sum(f.uncompressedSize for f in frames)
+    shared = plan_receive(info, cache, shared=True).disk_bytes
+    assert shared == sum(f.uncompressedSize for f in frames if f.sha256 in lacking) and shared > 0
+    assert shared < sum(f.uncompressedSize for f in frames) // 2
+    assert plan_receive(info.model_copy(update={"frames": None}), cache, shared=True).disk_bytes is None
