@@ -124,7 +124,8 @@ def test_box_b_after_box_a_downloads_only_its_own_frames_as_install_said(
     code, listed = run_cli(capsys, "install", "--list", "--store", url, "--box", BOX_B)
     assert code == 0 and state.sent_for(b.archive.name) == 0  # said before a byte of B is fetched
     plan = listed["plan"]
-    assert plan["how"] == "frames" and plan["diskBytes"] == sum(f.uncompressedSize for f in b.archive.frames or [])
+    tree = sum(f.uncompressedSize for f in b.archive.frames or [])
+    assert plan["how"] == "frames" and 0 < plan["diskBytes"] <= tree // 10  # A's packages' files are shared
 
     second = install(capsys, url, BOX_B, host / "b")
     sent = state.sent_for(b.archive.name)
