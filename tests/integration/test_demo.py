@@ -91,8 +91,10 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     rerun = json.loads(again.stdout)
     assert rerun["sha256"] == data["sha256"] and rerun["published"] == []
 
-    # Installed from the store, the box verifies clean; a changed file is reported (exit 8).
-    env_py = {**env, "PATH": "/usr/bin:/bin"}  # no nvidia-smi: a CPU machine
+    # Installed from the store, the box verifies clean; a changed file is reported (exit 8).  Its own user cache:
+    # the install hard-links files to the cache's shared copies, and the edit below must not reach the real
+    # user cache's copies (the next run's install, and every box sharing them).
+    env_py = {**env, "PATH": "/usr/bin:/bin", "SCROLLCASE_CACHE_DIR": str(tmp_path / "host-cache")}  # a CPU machine
     scrollcase = [sys.executable, "-m", "scrollcase"]
     box_id = manifest["boxId"]
     done = subprocess.run(
@@ -113,14 +115,14 @@ def test_demo_command_builds_and_verifies_a_release(tmp_path: Path) -> None:
     dirty = subprocess.run(verify, capture_output=True, text=True, env=env_py, cwd=tmp_path, timeout=600)
     assert dirty.returncode == 8, dirty.stderr
     changes = json.loads(dirty.stdout)["changes"]
-    assert changes == [
+    assert [{k: c[k] for k in ("path", "change", "found")} for c in changes] == [
         {
             "path": numpy_init.relative_to(tmp_path / "installed").as_posix(),
             "change": "changed",
-            "expected": changes[0]["expected"],
             "found": hashlib.sha256(numpy_init.read_bytes()).hexdigest(),
         }
     ]
+    assert changes[0]["expected"] != changes[0]["found"]
 
 
 def _demo_key() -> tuple[str, str, str]:
