@@ -6,18 +6,15 @@ stopped reading, not merely that it failed."""
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 from scrollcase.store.local import LocalStore
 from scrollcase.store.publish import publish
 from tests.support.framedreleases import write_framed_release
-from tests.support.httpstore import _RANGE, HttpStoreServer, RangeHandler, ServerState
+from tests.support.httpstore import _RANGE, HttpStoreServer, RangeHandler, ServerState, serve
 from tests.support.releases import SyntheticRelease
 
 FLOOD_CAP = 1 << 30  # a flood stops by itself after 1 GiB, should a client never hang up
@@ -138,21 +135,8 @@ class HostileHandler(RangeHandler):
 @contextlib.contextmanager
 def serve_hostile(root: Path, state: HostileState) -> Iterator[HttpStoreServer]:
     """Serve ``root`` at ``http://127.0.0.1:<free port>``, with ``state``'s attacks, until the block ends."""
-    handler = type("Handler", (HostileHandler,), {"state": state})
-
-    def make(*args: Any) -> HostileHandler:
-        return handler(*args, directory=str(root))  # type: ignore[no-any-return]
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="hostile-store", daemon=True)
-    thread.start()
-    try:
-        yield HttpStoreServer(f"http://127.0.0.1:{server.server_address[1]}", state, server)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(root, state, HostileHandler, "hostile-store") as server:
+        yield server
 
 
 def published_store(work: Path, payload: int = 400_000) -> tuple[dict[str, SyntheticRelease], Path]:

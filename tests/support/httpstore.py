@@ -118,17 +118,23 @@ class HttpStoreServer:
 
 
 @contextlib.contextmanager
-def serve(root: Path, state: ServerState | None = None) -> Iterator[HttpStoreServer]:
-    """Serve ``root`` at ``http://127.0.0.1:<free port>`` until the block ends."""
+def serve(
+    root: Path,
+    state: ServerState | None = None,
+    handler_class: type[RangeHandler] = RangeHandler,
+    name: str = "http-store",
+) -> Iterator[HttpStoreServer]:
+    """Serve ``root`` at ``http://127.0.0.1:<free port>`` until the block ends, each request answered by a
+    ``handler_class`` (a RangeHandler, or a subclass that misbehaves) sharing ``state``."""
     state = state or ServerState()
-    handler = type("Handler", (RangeHandler,), {"state": state})
+    handler = type("Handler", (handler_class,), {"state": state})
 
     def make(*args: Any) -> RangeHandler:
         return handler(*args, directory=str(root))  # type: ignore[no-any-return]
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), make)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="http-store", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name=name, daemon=True)
     thread.start()
     try:
         yield HttpStoreServer(f"http://127.0.0.1:{server.server_address[1]}", state, server)
