@@ -163,6 +163,12 @@ class GitHubError(ScrollcaseError, exit_code=12):
     """Talking to GitHub (outputs, check runs, matrix limits) failed."""
 
 
+class TrustError(ScrollcaseError, exit_code=13):
+    """The store's signed metadata (TUF) or a signed proof refused what the store served: not signed by
+    the trusted roles, older than what this host saw last (rollback), expired (freeze), or bytes whose
+    length or hashes differ from the signed ones (mix-and-match, endless data).  Nothing was installed."""
+
+
 class InternalError(ScrollcaseError, exit_code=70):
     """A bug in scrollcase: an exception no check anticipated.  The CLI prints its traceback too."""
 
@@ -194,6 +200,7 @@ EXIT_CODES: dict[str, int] = {
         ConflictError,
         HostError,
         GitHubError,
+        TrustError,
         InternalError,
     )
 }

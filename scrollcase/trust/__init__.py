@@ -1,0 +1,1 @@
+"""What a host can trust without GitHub: TUF-signed store metadata and the signed GPU proof (docs/trust.md)."""
