@@ -1,0 +1,435 @@
+"""The signed GPU proof: an in-toto statement about a box's archive (its sha256) whose predicate is what the
+build proved about the box (GPU evidence, self-test, parity), signed in the release workflow with Sigstore, and
+checked here offline against a Sigstore trusted root a host ships (docs/trust.md#signed-gpu-proof).
+
+:func:`predicate_of` and :func:`statement_of` are pure: the predicate is taken from the release manifest, so it
+says nothing the manifest does not.  :func:`verify_gpu_proof` checks a bundle with sigstore-python's Verifier
+(the certificate chain to the trusted root's CA, the CT log's SCT, the signer's identity, the Rekor entry's
+inclusion proof, checkpoint and signed timestamp, the DSSE signature) and then what was signed: the subject is
+the manifest's archive, the predicate equals what the manifest says, and the evidence is what the target's name
+promises.  Nothing here reaches the network: the trusted root is passed in."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+from cryptography.x509 import (
+    Certificate,
+    ExtensionNotFound,
+    ObjectIdentifier,
+    RFC822Name,
+    SubjectAlternativeName,
+    UniformResourceIdentifier,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sigstore.errors import CertValidationError, Error, VerificationError
+from sigstore.models import Bundle, TrustedRoot
+from sigstore.verify import Verifier
+from sigstore_models.trustroot import v1 as trustroot_v1
+
+from scrollcase.errors import Problem, TrustError, UsageError, describe_path
+from scrollcase.format.release import (
+    FileName,
+    ParityReport,
+    ReleaseManifest,
+    SelfTestReport,
+    dump_release,
+    load_release,
+)
+from scrollcase.io.digest import sha256_bytes
+from scrollcase.io.documents import canonical_json, load_json, validation_problems
+from scrollcase.io.files import ReadErrors, read_bytes
+from scrollcase.recipe.model import Sha256, Target
+from scrollcase.targets.evidence import GpuEvidence
+
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE: Final = "https://scrollcase.dev/gpu-proof/v1"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+GITHUB_ISSUER = "https://token.actions.githubusercontent.com"  # the OIDC issuer of GitHub Actions' tokens
+MAX_BUNDLE_BYTES = 1 << 20  # a bundle is a few KB: its statement, one certificate, one log entry
+_OIDC_ISSUER = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")  # Fulcio: the token's issuer, raw bytes
+_VERIFY_FIX = "verify with the bundle `actions/attest` wrote for this release (<archive stem>.gpu-proof.sigstore.json)"
+
+
+class ProofError(TrustError):
+    """A GPU-proof bundle, or the trusted root given to check it, that cannot be read as what it must be."""
+
+
+class ProofSignatureError(TrustError):
+    """A bundle whose signatures do not verify against the trusted root: not from the trusted CA, no valid
+    SCT, a log entry not in the log, or a statement changed after signing."""
+
+
+class ProofSignerError(TrustError):
+    """A bundle validly signed, but by another identity than the one the host trusts to sign GPU proofs."""
+
+
+class ProofSubjectError(TrustError):
+    """A signed GPU proof about another archive than the release manifest's."""
+
+
+class ProofMismatchError(TrustError):
+    """A signed GPU proof whose predicate differs from what the release manifest says."""
+
+
+class ProofEvidenceError(TrustError):
+    """A signed GPU proof whose GPU evidence is not what its target's name promises (a CPU build under a
+    CUDA name)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ProofRelease(_Model):
+    """The release manifest the proof was taken from: its file name and the sha256 of its bytes."""
+
+    name: FileName
+    sha256: Sha256
+
+
+class GpuProofPredicate(_Model):
+    """What the build proved about the box, as its release manifest records it (without run timings)."""
+
+    boxId: str
+    version: str
+    targetId: str
+    target: Target
+    release: ProofRelease
+    gpu: GpuEvidence | None = None
+    selfTest: SelfTestReport | None = None
+    parity: ParityReport | None = None
+
+
+class Subject(_Model):
+    name: str
+    digest: dict[str, str]
+
+
+class GpuProofStatement(_Model):
+    """An in-toto Statement v1 about the archive, with scrollcase's GPU-proof predicate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    type_: Literal["https://in-toto.io/Statement/v1"] = Field(default=STATEMENT_TYPE, alias="_type")
+    subject: Annotated[list[Subject], Field(min_length=1)]
+    predicateType: Literal["https://scrollcase.dev/gpu-proof/v1"] = PREDICATE_TYPE
+    predicate: GpuProofPredicate
+
+
+# ------------------------------------------------------------------------------------------------ pure
+
+
+def release_file_name(manifest: ReleaseManifest) -> str:
+    return manifest.archive.name.removesuffix(".tar.zst") + ".release.json"
+
+
+def predicate_of(manifest: ReleaseManifest) -> GpuProofPredicate:
+    """The GPU-proof predicate of a release: its fields as the manifest's canonical bytes carry them."""
+    manifest_bytes = dump_release(manifest)
+    fields: dict[str, Any] = json.loads(manifest_bytes)
+    taken = {name: fields[name] for name in ("boxId", "version", "targetId", "target", "gpu", "selfTest", "parity")}
+    release = {"name": release_file_name(manifest), "sha256": sha256_bytes(manifest_bytes)}
+    return GpuProofPredicate.model_validate({k: v for k, v in taken.items() if v is not None} | {"release": release})
+
+
+def statement_of(manifest: ReleaseManifest) -> GpuProofStatement:
+    subject = Subject(name=manifest.archive.name, digest={"sha256": manifest.archive.sha256})
+    return GpuProofStatement(subject=[subject], predicate=predicate_of(manifest))
+
+
+# The manifest leaves run timings out (format/release.py: a rebuild gives the same bytes); so does the proof.
+_RUN_TIMINGS: Any = {
+    "selfTest": {"checks": {"__all__": {"durationSeconds"}}},
+    "parity": {"results": {"__all__": {"durationSeconds"}}},
+}
+
+
+def dump_predicate(predicate: GpuProofPredicate) -> bytes:
+    """Canonical bytes (sorted keys, two-space indent, trailing newline): ``actions/attest``'s predicate-path."""
+    return canonical_json(predicate.model_dump(mode="json", exclude_none=True, exclude=_RUN_TIMINGS))
+
+
+def dump_statement(statement: GpuProofStatement) -> bytes:
+    dumped = statement.model_dump(mode="json", exclude_none=True, by_alias=True, exclude={"predicate": _RUN_TIMINGS})
+    return canonical_json(dumped)
+
+
+@dataclass(frozen=True)
+class SignerPolicy:
+    """Who may sign GPU proofs: the OIDC issuer, and either one exact certificate identity (the SAN: for GitHub
+    Actions ``https://github.com/OWNER/REPO/.github/workflows/release.yml@refs/tags/TAG``) or a workflow
+    (``OWNER/REPO/.github/workflows/release.yml``: any ref of it, as ``gh attestation verify --signer-workflow``)."""
+
+    identity: str | None = None
+    workflow: str | None = None
+    issuer: str = GITHUB_ISSUER
+
+    def __post_init__(self) -> None:
+        if (self.identity is None) == (self.workflow is None):
+            raise ValueError("SignerPolicy takes one of identity or workflow")
+
+    def describe(self) -> str:
+        who = self.identity if self.identity is not None else f"the workflow {self.workflow} (any ref)"
+        return f"{who}, issuer {self.issuer}"
+
+    def accepts(self, san: str) -> bool:
+        if self.identity is not None:
+            return san == self.identity
+        workflow = (self.workflow or "").removeprefix("https://").removeprefix("github.com/")
+        return san.startswith(f"https://github.com/{workflow}@")
+
+    def verify(self, cert: Certificate) -> None:
+        """sigstore's VerificationPolicy protocol: raise when ``cert`` is not this signer's."""
+        issuer, sans = signer_of(cert)
+        if issuer != self.issuer or not any(self.accepts(san) for san in sans):
+            raise _SignerRefusedError(", ".join(sans) or "no URI or email", issuer or "none")
+
+
+class _SignerRefusedError(VerificationError):
+    def __init__(self, sans: str, issuer: str) -> None:
+        super().__init__(f"signed by {sans} (issuer {issuer})")
+        self.sans = sans
+        self.issuer = issuer
+
+
+def signer_of(cert: Certificate) -> tuple[str | None, list[str]]:
+    """The certificate's OIDC issuer (Fulcio's extension) and its identities (URI and email SANs)."""
+    try:
+        issuer: str | None = cert.extensions.get_extension_for_oid(_OIDC_ISSUER).value.value.decode()  # type: ignore[attr-defined]
+    except (ExtensionNotFound, UnicodeDecodeError):
+        issuer = None
+    try:
+        sans = cert.extensions.get_extension_for_class(SubjectAlternativeName).value
+    except ExtensionNotFound:
+        return issuer, []
+    return issuer, [*sans.get_values_for_type(UniformResourceIdentifier), *sans.get_values_for_type(RFC822Name)]
+
+
+# -------------------------------------------------------------------------------------------- verify
+
+_ROOT_FIX = (
+    "pass the trusted_root.json of the Sigstore instance that signs the release workflow's attestations "
+    "(`gh attestation trusted-root` prints the public-good one)"
+)
+
+
+@dataclass(frozen=True)
+class VerifiedProof:
+    """A GPU proof whose signature, signer, subject and predicate were all checked."""
+
+    statement: GpuProofStatement
+    signer: str  # the certificate identity (SAN) that signed it
+    issuer: str
+
+    @property
+    def predicate(self) -> GpuProofPredicate:
+        return self.statement.predicate
+
+    def to_json(self) -> dict[str, object]:
+        predicate = self.predicate
+        return {
+            "predicateType": PREDICATE_TYPE,
+            "subject": [s.model_dump() for s in self.statement.subject],
+            "signer": self.signer,
+            "issuer": self.issuer,
+            "boxId": predicate.boxId,
+            "version": predicate.version,
+            "targetId": predicate.targetId,
+            "gpu": predicate.gpu.describe() if predicate.gpu is not None else None,
+        }
+
+
+def load_trusted_root(data: bytes, file: str) -> TrustedRoot:
+    """A Sigstore trusted root (``trusted_root.json``), or ProofError naming ``file``."""
+    load_json(data, file=file, error=ProofError, fix=_ROOT_FIX)  # bounded and nesting-checked first
+    try:
+        return TrustedRoot(trustroot_v1.TrustedRoot.from_json(data))
+    except (ValueError, Error) as exc:
+        raise ProofError(f"{file} is not a Sigstore trusted root: {_first_line(exc)}", fix=_ROOT_FIX) from None
+
+
+def load_bundle(data: bytes, file: str) -> Bundle:
+    """A Sigstore bundle, or ProofError naming ``file``."""
+    load_json(data, file=file, error=ProofError, fix=_VERIFY_FIX, max_bytes=MAX_BUNDLE_BYTES)
+    try:
+        return Bundle.from_json(data)
+    except (ValueError, Error) as exc:
+        raise ProofError(f"{file} is not a Sigstore bundle: {_first_line(exc)}", fix=_VERIFY_FIX) from None
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def check_gpu_proof(
+    manifest: ReleaseManifest,
+    bundle: Bundle,
+    trusted_root: TrustedRoot,
+    policy: SignerPolicy,
+    *,
+    bundle_file: str = "gpu-proof.sigstore.json",
+    manifest_file: str = "release.json",
+) -> VerifiedProof:
+    """``bundle`` checked offline against ``trusted_root`` and ``policy``, then what it signs against
+    ``manifest``: TrustError subclasses for each refusal, naming ``bundle_file`` and ``manifest_file``."""
+    payload_type, payload = _verified_payload(bundle, trusted_root, policy, bundle_file)
+    if payload_type != PAYLOAD_TYPE:
+        raise ProofError(f"{bundle_file} signs a {payload_type} payload, not an in-toto statement", fix=_VERIFY_FIX)
+    statement = parse_statement(payload, bundle_file)
+    check_subject(statement, manifest, bundle_file, manifest_file)
+    check_evidence(statement.predicate, bundle_file)
+    check_predicate(statement.predicate, predicate_of(manifest), bundle_file, manifest_file)
+    issuer, sans = signer_of(bundle.signing_certificate)
+    signer = next((san for san in sans if policy.accepts(san)), sans[0] if sans else "")
+    return VerifiedProof(statement=statement, signer=signer, issuer=issuer or "")
+
+
+def _verified_payload(
+    bundle: Bundle, trusted_root: TrustedRoot, policy: SignerPolicy, bundle_file: str
+) -> tuple[str, bytes]:
+    """sigstore-python's DSSE verification, each of its refusals as the TrustError a user can act on."""
+    try:
+        return Verifier(trusted_root=trusted_root).verify_dsse(bundle, policy)
+    except _SignerRefusedError as exc:
+        raise ProofSignerError(
+            f"{bundle_file} is signed by {exc.sans} (issuer {exc.issuer}), not by {policy.describe()}",
+            fix="use the proof the release workflow signed; if the signer changed (a renamed repository or "
+            "workflow), pass its identity with --cert-identity or --signer-workflow",
+        ) from None
+    except CertValidationError as exc:
+        raise ProofSignatureError(
+            f"{bundle_file}'s signing certificate was not issued by a certificate authority of the trusted root "
+            f"({_first_line(exc)})",
+            fix="verify against the trusted root of the Sigstore instance that signed it, or distrust the bundle",
+        ) from None
+    except (VerificationError, Error) as exc:
+        raise ProofSignatureError(
+            f"{bundle_file} does not verify against the trusted root: {_first_line(exc)}",
+            fix="the bundle was changed after signing or was not logged by the trusted Rekor: " + _VERIFY_FIX,
+        ) from None
+
+
+def parse_statement(payload: bytes, file: str) -> GpuProofStatement:
+    """The signed statement as a GPU proof; another predicate type (a provenance bundle) is refused by name."""
+    raw = load_json(payload, file=f"{file} (statement)", error=ProofError, fix=_VERIFY_FIX)
+    found = raw.get("predicateType") if isinstance(raw, dict) else None
+    if found != PREDICATE_TYPE:
+        raise ProofError(
+            f"{file} signs a statement of predicate type {found}, not a GPU proof ({PREDICATE_TYPE})",
+            fix=f"pass the GPU proof's bundle, not the build provenance's: {_VERIFY_FIX}",
+        )
+    try:
+        return GpuProofStatement.model_validate(raw)
+    except ValidationError as exc:
+        problems = validation_problems(exc, f"{file} (statement)")
+        raise ProofError(f"{file} signs a GPU proof this scrollcase cannot read", problems, fix=_VERIFY_FIX) from None
+
+
+def check_subject(
+    statement: GpuProofStatement, manifest: ReleaseManifest, bundle_file: str, manifest_file: str
+) -> None:
+    archive = manifest.archive
+    if any(s.digest.get("sha256") == archive.sha256 for s in statement.subject):
+        return
+    about = ", ".join(f"{s.name} (sha256 {s.digest.get('sha256', 'none')})" for s in statement.subject)
+    raise ProofSubjectError(
+        f"{bundle_file} is a GPU proof of {about}, not of {archive.name} (sha256 {archive.sha256}) that "
+        f"{manifest_file} names",
+        fix="verify each release with its own proof: a proof of another archive says nothing about this one",
+    )
+
+
+def check_evidence(predicate: GpuProofPredicate, bundle_file: str) -> None:
+    """The signed evidence is what the signed target promises, whatever the manifest says."""
+    spec = predicate.target.spec
+    if predicate.gpu is None:
+        problems = [] if not spec.kind.uses_gpu else [Problem(f"{spec.target_id} carries no GPU evidence")]
+    else:
+        problems = spec.kind.evidence_problems(spec, predicate.gpu, "box")
+    if spec.target_id != predicate.targetId:
+        problems.append(Problem(f"targetId {predicate.targetId} is not the target's id {spec.target_id}"))
+    if problems:
+        located = [Problem(p.message, file=bundle_file, key="predicate.gpu", value=p.value) for p in problems]
+        raise ProofEvidenceError(
+            f"{bundle_file} proves a box that is not what its name {predicate.targetId} says",
+            located,
+            fix="do not install this box: its signed GPU evidence contradicts its target",
+        )
+
+
+def check_predicate(
+    found: GpuProofPredicate, expected: GpuProofPredicate, bundle_file: str, manifest_file: str
+) -> None:
+    signed, said = found.model_dump(mode="json"), expected.model_dump(mode="json")
+    differ = [name for name in GpuProofPredicate.model_fields if signed[name] != said[name]]
+    if not differ:
+        return
+    problems = [
+        Problem(
+            f"signed {_short(signed[name])}, {manifest_file} says {_short(said[name])}",
+            file=bundle_file,
+            key=f"predicate.{name}",
+        )
+        for name in differ
+    ]
+    raise ProofMismatchError(
+        f"{bundle_file} does not prove what {manifest_file} says ({', '.join(differ)} differ)",
+        problems,
+        fix="the manifest or the proof is not the one the release workflow built and signed: fetch both again "
+        "from the release, and do not install until they agree",
+    )
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def verify_gpu_proof(
+    release: Path | ReleaseManifest,
+    bundle: Path,
+    trusted_root: Path,
+    *,
+    identity: str | None = None,
+    workflow: str | None = None,
+    issuer: str = GITHUB_ISSUER,
+) -> VerifiedProof:
+    """The library call (``scrollcase verify RELEASE --gpu-proof BUNDLE``): the GPU-proof ``bundle`` of the
+    release (its ``.release.json`` or the manifest a host already read) checked offline against the Sigstore
+    ``trusted_root`` the host ships, signed by ``identity`` (one exact certificate identity) or ``workflow``
+    (``OWNER/REPO/.github/workflows/release.yml``, any ref).  Raises TrustError subclasses (exit 13)."""
+    if (identity is None) == (workflow is None):
+        raise UsageError(
+            "a GPU proof is checked against its signer: give exactly one of identity or workflow",
+            fix="e.g. workflow='OWNER/REPO/.github/workflows/release.yml' (the CLI's --signer-workflow)",
+        )
+    policy = SignerPolicy(identity=identity, workflow=workflow, issuer=issuer)
+    manifest, manifest_file = (
+        (release, "the release manifest")
+        if isinstance(release, ReleaseManifest)
+        else (load_release(release), describe_path(release))
+    )
+    bundle_file, root_file = describe_path(bundle), describe_path(trusted_root)
+    root = load_trusted_root(read_bytes(trusted_root, _READ_ROOT), root_file)
+    found = load_bundle(read_bytes(bundle, _READ_BUNDLE), bundle_file)
+    return check_gpu_proof(manifest, found, root, policy, bundle_file=bundle_file, manifest_file=manifest_file)
+
+
+_READ_BUNDLE = ReadErrors(
+    UsageError,
+    missing="cannot read the GPU proof {path}: no such file",
+    missing_fix=_VERIFY_FIX,
+    unreadable="cannot read the GPU proof {path}: {strerror}",
+    fix="check the path and its permissions",
+)
+_READ_ROOT = ReadErrors(
+    UsageError,
+    missing="cannot read the Sigstore trusted root {path}: no such file",
+    missing_fix=_ROOT_FIX,
+    unreadable="cannot read the Sigstore trusted root {path}: {strerror}",
+    fix="check the path and its permissions",
+)
