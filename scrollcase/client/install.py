@@ -24,20 +24,22 @@ from scrollcase.client.preflight import refuse, release_gpu_check
 from scrollcase.client.receive import Fetched, Figures, plan_receive, receive
 from scrollcase.client.select import Candidate, HostView, Selection, Wanted, require_choice, select_release
 from scrollcase.client.share import NOTHING_SHARED, Shared, share_tree
-from scrollcase.errors import IntegrityError, Problem, ScrollcaseError, StoreError
+from scrollcase.client.trusted import TrustedRoot, check_signed_archive, trusting
+from scrollcase.errors import IntegrityError, Problem, ScrollcaseError, StoreError, TrustError
 from scrollcase.format.archive.unpack import UnpackResult, absolute_as_given, prepare_dest
 from scrollcase.format.release import ReleaseManifest, ReleaseRelocation, parse_release
 from scrollcase.format.relocate import check_dest_length, prefix_text
 from scrollcase.host.facts import HostProbes
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.progress import Emit, MeterFactory, silent_meter, waiting
-from scrollcase.store.base import ReadableStore
+from scrollcase.store.base import Blob, ReadableStore
 from scrollcase.store.factory import open_read_store
 from scrollcase.store.index import BoxIndex, check_index_box, index_key, parse_index
 from scrollcase.targets.base import Accelerator
 from scrollcase.targets.gpucheck import GpuCheckResult
 from scrollcase.targets.hostgpu import GpuFacts
 from scrollcase.targets.registry import accelerator
+from scrollcase.trust.verify import StoreTrust
 
 GpuCheckHook = Callable[[GpuCheckResult], None]
 NOTHING_DOWNLOADED = "; nothing was downloaded"
@@ -115,6 +117,8 @@ def install_box(
     meter: MeterFactory = silent_meter,
     on_gpu_check: GpuCheckHook | None = None,
     share: bool = True,
+    trusted_root: TrustedRoot | None = None,
+    trust_state: Path | str | None = None,
 ) -> Installed:
     """Install the release of ``box_id`` in ``store`` that fits this machine into ``dest`` (a new or empty
     folder), as ``scrollcase install`` does.
@@ -127,14 +131,23 @@ def install_box(
     downloaded (default: its summary through ``progress``).  Raises a
     :class:`~scrollcase.errors.ScrollcaseError` (nothing fits, a refused GPU check, a tampered archive, a
     store error…), leaving ``dest`` as it was.  ``share``: link the files this box has in common with the
-    boxes installed before it to one stored copy (client/share.py); False keeps every file its own."""
+    boxes installed before it to one stored copy (client/share.py); False keeps every file its own.
+
+    ``trusted_root``: the store's TUF root (bytes, or its file) shipped with the host app: the index, the
+    manifest and the archive's size and sha256 are then checked against the store's signed metadata before
+    the archive is downloaded (a :class:`~scrollcase.errors.TrustError`, exit 13, otherwise; ``trust_state``
+    is the folder of what this host trusts, default one per store in the user cache).  Without it a warning
+    goes to ``progress``."""
     where = Path(dest)
     prepare_dest(where)
     wanted = Wanted(version, target, pre, skip_gpu_check)
-    offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
-    chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, offer.store.url)
-    check_dest_fits(where, chosen.entry.relocation, NOTHING_DOWNLOADED)
-    manifest, check = checked_manifest(offer, chosen, progress)
+    source = as_store(store, endpoint_url)
+    with trusting(source, trusted_root, trust_state, progress) as trust:
+        offer = read_offer(source, box_id, wanted, probes or HostProbes(), progress, trust)
+        chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, source.url)
+        check_dest_fits(where, chosen.entry.relocation, NOTHING_DOWNLOADED)
+        manifest, check = checked_manifest(offer, chosen, progress)
+        saved(trust, progress)
     (on_gpu_check or gpu_summary(progress))(check)
     check_dest_fits(where, manifest.relocation, NOTHING_DOWNLOADED)
     installed = _receive(offer.store, manifest, chosen, where, check, keep_download, share, progress, meter)
@@ -226,18 +239,29 @@ def list_releases(
     probes: HostProbes | None = None,
     progress: Emit = quiet,
     share: bool = True,
+    trusted_root: TrustedRoot | None = None,
+    trust_state: Path | str | None = None,
 ) -> Listing:
     """Every release of ``box_id`` in ``store``, best first, each with whether it fits this machine and why
     not; the one :func:`install_box` would choose with the same arguments is ``selection.chosen``, and
     ``plan`` what installing it would download and add to the disk (from its manifest and this machine's frame
     cache; None when nothing fits, or its manifest cannot be read: the reason goes to ``progress``).  ``share``
-    as install_box's: the disk figure counts only the files no installed box already holds."""
+    as install_box's: the disk figure counts only the files no installed box already holds; ``trusted_root`` and
+    ``trust_state`` as install_box's (the index and the chosen manifest checked against the signed metadata)."""
     wanted = Wanted(version, target, pre, skip_gpu_check)
-    offer = read_offer(as_store(store, endpoint_url), box_id, wanted, probes or HostProbes(), progress)
-    selection = select_release(offer.index, offer.host, wanted)
-    return Listing(
-        offer.store.url, box_id, offer.host, selection, chosen_plan(offer, selection.chosen, progress, share)
-    )
+    source = as_store(store, endpoint_url)
+    with trusting(source, trusted_root, trust_state, progress) as trust:
+        offer = read_offer(source, box_id, wanted, probes or HostProbes(), progress, trust)
+        selection = select_release(offer.index, offer.host, wanted)
+        plan = chosen_plan(offer, selection.chosen, progress, share)
+        saved(trust, progress)
+    return Listing(source.url, box_id, offer.host, selection, plan)
+
+
+def saved(trust: StoreTrust | None, progress: Emit) -> None:
+    """Every signed check passed: the trusted state advances to the metadata just checked."""
+    if trust is not None and not trust.commit():
+        progress(f"warning: the trusted state {trust.state} was not updated (another scrollcase swapped it now)")
 
 
 def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit, share: bool = True) -> Figures | None:
@@ -246,7 +270,9 @@ def chosen_plan(offer: Offer, chosen: Candidate | None, progress: Emit, share: b
         return None
     try:
         with waiting(progress, offer.store.url):
-            manifest = fetch_manifest(offer.store, offer.box_id, chosen)
+            manifest = fetch_manifest(offer.store, offer.box_id, chosen, offer.trust)
+    except TrustError:
+        raise  # a refusal of the signed metadata is no missing figure: nothing is trusted
     except ScrollcaseError as exc:
         progress(f"warning: no download figures for {chosen.version} {chosen.target_id}: {exc.message}")
         return None
@@ -276,14 +302,27 @@ class Offer:
     index: BoxIndex
     host: HostView
     wanted: Wanted
+    trust: StoreTrust | None = None  # the store's signed metadata, when the host passed a trusted root
 
 
-def read_offer(store: ReadableStore, box_id: str, wanted: Wanted, probes: HostProbes, progress: Emit) -> Offer:
-    """The store's index of ``box_id`` and the facts of this machine that choosing among it needs."""
+def read_offer(
+    store: ReadableStore,
+    box_id: str,
+    wanted: Wanted,
+    probes: HostProbes,
+    progress: Emit,
+    trust: StoreTrust | None = None,
+) -> Offer:
+    """The store's index of ``box_id`` (checked against the signed metadata with ``trust``: refreshed first)
+    and the facts of this machine that choosing among it needs."""
     with waiting(progress, store.url):
-        index = read_box_index(store, box_id)
+        if trust is not None:
+            trust.refresh()
+        index = read_box_index(store, box_id, trust)
+    if trust is not None:
+        progress(f"signed metadata of {store.url} verified (the trusted root's roles)")
     host = host_view(probes, gpu_accelerator(index, wanted.skip_gpu_check))
-    return Offer(store, box_id, index, host, wanted)
+    return Offer(store, box_id, index, host, wanted, trust)
 
 
 def checked_manifest(offer: Offer, chosen: Candidate, progress: Emit) -> tuple[ReleaseManifest, GpuCheckResult]:
@@ -291,7 +330,7 @@ def checked_manifest(offer: Offer, chosen: Candidate, progress: Emit) -> tuple[R
     of the archive is downloaded, otherwise): on the manifest, with the GPUs the selection already saw."""
     store = offer.store
     with waiting(progress, store.url):
-        manifest = fetch_manifest(store, offer.box_id, chosen)
+        manifest = fetch_manifest(store, offer.box_id, chosen, offer.trust)
     url = store.url_for(chosen.entry.release)
     check = release_gpu_check(manifest, offer.host.gpus, offer.wanted.skip_gpu_check, url)
     if check.errors:
@@ -299,9 +338,14 @@ def checked_manifest(offer: Offer, chosen: Candidate, progress: Emit) -> tuple[R
     return manifest, check
 
 
-def read_box_index(store: ReadableStore, box_id: str) -> BoxIndex:
-    """``boxes/<box_id>/index.json``; StoreError when the store has none (or another box's)."""
+def read_box_index(store: ReadableStore, box_id: str, trust: StoreTrust | None = None) -> BoxIndex:
+    """``boxes/<box_id>/index.json``; StoreError when the store has none (or another box's).  With ``trust``
+    it is read only from its content-addressed copy, checked against its signed target."""
     key = index_key(box_id)
+    if trust is not None:
+        index = parse_index(trust.read_index(key), store.url_for(key))
+        check_index_box(index, box_id, store.url_for(key))
+        return index
     blob = store.get_bytes(key)
     if blob is None:
         raise StoreError(
@@ -328,11 +372,15 @@ def host_view(probes: HostProbes, gpu_kind: Accelerator | None) -> HostView:
     return HostView(plat, arch, gpu_kind.probe_gpus(probes) if gpu_kind else GpuFacts())
 
 
-def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> ReleaseManifest:
-    """The chosen release's manifest; IntegrityError when it is not the release the index describes."""
+def fetch_manifest(
+    store: ReadableStore, box_id: str, candidate: Candidate, trust: StoreTrust | None = None
+) -> ReleaseManifest:
+    """The chosen release's manifest; IntegrityError when it is not the release the index describes.  With
+    ``trust``: read at most its signed length, checked against its signed target, and its archive's size and
+    sha256 against the signed archive target (TrustError), all before a byte of the archive is downloaded."""
     entry = candidate.entry
     url = store.url_for(entry.release)
-    blob = store.get_bytes(entry.release)
+    blob = Blob(trust.read(entry.release), "") if trust is not None else store.get_bytes(entry.release)
     if blob is None:
         raise StoreError(
             f"{url} does not exist, although the index lists {candidate.version} {entry.targetId}",
@@ -370,6 +418,8 @@ def fetch_manifest(store: ReadableStore, box_id: str, candidate: Candidate) -> R
             fix="the store's index and release manifest disagree: republish the release, or use another store",
         )
     check_release_digest(blob.data, url, candidate)  # after the fields: a differing field says more
+    if trust is not None:
+        check_signed_archive(trust, manifest, url)
     return manifest
 
 

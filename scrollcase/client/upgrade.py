@@ -35,17 +35,20 @@ from scrollcase.client.download import download_archive, locked
 from scrollcase.client.framecache import FrameCache, Pruned, keep_installed, pruned_json
 from scrollcase.client.install import (
     GpuCheckHook,
+    Offer,
     as_store,
     check_dest_fits,
     checked_manifest,
     gpu_summary,
     quiet,
     read_offer,
+    saved,
 )
 from scrollcase.client.preflight import check_identity
 from scrollcase.client.receive import Fetched, fetch_release, unpack_healing
 from scrollcase.client.select import Wanted, require_choice, select_release, semver_key
 from scrollcase.client.share import NOTHING_SHARED, Shared, share_tree
+from scrollcase.client.trusted import TrustedRoot, trusting
 from scrollcase.errors import BuildError, IntegrityError, ScrollcaseError, UsageError, describe_path
 from scrollcase.format.archive.unpack import UnpackResult, unpack_archive
 from scrollcase.format.boxjson import BoxJson, parse_box_json
@@ -128,6 +131,8 @@ def upgrade_box(
     meter: MeterFactory = silent_meter,
     on_gpu_check: GpuCheckHook | None = None,
     share: bool = True,
+    trusted_root: TrustedRoot | None = None,
+    trust_state: Path | str | None = None,
 ) -> Upgraded:
     """Move the box installed in ``dest`` to the newest release of the same box and target in ``store``
     (or to ``version``, an older one too: a rollback), as ``scrollcase upgrade`` does: only the frames
@@ -136,28 +141,38 @@ def upgrade_box(
     ``store``, ``probes``, ``progress``, ``meter`` and ``on_gpu_check`` are as for
     :func:`~scrollcase.client.install.install_box`; ``keep_previous`` keeps the old tree as
     ``.<DEST>.previous`` (and its frames); ``share`` links the new tree's files to the copies other boxes
-    share (client/share.py) before it is swapped in.  Raises a :class:`~scrollcase.errors.ScrollcaseError`; until the
-    final swap ``dest`` stays the old, working install."""
+    share (client/share.py) before it is swapped in.  ``trusted_root`` and ``trust_state`` as install_box's: the
+    index, the new manifest and its archive's facts checked against the store's signed metadata before a
+    frame is fetched.  Raises a :class:`~scrollcase.errors.ScrollcaseError`; until the final swap ``dest``
+    stays the old, working install."""
     where = Path(dest).absolute()
     if recover_swap(where):
         progress(f"put back {where}: an earlier upgrade was killed while swapping folders")
     box = installed_box(where)
     wanted = Wanted(version, box.targetId, pre, skip_gpu_check)
-    offer = read_offer(as_store(store, endpoint_url), box.boxId, wanted, probes or HostProbes(), progress)
-    url = offer.store.url
-    chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, url)
-    if chosen.version == box.version or (version is None and semver_key(chosen.version) <= semver_key(box.version)):
+    source = as_store(store, endpoint_url)
+    url = source.url
+    with trusting(source, trusted_root, trust_state, progress) as trust:
+        offer = read_offer(source, box.boxId, wanted, probes or HostProbes(), progress, trust)
+        found = _newer(offer, box, where, progress)
+        saved(trust, progress)
+    if found is None:
         return Upgraded(box.boxId, where, url, box.version, box.version)
-    check_dest_fits(where, chosen.entry.relocation, NOTHING_CHANGED)
-    manifest, check = checked_manifest(offer, chosen, progress)
+    manifest, check = found
     (on_gpu_check or gpu_summary(progress))(check)
     check_dest_fits(where, manifest.relocation, NOTHING_CHANGED)
     progress(f"upgrading {box.boxId} in {where}: {box.version} -> {manifest.version} from {url}")
     start = time.monotonic()
-    done = _upgrade(offer.store, manifest, where, keep_previous, progress, meter, share)
+    done = _upgrade(source, manifest, where, keep_previous, progress, meter, share)
+    return _upgraded(box, where, url, manifest, check, done, time.monotonic() - start)
+
+
+def _upgraded(
+    box: BoxJson, dest: Path, url: str, manifest: ReleaseManifest, check: GpuCheckResult, done: _Done, seconds: float
+) -> Upgraded:
     return Upgraded(
         box_id=box.boxId,
-        dest=where,
+        dest=dest,
         store=url,
         from_version=box.version,
         to_version=manifest.version,
@@ -167,9 +182,20 @@ def upgrade_box(
         files=done.files,
         gpu_check=check,
         cache_pruned=done.pruned,
-        seconds=time.monotonic() - start,
+        seconds=seconds,
         shared=done.shared,
     )
+
+
+def _newer(offer: Offer, box: BoxJson, dest: Path, progress: Emit) -> tuple[ReleaseManifest, GpuCheckResult] | None:
+    """The release to move ``dest`` to, its manifest checked and its GPU check passed; None when it holds it."""
+    wanted = offer.wanted
+    chosen = require_choice(select_release(offer.index, offer.host, wanted), offer.index, wanted, offer.store.url)
+    newest = wanted.version is None and semver_key(chosen.version) <= semver_key(box.version)
+    if chosen.version == box.version or newest:
+        return None
+    check_dest_fits(dest, chosen.entry.relocation, NOTHING_CHANGED)
+    return checked_manifest(offer, chosen, progress)
 
 
 @dataclass(frozen=True)

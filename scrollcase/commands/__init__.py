@@ -131,6 +131,27 @@ class ReleaseArgs(CommandArgs):
     version: str | None
     pre: bool
     skip_gpu_check: bool
+    trusted_root: Path | None
+    trust_state: Path | None
+
+
+def add_trust_options(p: argparse.ArgumentParser) -> None:
+    """--trusted-root and --trust-state: install and upgrade check the store against its signed metadata."""
+    p.add_argument(
+        "--trusted-root",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="the store's TUF root.json shipped with the host: refuse anything the store's signed metadata does not "
+        "sign, before the archive is downloaded (exit 13) (default: $SCROLLCASE_TRUSTED_ROOT)",
+    )
+    p.add_argument(
+        "--trust-state",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="the folder of what this host trusts of the store (default: one per store URL in the user cache)",
+    )
 
 
 def store_location(option: str | None) -> str:

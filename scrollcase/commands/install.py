@@ -19,11 +19,13 @@ from pydantic import TypeAdapter, ValidationError
 from scrollcase.client.install import Listing, install_box, list_releases
 from scrollcase.client.receive import Figures
 from scrollcase.client.select import HostView
+from scrollcase.client.trusted import trusted_root_option
 from scrollcase.commands import (
     STORE_ENV,
     ReleaseArgs,
     SubParsers,
     add_command,
+    add_trust_options,
     handler,
     report_gpu,
     store_location,
@@ -89,6 +91,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep every file of the box its own: no links to the copies other installed boxes share",
     )
+    add_trust_options(p)
     p.set_defaults(handler=handler(InstallArgs, run))
 
 
@@ -107,6 +110,8 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
             probes=probes,
             progress=console.progress,
             share=not args.no_share,
+            trusted_root=trusted_root_option(args.trusted_root),
+            trust_state=args.trust_state,
         )
         console.result(list_json(listing), render_list(listing))
         return 0
@@ -125,6 +130,8 @@ def run(args: InstallArgs, console: Console, probes: HostProbes | None = None) -
         progress=console.progress,
         meter=console.meter,
         on_gpu_check=lambda check: report_gpu(console, check),
+        trusted_root=trusted_root_option(args.trusted_root),
+        trust_state=args.trust_state,
     )
     data = installed.to_json()
     console.result(data, render_install(data))

@@ -7,8 +7,17 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrollcase.client.trusted import trusted_root_option
 from scrollcase.client.upgrade import upgrade_box
-from scrollcase.commands import ReleaseArgs, SubParsers, add_command, handler, report_gpu, store_location
+from scrollcase.commands import (
+    ReleaseArgs,
+    SubParsers,
+    add_command,
+    add_trust_options,
+    handler,
+    report_gpu,
+    store_location,
+)
 from scrollcase.console import Console
 from scrollcase.host.facts import HostProbes
 
@@ -48,6 +57,7 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep every file of the box its own: no links to the copies other installed boxes share",
     )
+    add_trust_options(p)
     p.set_defaults(handler=handler(UpgradeArgs, run))
 
 
@@ -65,6 +75,8 @@ def run(args: UpgradeArgs, console: Console, probes: HostProbes | None = None) -
         progress=console.progress,
         meter=console.meter,
         on_gpu_check=lambda check: report_gpu(console, check),
+        trusted_root=trusted_root_option(args.trusted_root),
+        trust_state=args.trust_state,
     )
     data = upgraded.to_json()
     if not upgraded.upgraded:
