@@ -8,6 +8,9 @@ The library API for host apps and CI (docs/install.md#from-python), the same cal
   beside DEST (``scrollcase upgrade``);
 - :func:`verify_installed` ``(dest) -> InstalledReport``: every file changed since install
   (``scrollcase verify --installed``);
+- :func:`verify_gpu_proof` ``(release, bundle, trusted_root, workflow=...) -> VerifiedProof``: the release's
+  signed GPU proof checked offline against the Sigstore trusted root the host ships
+  (``scrollcase verify --gpu-proof``, docs/trust.md#signed-gpu-proof);
 - :func:`plan_build` / :func:`execute_build`: recipe + lock -> box archive + release manifest
   (``scrollcase build``); :func:`publish` ``(store, manifest, archive_path, ...)`` (``scrollcase publish``);
 - :class:`ScrollcaseError`: what every one of them raises, with its exit code, fix and located problems.
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from scrollcase.errors import ScrollcaseError
     from scrollcase.format.receipt import InstalledReport, verify_installed
     from scrollcase.store.publish import publish
+    from scrollcase.trust.proof import VerifiedProof, verify_gpu_proof
 
     __version__: str
 
@@ -48,6 +52,8 @@ _API: dict[str, str] = {
     "execute_build": "scrollcase.build.pipeline",
     "publish": "scrollcase.store.publish",
     "ScrollcaseError": "scrollcase.errors",
+    "verify_gpu_proof": "scrollcase.trust.proof",
+    "VerifiedProof": "scrollcase.trust.proof",
 }
 
 __all__ = [
@@ -56,6 +62,7 @@ __all__ = [
     "Listing",
     "ScrollcaseError",
     "Upgraded",
+    "VerifiedProof",
     "__version__",
     "execute_build",
     "install_box",
@@ -63,6 +70,7 @@ __all__ = [
     "plan_build",
     "publish",
     "upgrade_box",
+    "verify_gpu_proof",
     "verify_installed",
 ]
 

@@ -131,7 +131,7 @@ def predicate_of(manifest: ReleaseManifest) -> GpuProofPredicate:
     """The GPU-proof predicate of a release: its fields as the manifest's canonical bytes carry them."""
     manifest_bytes = dump_release(manifest)
     fields: dict[str, Any] = json.loads(manifest_bytes)
-    taken = {name: fields[name] for name in ("boxId", "version", "targetId", "target", "gpu", "selfTest", "parity")}
+    taken = {name: fields.get(name) for name in ("boxId", "version", "targetId", "target", "gpu", "selfTest", "parity")}
     release = {"name": release_file_name(manifest), "sha256": sha256_bytes(manifest_bytes)}
     return GpuProofPredicate.model_validate({k: v for k, v in taken.items() if v is not None} | {"release": release})
 
