@@ -267,3 +267,11 @@ def test_publish_outputs_come_from_the_publish_step() -> None:
     outputs = load(ROOT / "actions" / "publish" / "action.yml")["outputs"]
     for name in ("archive-key", "release-key", "index-key", "archive-url", "release-url", "published"):
         assert outputs[name]["value"] == f"${{{{ steps.run.outputs.{name} }}}}", name
+
+
+def test_publish_describes_the_release_with_the_stores_keys() -> None:
+    """The step before the upload lists the keys and URLs in the store the action publishes to (its prefix
+    included), not the manifest's prefix-less keys: `report release --to` the action's `to`, through env."""
+    describe = step_of("publish", "Describe the release")
+    assert describe["env"]["INPUT_TO"] == "${{ inputs.to }}"
+    assert '"$INPUT_RELEASE" --to "$INPUT_TO"' in describe["run"] and "report release" in describe["run"]

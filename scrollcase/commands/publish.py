@@ -14,10 +14,9 @@ from scrollcase.errors import IntegrityError, Problem, describe_path
 from scrollcase.format.release import load_release
 from scrollcase.github import report
 from scrollcase.store.base import Store
-from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, open_store
+from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, object_key, open_store
 from scrollcase.store.publish import PublishResult, publish, size_note
 from scrollcase.store.publishplan import PublishPlan, Upload
-from scrollcase.store.s3 import S3Store
 
 NAME = "publish"
 HELP = "publish a release to a directory or S3 bucket"
@@ -99,11 +98,6 @@ def run(args: PublishArgs, console: Console) -> int:
         report.annotate([Problem(message=message, severity="notice")], stream, title="scrollcase publish")
     console.result(result.to_json(), render(result))
     return 0
-
-
-def object_key(store: Store, key: str) -> str:
-    """The key as the store itself names it: below an S3 store's prefix; a folder store's keys are its paths'."""
-    return store.object_key(key) if isinstance(store, S3Store) else key
 
 
 def publish_outputs(result: PublishResult, store: Store) -> dict[str, object]:

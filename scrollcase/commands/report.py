@@ -9,16 +9,20 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
 from scrollcase.errors import Problem, UsageError
-from scrollcase.format.release import parse_release
+from scrollcase.format.release import ReleaseManifest, parse_release
 from scrollcase.github import buildcache, checks, report
 from scrollcase.github.paths import located, repo_relative
 from scrollcase.io.files import ReadErrors, read_bytes, user_cache_dir
 from scrollcase.recipe.loader import LOCK_FILE, resolve_recipe
 from scrollcase.reports.junit import JUnitResult, read_junit, result_problem, tally
+
+if TYPE_CHECKING:
+    from scrollcase.store.base import Store
 
 NAME = "report"
 HELP = "render results for GitHub (annotations, summary, checks)"
@@ -54,6 +58,7 @@ class ReportReleaseArgs(CommandArgs):
     release: Path | None
     recipe: str | None
     out: Path
+    to: str | None
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -78,7 +83,8 @@ JUNIT_EPILOG = (
 RELEASE_DESCRIPTION = (
     "Read a *.release.json and write its facts as step outputs (release, "
     "archive, sha256, size, box-id, version, target-id, recipe-id, "
-    "archive-key, release-key, self-test, parity) and a summary table."
+    "archive-key, release-key, self-test, parity) and a summary table. With --to, the keys are those "
+    "publish gives the objects in that store (its prefix included), beside their URLs and the index's."
 )
 
 
@@ -121,6 +127,12 @@ def _register_release(kinds: SubParsers, common: argparse.ArgumentParser) -> Non
         default=Path(".scrollcase/dist"),
         metavar="DIR",
         help="where build wrote the release (default: .scrollcase/dist)",
+    )
+    r.add_argument(
+        "--to",
+        metavar="STORE",
+        help="the store publish will write to (s3://bucket/prefix or a folder): report each object's key there, "
+        "the prefix included, and its URL, as publish's outputs do (nothing is read or written)",
     )
     r.set_defaults(handler=handler(ReportReleaseArgs, run_release))
 
@@ -295,11 +307,35 @@ def _release_path(args: ReportReleaseArgs) -> Path:
     )
 
 
+def store_outputs(manifest: ReleaseManifest, store: Store) -> dict[str, object]:
+    """Where publish puts each object of the release in ``store``: its key there (an S3 store's prefix
+    included, as publish's outputs name it) and its URL; the SBOM's are empty when the release has none."""
+    from scrollcase.store.factory import object_key  # only with --to: `report junit` runs in every action
+    from scrollcase.store.index import index_key
+    from scrollcase.store.remote import sbom_key
+
+    keys = {
+        "archive": manifest.keys.archive,
+        "release": manifest.keys.release,
+        "sbom": sbom_key(manifest),
+        "index": index_key(manifest.boxId),
+    }
+    outputs: dict[str, object] = {"store": store.url}
+    for kind, key in keys.items():
+        outputs[f"{kind}-key"] = object_key(store, key) if key else ""
+        outputs[f"{kind}-url"] = store.url_for(key) if key else ""
+    return outputs
+
+
 def run_release(args: ReportReleaseArgs, console: Console) -> int:
     env = report.RunnerEnv.from_environ()
     path = _release_path(args)
     manifest = parse_release(read_bytes(path, _READ_RELEASE), file=str(path))
     outputs = report.release_outputs(manifest, path.resolve())
+    if args.to is not None:
+        from scrollcase.store.factory import open_store
+
+        outputs |= store_outputs(manifest, open_store(args.to, None))
     table = report.SummaryTable(
         title=f"{manifest.boxId} {manifest.version} ({manifest.targetId})",
         columns=["Field", "Value"],

@@ -54,6 +54,11 @@ def open_store(destination: str | None, endpoint_url: str | None, env: Mapping[s
     return LocalStore(Path(target))
 
 
+def object_key(store: Store, key: str) -> str:
+    """The key as the store itself names it: below an S3 store's prefix; a folder store's keys are its paths'."""
+    return store.object_key(key) if isinstance(store, S3Store) else key
+
+
 S3ClientFactory = Callable[[str | None], "S3Client"]
 
 

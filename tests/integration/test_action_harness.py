@@ -25,6 +25,7 @@ from tests.integration.action_harness import (
     setup_script,
     standard_uses,
 )
+from tests.support.releases import write_release
 
 ACTIONS = ROOT / "actions"
 pytestmark = pytest.mark.slow  # each action runs several real interpreters (~3 s per action)
@@ -399,6 +400,20 @@ def test_publish_action_exposes_release_keys_before_uploading(harness: Harness) 
     result = harness.run(ACTIONS / "publish", inputs)
     assert result.failed and result.step("Describe the release").status == "failure", result.log()
     assert result.step("Publish the box").status == "skipped"  # nothing uploads without a valid manifest
+
+
+def test_publish_action_describes_the_keys_and_urls_it_then_publishes_to(harness: Harness) -> None:
+    """Issue 30: "Describe the release" listed the manifest's keys; it lists where publish puts each object."""
+    needs_command("publish")
+    release = write_release(harness.workspace / "dist")
+    store = harness.runner_temp / "store"
+    result = harness.run(ACTIONS / "publish", {"release": str(release.manifest_path), "to": str(store)})
+    assert not result.failed, result.log()
+    describe = result.step("Describe the release")
+    for name in ("archive-key", "archive-url", "release-key", "release-url", "index-key"):
+        assert describe.outputs[name] == result.outputs[name], name
+        assert f"| {name} | {result.outputs[name]} |" in describe.summary, describe.summary
+    assert Path(describe.outputs["archive-url"]).read_bytes() == release.archive_path.read_bytes()
 
 
 def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) -> None:

@@ -291,6 +291,15 @@ def test_outputs_name_the_real_keys_under_the_store_prefix(weed: S3Server, weed_
     size = release.manifest.archive.size
     assert f"| archive | `s3://{bucket}/{outputs['archive-key']}` | uploaded | {size} |" in text, text
     assert "| index |" in text and "| updated |" in text
+    # The publish action describes the release first (`report release --to`): the same keys and URLs.
+    runner, described, _ = runner_files(tmp_path, "described")
+    store = f"s3://{bucket}/team/boxes-prod"
+    done = run_isolated("report", "release", str(release.manifest_path), "--to", store, cwd=tmp_path, env=runner)
+    assert done.returncode == 0, done.stderr
+    description = read_outputs(described.read_text(encoding="utf-8"))
+    for kind in ("archive", "release", "index"):
+        assert description[f"{kind}-key"] == outputs[f"{kind}-key"], kind
+        assert description[f"{kind}-url"] == outputs[f"{kind}-url"], kind
 
     runner, output, summary = runner_files(tmp_path, "again")
     again = scrollcase(*args, cwd=tmp_path, env={**env, **runner})
