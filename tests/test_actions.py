@@ -194,6 +194,32 @@ def test_release_workflow_attests_archive_manifest_and_sbom_before_publishing() 
             assert step["with"]["cache"] == "false", step["uses"]
 
 
+def test_release_workflow_signs_the_gpu_proof_beside_the_provenance() -> None:
+    """#34: the build job's verify writes the predicate once the release verifies; the attest job signs it with
+    actions/attest (pinned by SHA) as a statement about the archive, and keeps the bundle."""
+    from scrollcase.trust.proof import PREDICATE_TYPE
+
+    data = load(ROOT / ".github" / "workflows" / "release.yml")
+    build = data["jobs"]["build"]
+    verify = next(s for s in build["steps"] if s.get("id") == "verify")
+    assert verify["with"]["gpu-proof-predicate"] == "true"
+    upload = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert "${{ steps.verify.outputs.gpu-proof-predicate }}" in upload["with"]["path"]
+    attest = data["jobs"]["attest"]
+    (step,) = [s for s in attest["steps"] if s.get("uses", "").startswith("actions/attest@")]
+    assert re.fullmatch(r"actions/attest@[0-9a-f]{40}", step["uses"])
+    assert step["with"]["predicate-type"] == PREDICATE_TYPE
+    assert step["with"]["subject-path"].endswith("}.tar.zst")
+    assert step["with"]["predicate-path"].endswith("}.gpu-proof.json")
+    saved = next(s for s in attest["steps"] if s.get("name") == "Keep the GPU proof's bundle")
+    assert saved["env"]["BUNDLE"] == "${{ steps.gpu-proof.outputs.bundle-path }}"
+    assert saved["env"]["SAVED"].endswith("}.gpu-proof.sigstore.json")
+    assert "${{" not in saved["run"]
+    run = step_of("verify", "Verify the box")
+    assert run["env"]["INPUT_GPU_PROOF_PREDICATE"] == "${{ inputs.gpu-proof-predicate }}"
+    assert inputs_of("verify")["gpu-proof-predicate"]["default"] == "false"
+
+
 # --- issue 30: the actions for someone else's repository ------------------------------------------
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NoReturn
 
 from cryptography.x509 import (
     Certificate,
@@ -40,7 +40,14 @@ from scrollcase.format.release import (
     load_release,
 )
 from scrollcase.io.digest import sha256_bytes
-from scrollcase.io.documents import canonical_json, load_json, validation_problems
+from scrollcase.io.documents import (
+    MAX_JSON_DEPTH,
+    canonical_json,
+    json_depth,
+    load_json,
+    too_large,
+    validation_problems,
+)
 from scrollcase.io.files import ReadErrors, read_bytes
 from scrollcase.recipe.model import Sha256, Target
 from scrollcase.targets.evidence import GpuEvidence
@@ -252,13 +259,42 @@ def load_trusted_root(data: bytes, file: str) -> TrustedRoot:
         raise ProofError(f"{file} is not a Sigstore trusted root: {_first_line(exc)}", fix=_ROOT_FIX) from None
 
 
+def load_bundles(data: bytes, file: str) -> list[Bundle]:
+    """The Sigstore bundles of ``file``: one JSON bundle (``actions/attest``'s bundle-path), or JSON lines of
+    them (``gh attestation download``); ProofError naming ``file`` and the line when one is not a bundle."""
+    if len(data) > MAX_BUNDLE_BYTES * 8:
+        raise too_large(file, len(data), MAX_BUNDLE_BYTES * 8, ProofError, _VERIFY_FIX)
+    lines = [(f"{file}:{n}", line) for n, line in enumerate(data.splitlines(), 1) if line.strip()]
+    if len(lines) > 1 and not _one_document(data):
+        return [load_bundle(text, where) for where, text in lines]
+    return [load_bundle(data, file)]
+
+
+def _one_document(data: bytes) -> bool:
+    if json_depth(data) > MAX_JSON_DEPTH:
+        return True  # load_bundle refuses it, naming the limit
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
 def load_bundle(data: bytes, file: str) -> Bundle:
     """A Sigstore bundle, or ProofError naming ``file``."""
     load_json(data, file=file, error=ProofError, fix=_VERIFY_FIX, max_bytes=MAX_BUNDLE_BYTES)
     try:
         return Bundle.from_json(data)
     except (ValueError, Error) as exc:
-        raise ProofError(f"{file} is not a Sigstore bundle: {_first_line(exc)}", fix=_VERIFY_FIX) from None
+        raise ProofError(f"{file} is not a Sigstore bundle: {_first_line(exc)}", fix=_BUNDLE_FIX) from None
+
+
+# GitHub signs a private repository's attestations with its own Sigstore instance, without a transparency log:
+# sigstore-python (and so this check) needs the public-good instance's log entry.
+_BUNDLE_FIX = (
+    _VERIFY_FIX + "; a private repository's attestations (GitHub's own Sigstore, no transparency log) are "
+    "checked with `gh attestation verify` instead"
+)
 
 
 def _first_line(exc: Exception) -> str:
@@ -415,8 +451,38 @@ def verify_gpu_proof(
     )
     bundle_file, root_file = describe_path(bundle), describe_path(trusted_root)
     root = load_trusted_root(read_bytes(trusted_root, _READ_ROOT), root_file)
-    found = load_bundle(read_bytes(bundle, _READ_BUNDLE), bundle_file)
-    return check_gpu_proof(manifest, found, root, policy, bundle_file=bundle_file, manifest_file=manifest_file)
+    found = load_bundles(read_bytes(bundle, _READ_BUNDLE), bundle_file)
+    return check_any(manifest, found, root, policy, bundle_file=bundle_file, manifest_file=manifest_file)
+
+
+def check_any(
+    manifest: ReleaseManifest,
+    bundles: list[Bundle],
+    trusted_root: TrustedRoot,
+    policy: SignerPolicy,
+    *,
+    bundle_file: str,
+    manifest_file: str,
+) -> VerifiedProof:
+    """The first of ``bundles`` that proves the release (a download holds the build provenance too, and the
+    proofs of re-runs); none: the refusal of the first GPU proof among them, else of the first bundle."""
+    refusals: list[TrustError] = []
+    for bundle in bundles:
+        try:
+            return check_gpu_proof(
+                manifest, bundle, trusted_root, policy, bundle_file=bundle_file, manifest_file=manifest_file
+            )
+        except TrustError as refused:
+            refusals.append(refused)
+    return _raise_first([r for r in refusals if not _other_predicate(r)] or refusals)
+
+
+def _other_predicate(refusal: TrustError) -> bool:
+    return isinstance(refusal, ProofError) and "not a GPU proof" in refusal.message
+
+
+def _raise_first(refusals: list[TrustError]) -> NoReturn:
+    raise refusals[0]
 
 
 _READ_BUNDLE = ReadErrors(

@@ -44,6 +44,7 @@ STAND_INS = {
     "actions/download-artifact": FIXTURES / "download-artifact",
     "aws-actions/configure-aws-credentials": FIXTURES / "configure-aws-credentials",
     "actions/attest-build-provenance": FIXTURES / "attest-build-provenance",
+    "actions/attest": FIXTURES / "attest",
 }
 # Every runs-on label the workflows use, run on this machine (host mode: no Docker).
 LABELS = ("ubuntu-24.04", "ubuntu-latest", "macos-15", "self-hosted", "linux", "x64", "gpu")

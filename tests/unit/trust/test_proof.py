@@ -222,3 +222,41 @@ def test_every_refusal_is_a_trust_error() -> None:
     for error in (ProofError, ProofSignatureError, ProofSignerError, ProofSubjectError, ProofMismatchError):
         assert issubclass(error, TrustError) and error.exit_code == 13
     assert issubclass(ProofEvidenceError, TrustError)
+
+
+def test_a_download_of_several_bundles_verifies_by_its_gpu_proof(tmp_path: Path, sigstore: FakeSigstore) -> None:
+    """``gh attestation download`` writes JSON lines: the build provenance's bundle beside the GPU proof's."""
+    release = manifest()
+    provenance = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": release.archive.name, "digest": {"sha256": release.archive.sha256}}],
+        "predicateType": "https://slsa.dev/provenance/v1",
+        "predicate": {},
+    }
+    bundle = write(tmp_path, sigstore, release, json.dumps(provenance).encode())
+    proof = sigstore.attest(dump_statement(statement_of(release)), SIGNER)
+    bundle.write_text(bundle.read_text() + "\n\n" + json.dumps(proof) + "\n")
+    assert check(tmp_path).signer == SIGNER.san
+    # a pretty-printed single bundle is one document, not lines
+    bundle.write_text(json.dumps(proof, indent=2))
+    assert check(tmp_path).predicate == predicate_of(release)
+    # several, none of them this release's proof: the GPU proof's refusal, not the provenance's
+    other = sigstore.attest(dump_statement(statement_of(manifest(digest="cd" * 32))), SIGNER)
+    bundle.write_text(json.dumps(provenance | {"x": 1}) + "\n" + json.dumps(other) + "\n")
+    with pytest.raises(ProofError, match=r"box\.gpu-proof\.sigstore\.json:1 is not a Sigstore bundle"):
+        check(tmp_path)
+    bundle.write_text(json.dumps(sigstore.attest(json.dumps(provenance).encode(), SIGNER)) + "\n" + json.dumps(other))
+    with pytest.raises(ProofSubjectError):
+        check(tmp_path)
+
+
+def test_a_bundle_without_a_log_entry_says_to_use_gh(tmp_path: Path, sigstore: FakeSigstore) -> None:
+    """GitHub's own Sigstore (private repositories) logs nothing: sigstore-python cannot check such a bundle."""
+    release = manifest()
+    bundle = write(tmp_path, sigstore, release, dump_statement(statement_of(release)))
+    data = json.loads(bundle.read_text())
+    data["verificationMaterial"]["tlogEntries"] = []
+    bundle.write_text(json.dumps(data))
+    with pytest.raises(ProofError, match=r"expected exactly one log entry") as raised:
+        check(tmp_path)
+    assert "`gh attestation verify`" in (raised.value.fix or "")
