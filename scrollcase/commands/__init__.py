@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "publish": "publish a release to a directory or S3 bucket",
     "report": "render results for GitHub (annotations, summary, checks)",
     "schema": "print the JSON Schema of recipe.json, *.release.json or a box index",
+    "trust": "set up, re-sign and rotate the keys of a store's signed metadata (TUF)",
     "unpack": "verify and unpack a box archive into a folder",
     "upgrade": "upgrade an installed box, downloading only what changed",
     "validate": "check recipes (recipe.json + folder) and report every problem",

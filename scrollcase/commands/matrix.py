@@ -257,7 +257,7 @@ def _published(entries: list[RecipeEntry], args: MatrixArgs, location: str) -> d
     """The recipes whose release the store already holds, by recipe ID, with what each was built from."""
     # Imported here: only --unpublished reads a store (boto3 for s3://); the matrix job stays light without it.
     from scrollcase.store.factory import open_read_store
-    from scrollcase.store.held import HeldReleases, recipe_inputs
+    from scrollcase.store.index import HeldReleases, recipe_inputs
 
     held = HeldReleases(open_read_store(location, args.endpoint_url))
     found: dict[str, Published] = {}

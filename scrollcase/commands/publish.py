@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,13 +11,14 @@ from pathlib import Path
 
 from scrollcase.commands import CommandArgs, SubParsers, add_command, handler
 from scrollcase.console import Console
-from scrollcase.errors import IntegrityError, Problem, describe_path
+from scrollcase.errors import IntegrityError, Problem, UsageError, describe_path
 from scrollcase.format.release import load_release
 from scrollcase.github import report
 from scrollcase.store.base import Store
 from scrollcase.store.factory import DEFAULT_STORE, STORE_ENV, object_key, open_store
 from scrollcase.store.publish import PublishResult, publish, size_note
 from scrollcase.store.publishplan import PublishPlan, Upload
+from scrollcase.trust.keys import ENV_VARS, ONLINE_ROLES, RoleKeys, load_keys
 
 NAME = "publish"
 HELP = "publish a release to a directory or S3 bucket"
@@ -28,6 +30,10 @@ The archive's size and sha256 are checked against the manifest before anything i
 uploaded; the archive goes up before the manifest; a key that already holds different
 bytes is never overwritten (ConflictError); republishing identical bytes uploads nothing.
 S3 credentials come from the standard AWS chain (environment, profile, OIDC web identity).
+A store with signed metadata (tuf/timestamp.json, see scrollcase trust) gets the release's
+objects and index signed too, with the online keys from --keys DIR or the environment
+(SCROLLCASE_TUF_TARGETS_KEY, SCROLLCASE_TUF_SNAPSHOT_KEY, SCROLLCASE_TUF_TIMESTAMP_KEY);
+without them publish refuses before it uploads anything (exit 13).
 """
 
 
@@ -38,6 +44,7 @@ class PublishArgs(CommandArgs):
     archive: Path | None
     endpoint_url: str | None
     dry_run: bool
+    keys: Path | None
 
 
 def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
@@ -61,6 +68,14 @@ def register(sub: SubParsers, common: argparse.ArgumentParser) -> None:
         help="S3-compatible endpoint such as MinIO or R2 (default: AWS, or $AWS_ENDPOINT_URL_S3)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+    p.add_argument(
+        "--keys",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="folder with the online signing keys targets.pem, snapshot.pem, timestamp.pem, for a store with "
+        f"signed metadata (default: ${', $'.join(ENV_VARS.values())})",
+    )
     p.set_defaults(handler=handler(PublishArgs, run))
 
 
@@ -83,6 +98,7 @@ def run(args: PublishArgs, console: Console) -> int:
         progress=_progress_before_index(console),
         meter=console.meter,
         sbom_folder=args.release.parent,
+        keys=online_keys(args.keys),
     )
     if not result.dry_run:
         index = store.url_for(result.plan.index_key)
@@ -98,6 +114,13 @@ def run(args: PublishArgs, console: Console) -> int:
         report.annotate([Problem(message=message, severity="notice")], stream, title="scrollcase publish")
     console.result(result.to_json(), render(result))
     return 0
+
+
+def online_keys(folder: Path | None) -> RoleKeys:
+    """The online keys from ``--keys DIR`` and the environment (a variable wins over the folder's file)."""
+    if folder is not None and not folder.is_dir():
+        raise UsageError(f"--keys {describe_path(folder)} is not a folder", fix="pass the folder trust init wrote")
+    return load_keys(folder, os.environ, ONLINE_ROLES)
 
 
 def publish_outputs(result: PublishResult, store: Store) -> dict[str, object]:
@@ -179,6 +202,9 @@ def render(result: PublishResult) -> str:
         else ("updated" if result.index_written else "skip")
     )
     lines.append(f"  {index_verb:12} {plan.index_key}")
+    if result.dry_run and result.store_signed:
+        lines.append(f"  {'would sign':12} the release and the index (the store has signed metadata)")
+    lines.extend(f"  {'signed':12} {key}" for key in result.signed)
     lines.append(f"  {result.bytes_line()}")
     lines.extend(f"  warning: {warning}" for warning in plan.warnings)
     if not result.dry_run and not result.uploaded and not result.index_written:

@@ -33,6 +33,8 @@ from scrollcase.store.publishplan import (
     release_label,
 )
 from scrollcase.store.remote import read_remote_state
+from scrollcase.store.signing import Clock, check_signing, sign_release, utc_now
+from scrollcase.trust.keys import RoleKeys
 
 Progress = Callable[[str], None]
 NOTHING_MOVED = Transfer(sent=0)
@@ -76,6 +78,8 @@ class PublishResult:
     uploaded: tuple[str, ...]  # keys actually written by this run
     index_written: bool
     sent: Transfer = NOTHING_MOVED  # what this run's writes moved (a dry run: none)
+    store_signed: bool = False  # the store has signed metadata (tuf/timestamp.json): publish signs what it adds
+    signed: tuple[str, ...] = ()  # the metadata objects (and the index's content-addressed copy) this run wrote
 
     def to_json(self) -> dict[str, Any]:
         out = self.plan.to_json()
@@ -85,6 +89,8 @@ class PublishResult:
                 "dryRun": self.dry_run,
                 "uploaded": list(self.uploaded),
                 "indexWritten": self.index_written,
+                "storeSigned": self.store_signed,
+                "signedMetadata": list(self.signed),
             }
         )
         if not self.dry_run:
@@ -112,9 +118,13 @@ def publish(
     progress: Progress = lambda _: None,
     meter: MeterFactory | None = None,
     sbom_folder: Path | None = None,
+    keys: RoleKeys | None = None,
+    now: Clock = utc_now,
 ) -> PublishResult:
     """Check, plan and (unless ``dry_run``) execute a publish of one release to ``store``; the SBOM is
-    read from ``sbom_folder`` (default: the archive's folder, where `scrollcase build` writes both)."""
+    read from ``sbom_folder`` (default: the archive's folder, where `scrollcase build` writes both).  A store
+    with signed metadata (``tuf/timestamp.json``) needs the online ``keys`` (checked before the first write);
+    the release's objects and its index are signed last (store/signing.py)."""
     progress(f"checking {archive_path} against {manifest_file}")
     archive = measure_archive(archive_path, store)
     # The archive's bytes first: box.json is read only from the archive the manifest names.
@@ -132,11 +142,36 @@ def publish(
     with waiting(progress, store.url):
         store.check()
         remote = read_remote_state(store, manifest)
+        signing = check_signing(store, keys)
     plan = plan_publish(manifest, archive, remote, manifest_file, sbom, store.reuse_layout)
     for warning in plan.warnings:
         progress(f"warning: {warning}")
     if dry_run:
-        return PublishResult(plan, store.url, True, (), False)
+        return PublishResult(plan, store.url, True, (), False, store_signed=signing)
+    plan, uploaded, moved = _upload(store, manifest, plan, archive, sbom, manifest_file, progress, meter)
+    progress(f"updating {store.url_for(plan.index_key)}")
+    with waiting(progress, store.url):
+        written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
+    signed: tuple[str, ...] = ()
+    if signing and keys is not None:
+        progress(f"signing the release and the index ({store.url_for('tuf/timestamp.json')})")
+        with waiting(progress, store.url):
+            signed = sign_release(store, manifest, keys, now=now, progress=progress)
+    return PublishResult(plan, store.url, False, tuple(uploaded), written, moved, signing, signed)
+
+
+def _upload(
+    store: Store,
+    manifest: ReleaseManifest,
+    plan: PublishPlan,
+    archive: LocalArchive,
+    sbom: bytes | None,
+    manifest_file: str,
+    progress: Progress,
+    meter: MeterFactory | None,
+) -> tuple[PublishPlan, list[str], Transfer]:
+    """Execute the plan's uploads in order; the plan (planned again after a lost race on the manifest), the
+    keys written and what they moved."""
     uploaded: list[str] = []
     moved = NOTHING_MOVED
     for step in plan.uploads:  # in order: archive, sidecar, SBOM, manifest
@@ -156,10 +191,7 @@ def publish(
         if transfer is not None:
             uploaded.append(step.key)
             moved = Transfer(moved.sent + transfer.sent, moved.reused + transfer.reused)
-    progress(f"updating {store.url_for(plan.index_key)}")
-    with waiting(progress, store.url):
-        written = update_index(store, manifest.boxId, manifest.version, plan.index_entry)
-    return PublishResult(plan, store.url, False, tuple(uploaded), written, moved)
+    return plan, uploaded, moved
 
 
 def _execute_upload(

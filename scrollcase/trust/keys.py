@@ -137,6 +137,14 @@ def load_keys(folder: Path | None, environ: Mapping[str, str], roles: Iterable[s
 def require_keys(keys: RoleKeys, roles: Iterable[str], doing: str) -> None:
     """MissingKeysError naming every absent role's file and variable at once, before anything is written."""
     missing = [role for role in roles if not keys.signers.get(role)]
-    if missing:
-        where = "; ".join(key_fix(role) for role in missing)
-        raise MissingKeysError(f"{doing} needs the {', '.join(missing)} key(s), and none was given", fix=where)
+    if not missing:
+        return
+    if "root" in missing:
+        fix = key_fix("root")
+    else:
+        files = ", ".join(f"{role}.pem" for role in missing)
+        variables = ", ".join(ENV_VARS[role] for role in missing)
+        fix = (
+            f"pass --keys DIR with {files} (trust init wrote them), or set {variables} to the keys' PEM text (secrets)"
+        )
+    raise MissingKeysError(f"{doing} needs the {', '.join(missing)} key(s), and none was given", fix=fix)

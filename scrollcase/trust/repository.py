@@ -9,47 +9,74 @@ rewritten).  The top-level targets role signs no target itself: it delegates one
 ``/``), signed by the targets keys.  Target paths are the store's object keys; the mutable box index is also
 written under its content-addressed key ``boxes/<boxId>/<sha256>.index.json``, the only key hosts read it from.
 
-Nothing here reads or writes a store: the store's executor (store/publish.py) reads :class:`StoreMetadata`,
+Nothing here reads or writes a store: the store's executor (store/signing.py) reads :class:`StoreMetadata`,
 calls these, and writes what they return (create-if-absent, then the timestamp by compare-and-swap).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from securesystemslib.signer import CryptoSigner, Key
-from tuf.api.exceptions import UnsignedMetadataError
 from tuf.api.metadata import (
     DelegatedRole,
     Delegations,
     Metadata,
     MetaFile,
     Root,
-    Signed,
     Snapshot,
     TargetFile,
     Targets,
     Timestamp,
 )
-from tuf.api.serialization import DeserializationError
 
 from scrollcase.errors import TrustError
+from scrollcase.trust.current import (
+    BOX_ROLE_PREFIX,
+    TIMESTAMP_KEY,
+    TUF_PREFIX,
+    Current,
+    MetadataError,
+    Reader,
+    SignedT,
+    StoreMetadata,
+    box_paths,
+    box_role,
+    describe,
+    hashed_index_key,
+    read_current,
+    role_key,
+    root_key,
+    verified,
+)
 from scrollcase.trust.keys import ONLINE_ROLES, RoleKeys, WrongKeyError
 
-TUF_PREFIX = "tuf/"
-TIMESTAMP_KEY = "tuf/timestamp.json"
-BOX_ROLE_PREFIX = "box."
-# How the caller reads one object of its store: its bytes and ETag, None when absent (bounded by the store's
-# own document limit).  The store's executor passes it; this module never opens a store itself.
-Reader = Callable[[str], "tuple[bytes, str] | None"]
-SignedT = TypeVar("SignedT", Root, Timestamp, Snapshot, Targets)
-
-
-class MetadataError(TrustError):
-    """The store's metadata is not what scrollcase wrote: unreadable, the wrong role, or badly signed."""
+# The API other modules use (trust.md): the layout's names and the reading live in trust/current.py.
+__all__ = [
+    "DEFAULT_EXPIRIES",
+    "TIMESTAMP_KEY",
+    "TUF_PREFIX",
+    "Expiries",
+    "MetadataError",
+    "Reader",
+    "StoreMetadata",
+    "TargetFacts",
+    "box_paths",
+    "box_role",
+    "check_keys",
+    "describe",
+    "hashed_index_key",
+    "init_metadata",
+    "read_current",
+    "refresh_timestamp",
+    "role_key",
+    "root_key",
+    "rotate_root",
+    "sign_targets",
+]
 
 
 @dataclass(frozen=True)
@@ -75,159 +102,6 @@ class TargetFacts:
 
     length: int
     sha256: str
-
-
-@dataclass(frozen=True)
-class StoreMetadata:
-    """The store's current metadata as read from it: the newest root, the timestamp (with the ETag a
-    compare-and-swap replaces), the snapshot it names, the targets and the box roles a step needs.
-
-    ``taken``: keys above the current versions found to exist already (a publisher that lost a race left
-    them, unreferenced): new versions skip them."""
-
-    root: bytes
-    timestamp: bytes
-    timestamp_etag: str
-    snapshot: bytes
-    targets: bytes
-    roles: Mapping[str, bytes] = field(default_factory=dict)  # "box.<boxId>" -> its current bytes
-    taken: frozenset[str] = frozenset()
-
-
-def root_key(version: int) -> str:
-    return f"{TUF_PREFIX}{version}.root.json"
-
-
-def role_key(role: str, version: int) -> str:
-    return f"{TUF_PREFIX}{version}.{role}.json"
-
-
-def box_role(box_id: str) -> str:
-    return f"{BOX_ROLE_PREFIX}{box_id}"
-
-
-def box_paths(box_id: str) -> list[str]:
-    return [f"boxes/{box_id}/*", f"boxes/{box_id}/*/*/*"]
-
-
-def hashed_index_key(index_key: str, sha256: str) -> str:
-    """``boxes/<boxId>/<sha256>.index.json``: where a TUF client with consistent snapshots reads the index."""
-    folder, _, name = index_key.rpartition("/")
-    return f"{folder}/{sha256}.{name}"
-
-
-# --- reading the metadata the store holds -------------------------------------------------------------
-
-
-def parse_metadata(data: bytes, kind: type[SignedT], key: str) -> Metadata[SignedT]:
-    """``data`` (the object at ``key``) as TUF metadata of role type ``kind``; MetadataError otherwise."""
-    try:
-        metadata: Metadata[Any] = Metadata.from_bytes(data)
-    except DeserializationError as exc:
-        raise MetadataError(
-            f"{key} is not TUF metadata: {exc}",
-            fix=f"restore {key} from a backup of the store's tuf/ folder; it is written only by scrollcase trust "
-            "and publish",
-        ) from None
-    if not isinstance(metadata.signed, kind):
-        raise MetadataError(
-            f"{key} holds {metadata.signed.type} metadata where {kind.type} belongs",
-            fix=f"restore {key} from a backup of the store's tuf/ folder",
-        )
-    return metadata
-
-
-def snapshot_key(timestamp: bytes) -> str:
-    """The snapshot object the timestamp names."""
-    meta = parse_metadata(timestamp, Timestamp, TIMESTAMP_KEY).signed.snapshot_meta
-    return role_key("snapshot", meta.version)
-
-
-def role_keys(snapshot: bytes, key: str, roles: Iterable[str] | None = None) -> dict[str, str]:
-    """The object key of each role the snapshot lists (``targets``, ``box.<boxId>``), only ``roles`` when given."""
-    meta = parse_metadata(snapshot, Snapshot, key).signed.meta
-    listed = {name.removesuffix(".json"): info.version for name, info in meta.items()}
-    wanted = listed if roles is None else [role for role in ("targets", *roles) if role in listed]
-    return {role: role_key(role, listed[role]) for role in wanted}
-
-
-def read_current(read: Reader, roles: Iterable[str] | None = ()) -> StoreMetadata | None:
-    """The store's current metadata through ``read``: None when it has no ``tuf/timestamp.json`` (a store
-    without signed metadata); the box roles ``roles`` names that the snapshot lists (None: all of them)."""
-    timestamp = read(TIMESTAMP_KEY)
-    if timestamp is None:
-        return None
-    snapshot_name = snapshot_key(timestamp[0])
-    snapshot = _required(read, snapshot_name)
-    wanted = role_keys(snapshot, snapshot_name, roles)
-    found = {role: _required(read, key) for role, key in wanted.items()}
-    version, root = 1, _required(read, root_key(1))
-    while (newer := read(root_key(version + 1))) is not None:
-        version, root = version + 1, newer[0]
-    targets = found.pop("targets")
-    return StoreMetadata(root, timestamp[0], timestamp[1], snapshot, targets, found)
-
-
-def _required(read: Reader, key: str) -> bytes:
-    found = read(key)
-    if found is None:
-        raise MetadataError(
-            f"{key} is missing, but the metadata that names it is there",
-            fix=f"restore {key} from a backup of the store's tuf/ folder (objects under tuf/ are never deleted)",
-        )
-    return found[0]
-
-
-@dataclass
-class _Current:
-    """StoreMetadata parsed, each role checked against its delegator's keys."""
-
-    root: Metadata[Root]
-    timestamp: Metadata[Timestamp]
-    snapshot: Metadata[Snapshot]
-    targets: Metadata[Targets]
-    roles: dict[str, Metadata[Targets]]
-    taken: frozenset[str]
-
-    @property
-    def root_name(self) -> str:
-        return root_key(self.root.signed.version)
-
-    def next_version(self, role: str, version: int) -> int:
-        version += 1
-        while role_key(role, version) in self.taken:
-            version += 1
-        return version
-
-
-def _verified(current: StoreMetadata) -> _Current:
-    root = parse_metadata(current.root, Root, "the newest tuf/<N>.root.json")
-    name = root_key(root.signed.version)
-    _check_signed(root, "root", root, name)
-    timestamp = parse_metadata(current.timestamp, Timestamp, TIMESTAMP_KEY)
-    snapshot_name = role_key("snapshot", timestamp.signed.snapshot_meta.version)
-    snapshot = parse_metadata(current.snapshot, Snapshot, snapshot_name)
-    targets_name = role_key("targets", snapshot.signed.meta["targets.json"].version)
-    targets = parse_metadata(current.targets, Targets, targets_name)
-    for role, metadata, key in (("snapshot", snapshot, snapshot_name), ("targets", targets, targets_name)):
-        _check_signed(root, role, metadata, key)
-    roles = {}
-    for role, data in current.roles.items():
-        key = role_key(role, snapshot.signed.meta[f"{role}.json"].version)
-        roles[role] = parse_metadata(data, Targets, key)
-        _check_signed(targets, role, roles[role], key)
-    return _Current(root, timestamp, snapshot, targets, roles, current.taken)
-
-
-def _check_signed(delegator: Metadata[Any], role: str, metadata: Metadata[Any], key: str) -> None:
-    try:
-        delegator.verify_delegate(role, metadata)
-    except UnsignedMetadataError as exc:
-        raise MetadataError(
-            f"{key} is not signed by the keys its delegator names for {role}: {exc}",
-            fix=f"restore {key} from a backup of the store's tuf/ folder, or re-sign it with scrollcase trust "
-            "rotate if the keys were replaced",
-        ) from None
 
 
 # --- signing -------------------------------------------------------------------------------------------
@@ -256,7 +130,7 @@ def _role_signers(
     return signers
 
 
-def _top_signers(current: _Current, keys: RoleKeys, role: str) -> list[CryptoSigner]:
+def _top_signers(current: Current, keys: RoleKeys, role: str) -> list[CryptoSigner]:
     spec = current.root.signed.roles[role]
     return _role_signers(keys, role, spec.keyids, spec.threshold, current.root_name)
 
@@ -268,7 +142,7 @@ def _fresh(signed: SignedT, version: int, now: datetime, expiry: timedelta) -> S
 
 
 def _commit(
-    current: _Current, changed: Mapping[str, Targets], keys: RoleKeys, now: datetime, expiries: Expiries
+    current: Current, changed: Mapping[str, Targets], keys: RoleKeys, now: datetime, expiries: Expiries
 ) -> dict[str, bytes]:
     """Write ``changed`` roles (targets and box roles, already at their new versions), then a new snapshot
     listing them and a new timestamp naming it."""
@@ -290,7 +164,7 @@ def _commit(
 
 
 def _timestamp(
-    current: _Current, snapshot_version: int, keys: RoleKeys, now: datetime, expiries: Expiries
+    current: Current, snapshot_version: int, keys: RoleKeys, now: datetime, expiries: Expiries
 ) -> dict[str, bytes]:
     timestamp = current.timestamp.signed
     timestamp.snapshot_meta = MetaFile(version=snapshot_version)
@@ -298,7 +172,7 @@ def _timestamp(
     return {TIMESTAMP_KEY: _sign(timestamp, _top_signers(current, keys, "timestamp"))}
 
 
-def _delegation(current: _Current, role: str) -> DelegatedRole:
+def _delegation(current: Current, role: str) -> DelegatedRole:
     delegations = current.targets.signed.delegations
     if delegations is None or delegations.roles is None or role not in delegations.roles:
         raise MetadataError(f"the targets role delegates no role {role!r}", fix="publish the box again")
@@ -337,6 +211,14 @@ def init_metadata(
     }
 
 
+def check_keys(current: StoreMetadata, keys: RoleKeys, roles: Iterable[str] = ONLINE_ROLES) -> None:
+    """WrongKeyError (or MissingKeysError) unless ``keys`` hold a threshold of the keys the store's root names
+    for each of ``roles``: publish checks this before it uploads anything."""
+    state = verified(current)
+    for role in roles:
+        _top_signers(state, keys, role)
+
+
 def target_files(box_id: str, targets: Mapping[str, bytes | TargetFacts]) -> dict[str, TargetFile]:
     """The TUF target of each store key (length and sha256); TrustError for a key outside the box's folder."""
     out = {}
@@ -367,7 +249,7 @@ def sign_targets(
     top-level targets (only when the box is new: it delegates the box's role), the snapshot, the timestamp.
     ``{}`` when the role already signs exactly these targets.  ``current.roles`` must hold the box's role
     when the snapshot lists it."""
-    state = _verified(current)
+    state = verified(current)
     for role in ONLINE_ROLES:
         _top_signers(state, keys, role)  # every key checked before anything is signed
     files = target_files(box_id, targets)
@@ -393,7 +275,7 @@ def sign_targets(
     return out | _commit(state, changed, keys, now, expiries)
 
 
-def _delegate(current: _Current, box_id: str, now: datetime, expiries: Expiries) -> Targets:
+def _delegate(current: Current, box_id: str, now: datetime, expiries: Expiries) -> Targets:
     """The next top-level targets: the current one delegating ``box.<boxId>`` to the targets keys."""
     targets = current.targets.signed
     spec = current.root.signed.roles["targets"]
@@ -413,7 +295,7 @@ def refresh_timestamp(
 ) -> dict[str, bytes]:
     """A new timestamp (``scrollcase trust timestamp``, run on a schedule well inside its expiry), and a new
     snapshot first when the current one expires within a quarter of its lifetime."""
-    state = _verified(current)
+    state = verified(current)
     if state.snapshot.signed.expires - now < expiries.snapshot / 4:
         return _commit(state, {}, keys, now, expiries)
     return _timestamp(state, state.snapshot.signed.version, keys, now, expiries)
@@ -435,7 +317,7 @@ def rotate_root(
     and every box role, whose delegations name the targets keys, then snapshot and timestamp): a lost
     timestamp or snapshot key is replaced this way.  ``new_keys`` holds the online keys this needs;
     ``current.roles`` every box role when ``roles`` has ``targets``."""
-    state = _verified(current)
+    state = verified(current)
     replaced = list(dict.fromkeys(roles))
     old = state.root.signed.roles["root"]
     old_signers = _role_signers(old_root_keys, "root", list(old.keyids), old.threshold, state.root_name)
@@ -464,7 +346,7 @@ def rotate_root(
     return out
 
 
-def _redelegate(current: _Current, now: datetime, expiries: Expiries) -> dict[str, Targets]:
+def _redelegate(current: Current, now: datetime, expiries: Expiries) -> dict[str, Targets]:
     """The top-level targets and every box role at new versions, the delegations naming the new targets keys."""
     spec = current.root.signed.roles["targets"]
     listed = [name.removesuffix(".json") for name in current.snapshot.signed.meta if name.startswith(BOX_ROLE_PREFIX)]
@@ -488,42 +370,3 @@ def _redelegate(current: _Current, now: datetime, expiries: Expiries) -> dict[st
     }
     changed["targets"] = _fresh(targets, current.next_version("targets", targets.version), now, expiries.targets)
     return changed
-
-
-def describe(current: StoreMetadata, now: datetime) -> dict[str, Any]:
-    """What ``scrollcase trust status`` shows: each role's version, expiry (and whether it passed), keys and
-    threshold, and the box roles the snapshot lists."""
-    state = _verified(current)
-    root = state.root.signed
-
-    def entry(signed: Signed, key: str, role: str | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": key, "version": signed.version, "expires": signed.expires.isoformat()}
-        out["expired"] = signed.is_expired(now)
-        if role is not None:
-            out.update({"keyids": list(root.roles[role].keyids), "threshold": root.roles[role].threshold})
-        return out
-
-    meta = state.snapshot.signed.meta
-    return {
-        "root": entry(root, state.root_name, "root") | {"consistentSnapshot": root.consistent_snapshot},
-        "timestamp": entry(state.timestamp.signed, TIMESTAMP_KEY, "timestamp"),
-        "snapshot": entry(state.snapshot.signed, role_key("snapshot", state.snapshot.signed.version), "snapshot"),
-        "targets": entry(state.targets.signed, role_key("targets", state.targets.signed.version), "targets"),
-        "boxes": {
-            name.removesuffix(".json").removeprefix(BOX_ROLE_PREFIX): {
-                "key": role_key(name.removesuffix(".json"), info.version),
-                "version": info.version,
-            }
-            | (
-                {
-                    "expires": r.signed.expires.isoformat(),
-                    "expired": r.signed.is_expired(now),
-                    "targets": len(r.signed.targets),
-                }
-                if (r := state.roles.get(name.removesuffix(".json")))
-                else {}
-            )
-            for name, info in sorted(meta.items())
-            if name.startswith(BOX_ROLE_PREFIX)
-        },
-    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from scrollcase.format.release import ReleaseAsset
 from scrollcase.github.matrix import Published, RecipeEntry, plan_matrix
 from scrollcase.recipe.model import Asset
-from scrollcase.store.held import LOCK, built_from, recipe_inputs
+from scrollcase.store.index import LOCK, built_from, recipe_inputs
 from tests.github_helpers import recipe
 from tests.support.releases import make_manifest
 
