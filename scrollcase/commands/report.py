@@ -219,8 +219,9 @@ def _check_run(
         fallback,
         title=f"{title}: {sum(p.severity == 'error' for p in problems)} failure(s)",
     )
-    client = checks.make_client(token, args.api_url or env.api_url)
-    return checks.publish_check_run(checks.repository(client, repo), plan)
+    api_url = args.api_url or env.api_url
+    client = checks.make_client(token, api_url)
+    return checks.publish_check_run(checks.repository(client, repo), plan, api_url)
 
 
 def run(args: ReportJunitArgs, console: Console) -> int:

@@ -113,8 +113,9 @@ def _output(plan: CheckRunPlan, batch: Sequence[dict[str, object]]) -> dict[str,
     return out
 
 
-def publish_check_run(repo: RepositoryLike, plan: CheckRunPlan) -> CheckRunResult:
-    """Create the check run with the first batch, PATCH the rest, complete it with the last."""
+def publish_check_run(repo: RepositoryLike, plan: CheckRunPlan, api_url: str = "the GitHub API") -> CheckRunResult:
+    """Create the check run with the first batch, PATCH the rest, complete it with the last; ``api_url``
+    names the API in the error when it cannot be reached."""
     batches = list(plan.batches) or [()]
     try:
         if len(batches) == 1:
@@ -133,7 +134,7 @@ def publish_check_run(repo: RepositoryLike, plan: CheckRunPlan) -> CheckRunResul
                 run.edit(output=_output(plan, batch))
             run.edit(status="completed", conclusion=plan.conclusion, output=_output(plan, batches[-1]))
     except Exception as exc:  # PyGithub raises GithubException and requests errors alike
-        raise _api_error(exc) from None
+        raise _api_error(exc, api_url) from None
     return CheckRunResult(
         id=int(run.id),
         url=str(run.html_url or ""),
@@ -142,13 +143,30 @@ def publish_check_run(repo: RepositoryLike, plan: CheckRunPlan) -> CheckRunResul
     )
 
 
-def _api_error(exc: Exception) -> GitHubError:
+_ALREADY_REPORTED = "the annotations and the step summary already hold every result"
+_FIXES = {
+    401: "the token was not accepted (expired, or for another GitHub host): pass the job's GITHUB_TOKEN as "
+    "github-token, and on GitHub Enterprise Server its API URL (GITHUB_API_URL, --api-url)",
+    404: "check GITHUB_REPOSITORY and the API URL; a fork's token cannot write checks upstream",
+}
+
+
+def _api_error(exc: Exception, api_url: str) -> GitHubError:
+    """The error for a failed check-run request: a token without the permission (403) is told to get it; an
+    API that never answered, or answered with its own failure (5xx), is not a permission problem."""
     status = getattr(exc, "status", None)
-    fix = "give the job `permissions: checks: write` and pass its GITHUB_TOKEN as github-token"
-    if status == 404:
-        fix = "check GITHUB_REPOSITORY and the API URL; a fork's token cannot write checks upstream"
-    reason = status or type(exc).__name__
-    message = f"creating the check run failed ({reason}): {exc}"[:500]
+    if not isinstance(status, int):  # no HTTP answer: requests' ConnectionError and Timeout are OSErrors
+        what = "cannot reach" if isinstance(exc, OSError) else "no usable answer from"
+        return GitHubError(
+            f"{what} {api_url} to create the check run ({type(exc).__name__}): {exc}"[:500],
+            fix="check the API URL (GITHUB_API_URL; --api-url on GitHub Enterprise Server) and that this runner "
+            f"can reach it (a self-hosted runner's proxy or firewall), then rerun the job; {_ALREADY_REPORTED}",
+        )
+    message = f"creating the check run failed ({status}): {exc}"[:500]
+    if status >= 500:
+        fix = f"{api_url} failed on its side (an outage?): rerun the job later; {_ALREADY_REPORTED}"
+        return GitHubError(message, fix=fix)
+    fix = _FIXES.get(status, "give the job `permissions: checks: write` and pass its GITHUB_TOKEN as github-token")
     if status == 403:
         return CheckRunRefusedError(message, fix=fix + " (pull requests from forks always get a read-only token)")
     return GitHubError(message, fix=fix)

@@ -60,3 +60,23 @@ def test_api_refusal_is_a_github_error_with_a_fix() -> None:
         with pytest.raises(GitHubError) as info:
             checks.publish_check_run(checks.repository(client, "octo/boxes"), plan)
     assert "404" in info.value.message and info.value.fix
+
+
+@pytest.mark.parametrize(
+    ("status", "fix_says"),
+    [(502, "failed on its side"), (401, "token was not accepted"), (403, "permissions: checks: write")],
+)
+def test_each_answer_gets_its_own_fix(status: int, fix_says: str) -> None:
+    """Only a refusal (403) asks for `permissions: checks: write`; GitHub's own failure and a token it does not
+    accept say so. The 403 stays the refusal the caller turns into a warning."""
+    with fake_github(refuse_writes=status) as api:
+        client = checks.make_client("t", api.url, seconds_between_writes=0)
+        plan = checks.plan_check_run("x", "d" * 40, failures(1), "s", "j.xml")
+        with pytest.raises(GitHubError) as info:
+            checks.publish_check_run(checks.repository(client, "octo/boxes"), plan, api.url)
+    error = info.value
+    assert f"({status})" in error.message and error.fix is not None and fix_says in error.fix, error.fix
+    assert isinstance(error, checks.CheckRunRefusedError) == (status == 403)
+    assert ("checks: write" in error.fix) == (status == 403)
+    if status == 502:
+        assert api.url in error.fix

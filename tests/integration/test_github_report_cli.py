@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -280,3 +281,19 @@ def test_matrix_reports_every_broken_recipe_at_once(tmp_path: Path) -> None:
     assert done.returncode == 3
     annotations = [x for x in done.stdout.splitlines() if x.startswith("::error")]
     assert len(annotations) == 2 and all("colour" in x for x in annotations)
+
+
+def test_report_junit_when_the_api_cannot_be_reached_says_so(tmp_path: Path) -> None:
+    """Issue 30: a check run whose API never answered told the user to add `permissions: checks: write`. The step
+    fails naming the API it could not reach and the fix; the outputs and annotations were written first."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        api = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    junit = write_junit(tmp_path / "junit" / "build.xml", "self-test", self_test_cases(1))
+    env = step_env(tmp_path, GITHUB_API_URL=api, GITHUB_TOKEN="t", GITHUB_REPOSITORY="octo/boxes", GITHUB_SHA="f" * 40)
+    done = scrollcase(["report", "junit", str(junit), "--check-run-name", "self-test (box)"], tmp_path, env)
+    assert done.returncode == 12, done.stderr
+    assert f"cannot reach {api} to create the check run" in done.stderr, done.stderr
+    assert "checks: write" not in done.stderr and "GITHUB_API_URL" in done.stderr
+    assert outputs(env)["conclusion"] == "failure"
+    assert len([x for x in done.stdout.splitlines() if x.startswith("::error file=")]) == 1, done.stdout
