@@ -28,6 +28,7 @@ NOT_PATHS = {
     *(f"scrollcase/{n}" for n in ("build", "matrix", "lock-check", "parity", "verify", "publish", "scrollcase")),
     *(f"actions/{n}" for n in ("setup-python", "cache", "checkout", "upload-artifact", "download-artifact")),
     "actions/attest-build-provenance",
+    "actions/attest",
     "aws-actions/configure-aws-credentials",
     "benchmarks/results/",  # written by the benchmarks (git-ignored)
     ".github/workflows/boxes.yml",  # the adopter's workflow that docs/github.md writes, in their repository
