@@ -57,7 +57,8 @@ PREDICATE_TYPE: Final = "https://scrollcase.dev/gpu-proof/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"  # the OIDC issuer of GitHub Actions' tokens
 MAX_BUNDLE_BYTES = 1 << 20  # a bundle is a few KB: its statement, one certificate, one log entry
-_OIDC_ISSUER = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")  # Fulcio: the token's issuer, raw bytes
+_OIDC_ISSUER = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")  # Fulcio: the token's issuer, raw bytes (deprecated)
+_OIDC_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")  # the same as a DER UTF8String
 _VERIFY_FIX = "verify with the bundle `actions/attest` wrote for this release (<archive stem>.gpu-proof.sigstore.json)"
 
 
@@ -196,6 +197,33 @@ class SignerPolicy:
             raise _SignerRefusedError(", ".join(sans) or "no URI or email", issuer or "none")
 
 
+def _issuer_of(cert: Certificate) -> str | None:
+    """Fulcio's issuer extension: the DER form (1.8) where present, else the raw form (1.1) older certificates
+    carry alone; None when neither is there or readable."""
+    for oid in (_OIDC_ISSUER_V2, _OIDC_ISSUER):
+        try:
+            raw: bytes = cert.extensions.get_extension_for_oid(oid).value.value  # type: ignore[attr-defined]
+        except ExtensionNotFound:
+            continue
+        text = _der_utf8(raw) if oid == _OIDC_ISSUER_V2 else raw
+        try:
+            return text.decode() if text is not None else None
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
+def _der_utf8(raw: bytes) -> bytes | None:
+    """The content of a DER UTF8String (tag 12, short or long length), None when ``raw`` is not one."""
+    if len(raw) < 2 or raw[0] != 0x0C:
+        return None
+    length, start = raw[1], 2
+    if length & 0x80:
+        count = length & 0x7F
+        length, start = int.from_bytes(raw[2 : 2 + count], "big"), 2 + count
+    return raw[start:] if len(raw) - start == length else None
+
+
 class _SignerRefusedError(VerificationError):
     def __init__(self, sans: str, issuer: str) -> None:
         super().__init__(f"signed by {sans} (issuer {issuer})")
@@ -205,10 +233,7 @@ class _SignerRefusedError(VerificationError):
 
 def signer_of(cert: Certificate) -> tuple[str | None, list[str]]:
     """The certificate's OIDC issuer (Fulcio's extension) and its identities (URI and email SANs)."""
-    try:
-        issuer: str | None = cert.extensions.get_extension_for_oid(_OIDC_ISSUER).value.value.decode()  # type: ignore[attr-defined]
-    except (ExtensionNotFound, UnicodeDecodeError):
-        issuer = None
+    issuer = _issuer_of(cert)
     try:
         sans = cert.extensions.get_extension_for_class(SubjectAlternativeName).value
     except ExtensionNotFound:

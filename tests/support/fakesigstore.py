@@ -132,6 +132,7 @@ class Identity:
     san: str
     issuer: str = GITHUB_ISSUER
     repository: str = ""
+    legacy_issuer: bool = True  # also the deprecated raw form (1.1) Fulcio still writes beside the DER one (1.8)
 
 
 def workflow_identity(repo: str, workflow: str = "release.yml", ref: str = "refs/tags/release-1") -> Identity:
@@ -270,9 +271,12 @@ def _leaf_builder(
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False)
         .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(identity.san)]), critical=True)
-        .add_extension(x509.UnrecognizedExtension(_OIDC_ISSUER, identity.issuer.encode()), critical=False)
         .add_extension(x509.UnrecognizedExtension(_OIDC_ISSUER_V2, _der_utf8(identity.issuer)), critical=False)
     )
+    if identity.legacy_issuer:
+        builder = builder.add_extension(
+            x509.UnrecognizedExtension(_OIDC_ISSUER, identity.issuer.encode()), critical=False
+        )
     if identity.repository:
         builder = builder.add_extension(
             x509.UnrecognizedExtension(_SOURCE_REPOSITORY_URI, _der_utf8(identity.repository)), critical=False

@@ -116,6 +116,22 @@ def test_a_good_proof_verifies_offline(tmp_path: Path, sigstore: FakeSigstore) -
     assert check(tmp_path, workflow=None, identity=SIGNER.san).signer == SIGNER.san
 
 
+def test_the_issuer_is_read_from_either_of_fulcios_extensions(tmp_path: Path, sigstore: FakeSigstore) -> None:
+    release = manifest()
+    for issuer in ("https://token.actions.githubusercontent.com", "https://issuer.example/with/a/" + "long" * 40):
+        signer = workflow_identity(REPO)
+        signer.issuer, signer.legacy_issuer = issuer, False  # only the DER form (1.8), a long one too
+        write(tmp_path, sigstore, release, dump_statement(statement_of(release)), signer=signer)
+        proof = verify_gpu_proof(
+            tmp_path / "box.release.json",
+            tmp_path / "box.gpu-proof.sigstore.json",
+            tmp_path / "trusted_root.json",
+            workflow=WORKFLOW,
+            issuer=issuer,
+        )
+        assert proof.issuer == issuer
+
+
 def test_a_proof_of_another_archive_is_refused(tmp_path: Path, sigstore: FakeSigstore) -> None:
     other = manifest(digest="cd" * 32)
     write(tmp_path, sigstore, manifest(), dump_statement(statement_of(other)))
