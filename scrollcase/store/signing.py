@@ -67,7 +67,9 @@ class AlreadySignedError(TrustError):
     """trust init on a store that already has signed metadata (or the start of it)."""
 
 
-class _LostRaceError(Exception):
+class LostRaceError(Exception):
+    """Another writer created ``key`` first (or replaced the timestamp): read again and sign again."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
@@ -86,7 +88,7 @@ def store_reader(store: Documents) -> Reader:
 def write_objects(store: Store, objects: Mapping[str, bytes], timestamp_etag: str | None) -> tuple[str, ...]:
     """Write ``objects`` in order: each create-if-absent, the timestamp by compare-and-swap on
     ``timestamp_etag`` (None: it must be absent); the keys written.  A content-addressed copy someone else
-    created holds the same bytes and counts as written; any other conflict is a lost race (:class:`_LostRaceError`)."""
+    created holds the same bytes and counts as written; any other conflict is a lost race (:class:`LostRaceError`)."""
     written = []
     for key, data in objects.items():
         try:
@@ -97,7 +99,7 @@ def write_objects(store: Store, objects: Mapping[str, bytes], timestamp_etag: st
         except ConflictError:
             if not key.startswith(TUF_PREFIX):
                 continue
-            raise _LostRaceError(key) from None
+            raise LostRaceError(key) from None
         written.append(key)
     return tuple(written)
 
@@ -123,7 +125,7 @@ def commit_signed(
             )
         try:
             return write_objects(store, sign(replace(current, taken=frozenset(taken))), current.timestamp_etag)
-        except _LostRaceError as lost:
+        except LostRaceError as lost:
             if lost.key != TIMESTAMP_KEY:
                 taken.add(lost.key)
             progress(f"another writer signed first ({lost.key}): reading the signed metadata again")
@@ -202,12 +204,13 @@ def init_store(
             raise AlreadySignedError(
                 f"{store.url_for(key)} exists: this store's metadata is already set up",
                 fix="see it with scrollcase trust status; replace keys with scrollcase trust rotate (an init that "
-                f"stopped halfway: remove {store.url_for(TUF_PREFIX)} and run trust init again)",
+                f"stopped halfway: remove the objects under tuf/ ({store.url_for(key)} and the rest) and run "
+                "trust init again)",
             )
     objects = init_metadata(keys, now(), expiries, root_threshold)
     try:
         written = list(write_objects(store, objects, None))
-    except _LostRaceError as lost:
+    except LostRaceError as lost:
         raise AlreadySignedError(
             f"{store.url_for(lost.key)} appeared while trust init ran: another init is setting this store up",
             fix="run scrollcase trust status to see which init won",

@@ -38,7 +38,7 @@ class StoreUnderTest:
     options: list[str]  # --endpoint-url for S3
     env: dict[str, str]
     read: Callable[[str], bytes | None]
-    keys: Callable[[], set[str]]
+    listing: Callable[[], set[str]]
     work: Path
     cli_log: list[str] = field(default_factory=list)
 
@@ -154,7 +154,7 @@ def test_init_adopts_the_store_publish_signs_and_a_tuf_client_finds_every_target
     assert store.publish(demo).returncode == 0, store.cli_log
     unsigned = json.loads(store.publish(demo).stdout)
     assert unsigned["storeSigned"] is False and unsigned["signedMetadata"] == []
-    assert not any(key.startswith("tuf/") for key in store.keys())  # a store without tuf/ stays without
+    assert not any(key.startswith("tuf/") for key in store.listing())  # a store without tuf/ stays without
 
     keys = tmp_path / "keys"
     init = store.trust("init", "--keys", str(keys))
@@ -166,11 +166,11 @@ def test_init_adopts_the_store_publish_signs_and_a_tuf_client_finds_every_target
     check_release(store, tmp_path / "host", trusted_root, load_release(demo))  # adopted: signed by init
 
     second, other = synthetic(tmp_path, DEMO_BOX, "1.1.0"), synthetic(tmp_path, "other-box", "0.1.0")
-    before = store.keys()
+    before = store.listing()
     refused = store.publish(second.manifest_path)
     assert refused.returncode == 13, store.cli_log
     assert all(variable in refused.stderr for variable in KEY_ENV)
-    assert store.keys() == before  # refused before anything was uploaded
+    assert store.listing() == before  # refused before anything was uploaded
 
     by_env = store.publish(second.manifest_path, env=key_env(keys))
     assert by_env.returncode == 0, store.cli_log
