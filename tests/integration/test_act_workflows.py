@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
+from scrollcase.format.release import parse_release
+from scrollcase.trust.proof import dump_statement, statement_of
 from tests.integration.github_api import FakeGitHub, fake_github
 from tests.support import act as act_support
 from tests.support.act import ACT_TEST_MARKS, Act, ActRun, git
@@ -312,6 +314,15 @@ def test_release_workflow_builds_verifies_and_publishes(
         [archive, archive + ".sha256", sbom, archive.replace(".tar.zst", ".release.json"), f"{prefix}index.json"]
     ), keys
     assert job(run, "attest", GOOD)  # it ran (with the stand-in: nothing is signed offline) and succeeded above
+    # The GPU proof (#34): the statement the attest job had signed is about the published archive, and its
+    # predicate is the one the library makes from the published manifest (the stand-in writes it unsigned).
+    manifest = parse_release(
+        client.get_object(Bucket=bucket, Key=archive.replace(".tar.zst", ".release.json"))["Body"].read()
+    )
+    proof = artifact(run, f"gpu-proof-{GOOD}", tmp_path / "gpu-proof")
+    (saved,) = proof.glob("*.gpu-proof.sigstore.json")
+    assert saved.name == manifest.archive.name.replace(".tar.zst", ".gpu-proof.sigstore.json")
+    assert json.loads(saved.read_text()) == json.loads(dump_statement(statement_of(manifest)))
     head = client.head_object(Bucket=bucket, Key=archive)
     assert head["ContentLength"] > 0
     summaries = "\n".join(run.summaries(publish))

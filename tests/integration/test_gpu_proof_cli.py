@@ -122,3 +122,15 @@ def test_a_proof_without_its_root_or_signer_is_a_usage_error(
     assert "--gpu-proof needs --sigstore-root and one of --signer-workflow or --cert-identity" in err
     code, _, err = scrollcase(work, "verify", "--installed", "somewhere", "--gpu-proof", "x.json")
     assert code == 2 and "about a release, not an installed box" in err
+
+
+def test_no_predicate_is_written_for_a_release_that_does_not_verify(tmp_path: Path) -> None:
+    manifest, release = packed_release(tmp_path)
+    archive = release.parent / manifest.archive.name
+    data = bytearray(archive.read_bytes())
+    data[-40] ^= 0xFF  # same size, other bytes: the sha256 differs
+    archive.write_bytes(bytes(data))
+    code, _, err = scrollcase(tmp_path, "verify", str(release), "--gpu-proof-predicate", "predicate.json")
+    assert code == 8, err
+    assert not (tmp_path / "predicate.json").exists()
+    assert [p.name for p in tmp_path.iterdir() if "predicate" in p.name] == []  # no temp left either
