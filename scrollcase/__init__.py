@@ -2,10 +2,14 @@
 
 The library API for host apps and CI (docs/install.md#from-python), the same calls the CLI makes:
 
-- :func:`install_box` ``(store, box_id, dest, ...) -> Installed``: the release that fits this machine,
-  downloaded, checked and unpacked (``scrollcase install``); :func:`list_releases` says what fits and why;
-- :func:`upgrade_box` ``(store, dest, ...) -> Upgraded``: only the changed frames downloaded, swapped in
-  beside DEST (``scrollcase upgrade``);
+- :func:`install_box` ``(store, box_id, dest, ..., trusted_root=None, trust_state=None) -> Installed``: the
+  release that fits this machine, downloaded, checked and unpacked (``scrollcase install``); with
+  ``trusted_root`` (the store's TUF ``root.json`` as bytes or a file, shipped with the host app) the index,
+  manifest and archive facts are first checked against the store's signed metadata, and a refusal raises a
+  ``TrustError`` (exit 13) before the archive is downloaded (docs/install.md#signed-store-metadata);
+  :func:`list_releases` says what fits and why;
+- :func:`upgrade_box` ``(store, dest, ..., trusted_root=None, trust_state=None) -> Upgraded``: only the
+  changed frames downloaded, swapped in beside DEST (``scrollcase upgrade``), checked the same way;
 - :func:`verify_installed` ``(dest) -> InstalledReport``: every file changed since install
   (``scrollcase verify --installed``);
 - :func:`verify_gpu_proof` ``(release, bundle, trusted_root, workflow=...) -> VerifiedProof``: the release's
