@@ -1,6 +1,6 @@
 """A small Sigstore instance of our own, for tests with real signatures and no network: a Fulcio-like CA
-(a root that issues short-lived leaf certificates carrying Fulcio's OIDC extensions and an SCT embedded by a
-fake CT log), a Rekor-like transparency log (a dsse/0.0.1 entry in a two-leaf Merkle tree, its inclusion proof,
+(a root and an intermediate that issues short-lived leaf certificates carrying Fulcio's OIDC extensions and an
+SCT embedded by a fake CT log), a Rekor-like transparency log (a dsse/0.0.1 entry in a two-leaf Merkle tree, its inclusion proof,
 a signed checkpoint and a signed entry timestamp), and the ``trusted_root.json`` naming all three.
 
 The bundles it writes are what ``actions/attest`` writes on GitHub (bundle v0.3, a DSSE envelope around an
@@ -69,35 +69,64 @@ def _node_hash(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
+def _ca_cert(
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
+    not_before: datetime,
+    path_length: int,
+) -> x509.Certificate:
+    """A CA certificate as Fulcio's: self-signed when ``issuer`` is None; an intermediate limited to code signing."""
+    issuer_name, issuer_key = issuer or (subject, key)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_before + timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=path_length), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    )
+    if issuer is not None:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "scrollcase-tests"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+
+
 @dataclass
 class FakeCA:
-    """A Fulcio-like root: self-signed, and it signs the leaves itself (no intermediate)."""
+    """A Fulcio-like CA, shaped as the public-good one: a self-signed root and an intermediate under it that
+    signs the leaves (``key`` and ``cert`` are the intermediate's); the trusted root lists both."""
 
     name: str
     key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
+    root_key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
     not_before: datetime = field(default_factory=lambda: datetime.now(UTC) - timedelta(days=30))
 
     def __post_init__(self) -> None:
-        subject = x509.Name(
-            [
-                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "scrollcase-tests"),
-                x509.NameAttribute(NameOID.COMMON_NAME, self.name),
-            ]
+        root_name = _name(self.name)
+        self.root = _ca_cert(root_name, self.root_key, None, self.not_before, 1)
+        self.cert = _ca_cert(
+            _name(f"{self.name}-intermediate"), self.key, (root_name, self.root_key), self.not_before, 0
         )
-        public = self.key.public_key()
-        self.cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(public)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(self.not_before)
-            .not_valid_after(self.not_before + timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=1), critical=True)
-            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
-            .sign(self.key, hashes.SHA256())
-        )
+
+    @property
+    def chain(self) -> list[x509.Certificate]:
+        """The certificate chain of the trusted root's certificate authority: intermediate, then root."""
+        return [self.cert, self.root]
 
 
 @dataclass
@@ -166,7 +195,9 @@ class FakeSigstore:
                     "subject": {"organization": "scrollcase-tests", "commonName": self.ca.name},
                     "uri": f"https://fulcio.{self.name}.invalid",
                     "certChain": {
-                        "certificates": [{"rawBytes": _b64(self.ca.cert.public_bytes(serialization.Encoding.DER))}]
+                        "certificates": [
+                            {"rawBytes": _b64(cert.public_bytes(serialization.Encoding.DER))} for cert in self.ca.chain
+                        ]
                     },
                     "validFor": {"start": start.strftime("%Y-%m-%dT%H:%M:%SZ")},
                 }
