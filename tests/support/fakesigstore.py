@@ -1,7 +1,8 @@
 """A small Sigstore instance of our own, for tests with real signatures and no network: a Fulcio-like CA
 (a root and an intermediate that issues short-lived leaf certificates carrying Fulcio's OIDC extensions and an
-SCT embedded by a fake CT log), a Rekor-like transparency log (a dsse/0.0.1 entry in a two-leaf Merkle tree, its inclusion proof,
-a signed checkpoint and a signed entry timestamp), and the ``trusted_root.json`` naming all three.
+SCT embedded by a fake CT log), a Rekor-like transparency log (a dsse/0.0.1 entry in a two-leaf Merkle tree,
+its inclusion proof, a signed checkpoint and a signed entry timestamp), and the ``trusted_root.json`` naming
+all three.
 
 The bundles it writes are what ``actions/attest`` writes on GitHub (bundle v0.3, a DSSE envelope around an
 in-toto statement, one tlog entry with inclusion promise and proof), so sigstore-python's real ``Verifier``
