@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from scrollcase.errors import ScrollcaseError
     from scrollcase.format.receipt import InstalledReport, verify_installed
     from scrollcase.store.publish import publish
-    from scrollcase.trust.proof import VerifiedProof, verify_gpu_proof
+    from scrollcase.trust.bundle import VerifiedProof, verify_gpu_proof
 
     __version__: str
 
@@ -56,8 +56,8 @@ _API: dict[str, str] = {
     "execute_build": "scrollcase.build.pipeline",
     "publish": "scrollcase.store.publish",
     "ScrollcaseError": "scrollcase.errors",
-    "verify_gpu_proof": "scrollcase.trust.proof",
-    "VerifiedProof": "scrollcase.trust.proof",
+    "verify_gpu_proof": "scrollcase.trust.bundle",
+    "VerifiedProof": "scrollcase.trust.bundle",
 }
 
 __all__ = [

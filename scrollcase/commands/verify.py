@@ -1,6 +1,6 @@
 """``scrollcase verify RELEASE.json``: check size/sha256, unpack into a temp folder, check the layout,
 optionally re-run the self-test with the box's own interpreter; with ``--gpu-proof BUNDLE`` first check the
-release's signed GPU proof offline (trust/proof.py), with ``--gpu-proof-predicate FILE`` write the predicate the
+release's signed GPU proof offline (trust/bundle.py), with ``--gpu-proof-predicate FILE`` write the predicate the
 release workflow signs.  ``scrollcase verify --installed DEST``:
 report every file of an installed box added, removed or changed (content or mode) since install, and a box
 moved away from where it was installed (exit 8 when any)."""
@@ -19,7 +19,7 @@ from scrollcase.io.pathcheck import require_file_path
 
 if TYPE_CHECKING:
     from scrollcase.format.release import ReleaseManifest
-    from scrollcase.trust.proof import VerifiedProof
+    from scrollcase.trust.bundle import VerifiedProof
 
 NAME = "verify"
 HELP = "verify a built release (archive digest, layout, self-test) or an installed box (--installed)"
@@ -123,7 +123,7 @@ def run(args: VerifyArgs, console: Console) -> int:
 
 
 def run_gpu_proof(args: VerifyArgs, release: Path, console: Console) -> VerifiedProof:
-    from scrollcase.trust.proof import GITHUB_ISSUER, verify_gpu_proof
+    from scrollcase.trust.bundle import GITHUB_ISSUER, verify_gpu_proof
 
     if args.sigstore_root is None or (args.cert_identity is None) == (args.signer_workflow is None):
         raise UsageError(

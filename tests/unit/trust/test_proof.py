@@ -15,6 +15,7 @@ import pytest
 
 from scrollcase.errors import TrustError, UsageError
 from scrollcase.format.release import ParityOutcome, ParityReport, ReleaseManifest, dump_release
+from scrollcase.trust.bundle import verify_gpu_proof
 from scrollcase.trust.proof import (
     PREDICATE_TYPE,
     ProofError,
@@ -27,7 +28,6 @@ from scrollcase.trust.proof import (
     dump_statement,
     predicate_of,
     statement_of,
-    verify_gpu_proof,
 )
 from tests.support.fakesigstore import FakeSigstore, workflow_identity
 from tests.support.releases import evidence_for, make_manifest

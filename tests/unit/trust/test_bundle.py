@@ -1,6 +1,7 @@
-"""tests/support/fakesigstore.py is only worth its bundles if sigstore-python's real Verifier checks every part
-of them: a good bundle passes, and each part changed or signed by a key the trusted root does not name fails
-at the check meant for it (so no check is skipped for a bundle the fake makes)."""
+"""trust/bundle.py's check of a bundle is sigstore-python's real Verifier, and tests/support/fakesigstore.py is
+only worth its bundles if that Verifier checks every part of them: a good bundle passes, and each part changed,
+or signed by a key the trusted root does not name, fails at the check meant for it (no check is skipped for a
+bundle the fake makes) and is refused as ProofSignatureError with sigstore's reason."""
 
 from __future__ import annotations
 
@@ -12,29 +13,22 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sigstore.errors import VerificationError
-from sigstore.models import Bundle, TrustedRoot
-from sigstore.verify import Verifier, policy
-from sigstore_models.trustroot import v1 as trustroot_v1
 
+from scrollcase.trust.bundle import SignerPolicy, VerifiedProof, check_gpu_proof, load_bundle, load_trusted_root
+from scrollcase.trust.proof import ProofSignatureError, dump_statement, statement_of
 from tests.support.fakesigstore import FakeSigstore, workflow_identity
+from tests.support.releases import make_manifest
 
-STATEMENT = json.dumps(
-    {
-        "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": "a.tar.zst", "digest": {"sha256": "00" * 32}}],
-        "predicateType": "https://example.invalid/p",
-        "predicate": {},
-    }
-).encode()
+MANIFEST = make_manifest(size=4096, sha256="ab" * 32)
+STATEMENT = dump_statement(statement_of(MANIFEST))
 SIGNER = workflow_identity("acme/boxes")
 INSTANCE = FakeSigstore("checked")
 
 
-def verify(bundle: dict[str, Any], instance: FakeSigstore = INSTANCE) -> tuple[str, bytes]:
-    root = TrustedRoot(trustroot_v1.TrustedRoot.from_json(json.dumps(instance.trusted_root())))
-    identity = policy.Identity(identity=SIGNER.san, issuer=SIGNER.issuer)
-    return Verifier(trusted_root=root).verify_dsse(Bundle.from_json(json.dumps(bundle)), identity)
+def verify(bundle: dict[str, Any], instance: FakeSigstore = INSTANCE) -> VerifiedProof:
+    root = load_trusted_root(json.dumps(instance.trusted_root()).encode(), "trusted_root.json")
+    policy = SignerPolicy(workflow="acme/boxes/.github/workflows/release.yml")
+    return check_gpu_proof(MANIFEST, load_bundle(json.dumps(bundle).encode(), "b.json"), root, policy)
 
 
 def entry(bundle: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +42,7 @@ def flip(text: str) -> str:
 
 
 def test_a_bundle_of_the_fake_instance_verifies() -> None:
-    assert verify(INSTANCE.attest(STATEMENT, SIGNER)) == ("application/vnd.in-toto+json", STATEMENT)
+    assert verify(INSTANCE.attest(STATEMENT, SIGNER)).statement == statement_of(MANIFEST)
 
 
 def set_entry(bundle: dict[str, Any]) -> None:
@@ -71,7 +65,7 @@ def integrated_later(bundle: dict[str, Any]) -> None:
 
 
 def payload(bundle: dict[str, Any]) -> None:
-    bundle["dsseEnvelope"]["payload"] = base64.b64encode(STATEMENT.replace(b"a.tar", b"b.tar")).decode()
+    bundle["dsseEnvelope"]["payload"] = base64.b64encode(STATEMENT.replace(b"demo-box", b"demo-bux")).decode()
 
 
 TAMPERED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
@@ -87,25 +81,25 @@ TAMPERED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
 def test_each_part_changed_is_refused(part: str, tamper: Callable[[dict[str, Any]], None], refusal: str) -> None:
     bundle = copy.deepcopy(INSTANCE.attest(STATEMENT, SIGNER))
     tamper(bundle)
-    with pytest.raises(VerificationError, match=refusal):
+    with pytest.raises(ProofSignatureError, match=refusal):
         verify(bundle)
 
 
 def test_each_key_the_trusted_root_does_not_name_is_refused() -> None:
     other_ca = FakeSigstore("other")
-    with pytest.raises(VerificationError, match="failed to build timestamp certificate chain"):
+    with pytest.raises(ProofSignatureError, match="failed to build timestamp certificate chain"):
         verify(other_ca.attest(STATEMENT, SIGNER))
     other_ct = FakeSigstore("other-ct")
     other_ct.ca, other_ct.rekor = INSTANCE.ca, INSTANCE.rekor
-    with pytest.raises(VerificationError, match="SCT verify failed"):
+    with pytest.raises(ProofSignatureError, match="SCT verify failed"):
         verify(other_ct.attest(STATEMENT, SIGNER))
     other_rekor = FakeSigstore("other-rekor")
     other_rekor.ca, other_rekor.ct = INSTANCE.ca, INSTANCE.ct
-    with pytest.raises(VerificationError, match="checkpoint: invalid signature"):
+    with pytest.raises(ProofSignatureError, match="checkpoint: invalid signature"):
         verify(other_rekor.attest(STATEMENT, SIGNER))
 
 
 def test_a_signature_outside_the_cas_validity_is_refused() -> None:
     early = INSTANCE.attest(STATEMENT, SIGNER, at=INSTANCE.ca.not_before - timedelta(days=1))
-    with pytest.raises(VerificationError, match="certificate chain"):
+    with pytest.raises(ProofSignatureError, match="certificate chain"):
         verify(early)
