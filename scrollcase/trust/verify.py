@@ -171,6 +171,7 @@ class StoreTrust:
         files.remove_stale_temps(self.state)
         self.close()
         bootstrap = self.bootstrap()
+        self.state.parent.mkdir(parents=True, exist_ok=True)
         self._work = files.make_temp_dir(self.state)
         if self.state.is_dir():
             shutil.copytree(self.state, self._work, symlinks=True, dirs_exist_ok=True)
