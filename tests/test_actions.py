@@ -301,3 +301,31 @@ def test_publish_describes_the_release_with_the_stores_keys() -> None:
     describe = step_of("publish", "Describe the release")
     assert describe["env"]["INPUT_TO"] == "${{ inputs.to }}"
     assert '"$INPUT_RELEASE" --to "$INPUT_TO"' in describe["run"] and "report release" in describe["run"]
+
+
+def test_publish_gets_the_online_signing_keys_from_secrets_never_the_root() -> None:
+    """A store with signed metadata (#34): the publish action hands its key inputs to scrollcase as the
+    SCROLLCASE_TUF_*_KEY variables, and release.yml's publish job fills them from the environment's secrets."""
+    publish = step_of("publish", "Publish the box")
+    for role in ("targets", "snapshot", "timestamp"):
+        assert publish["env"][f"SCROLLCASE_TUF_{role.upper()}_KEY"] == f"${{{{ inputs.{role}-key }}}}"
+    (job_step,) = [
+        s for s in workflow_steps(ROOT / ".github" / "workflows" / "release.yml") if s.get("id") == "publish"
+    ]
+    for role in ("targets", "snapshot", "timestamp"):
+        assert job_step["with"][f"{role}-key"] == f"${{{{ secrets.SCROLLCASE_TUF_{role.upper()}_KEY }}}}"
+    text = (ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8")
+    assert "SCROLLCASE_TUF_ROOT" not in text and "root.pem" not in text
+
+
+def test_the_timestamp_is_re_signed_on_a_schedule_within_its_expiry() -> None:
+    """trust-timestamp.yml runs `scrollcase trust timestamp` at least every day (the timestamp's default
+    expiry) with only the timestamp and snapshot keys, from a protected environment."""
+    data = load(ROOT / ".github" / "workflows" / "trust-timestamp.yml")
+    (cron,) = [entry["cron"] for entry in data["on"]["schedule"]]
+    assert cron.split()[1] == "*/6"
+    (job,) = data["jobs"].values()
+    assert job["environment"] == "release"
+    (step,) = [s for s in job["steps"] if "trust timestamp" in s.get("run", "")]
+    keys = {name for name in step["env"] if name.startswith("SCROLLCASE_TUF_")}
+    assert keys == {"SCROLLCASE_TUF_TIMESTAMP_KEY", "SCROLLCASE_TUF_SNAPSHOT_KEY"}
