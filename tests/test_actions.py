@@ -320,7 +320,7 @@ def test_publish_gets_the_online_signing_keys_from_secrets_never_the_root() -> N
 
 def test_the_timestamp_is_re_signed_on_a_schedule_within_its_expiry() -> None:
     """trust-timestamp.yml runs `scrollcase trust timestamp` at least every day (the timestamp's default
-    expiry) with only the timestamp and snapshot keys, from a protected environment."""
+    expiry) with the online keys only (never the root's), from a protected environment."""
     data = load(ROOT / ".github" / "workflows" / "trust-timestamp.yml")
     (cron,) = [entry["cron"] for entry in data["on"]["schedule"]]
     assert cron.split()[1] == "*/6"
@@ -328,4 +328,4 @@ def test_the_timestamp_is_re_signed_on_a_schedule_within_its_expiry() -> None:
     assert job["environment"] == "release"
     (step,) = [s for s in job["steps"] if "trust timestamp" in s.get("run", "")]
     keys = {name for name in step["env"] if name.startswith("SCROLLCASE_TUF_")}
-    assert keys == {"SCROLLCASE_TUF_TIMESTAMP_KEY", "SCROLLCASE_TUF_SNAPSHOT_KEY"}
+    assert keys == {"SCROLLCASE_TUF_TIMESTAMP_KEY", "SCROLLCASE_TUF_SNAPSHOT_KEY", "SCROLLCASE_TUF_TARGETS_KEY"}

@@ -14,8 +14,8 @@ from scrollcase.console import Console
 from scrollcase.errors import TrustError, UsageError, describe_path
 from scrollcase.io.files import write_atomic
 from scrollcase.store.base import Store
-from scrollcase.store.factory import STORE_ENV, open_store
-from scrollcase.store.signing import box_ids, commit_signed, init_store, store_reader, utc_now
+from scrollcase.store.factory import STORE_ENV, open_read_store, open_store
+from scrollcase.store.signing import Documents, box_ids, commit_signed, init_store, store_reader, utc_now
 from scrollcase.trust.keys import (
     ENV_VARS,
     ONLINE_ROLES,
@@ -34,6 +34,7 @@ from scrollcase.trust.repository import (
     Expiries,
     StoreMetadata,
     describe,
+    expiring,
     read_current,
     refresh_timestamp,
     root_key,
@@ -116,13 +117,15 @@ def run(args: TrustArgs, console: Console) -> int:
     location = args.store if args.store is not None else os.environ.get(STORE_ENV)
     if location is None:
         raise UsageError("trust needs --store", fix=f"pass --store DIRECTORY|s3://bucket/prefix or set ${STORE_ENV}")
-    store = open_store(location, args.endpoint_url)
-    store.check()
-    data: dict[str, Any] = {"store": store.url, "action": args.action}
-    if args.action == "status":
-        data |= describe(current(store, None), utc_now())
+    if args.action == "status":  # reads only: an https:// store (what hosts read) works too
+        readable = open_read_store(location, args.endpoint_url)
+        data: dict[str, Any] = {"store": readable.url, "action": args.action}
+        data |= describe(current(readable, None), utc_now())
         console.result(data, render_status(data))
         return 0
+    store = open_store(location, args.endpoint_url)
+    store.check()
+    data = {"store": store.url, "action": args.action}
     data |= {"init": run_init, "timestamp": run_timestamp, "rotate": run_rotate}[args.action](args, store, console)
     lines = [
         f"{args.action}: {store.url}",
@@ -156,6 +159,7 @@ def check_options(args: TrustArgs) -> None:
             "trust rotate needs --keys DIR (with the root key), --role and --new-key FILE",
             fix="scrollcase trust rotate --store S --keys DIR --role timestamp --new-key new-timestamp.pem",
         )
+    expiries(args)
     if args.root_threshold is not None and args.root_threshold < 1:
         raise UsageError(f"--root-threshold {args.root_threshold} is not a positive number", fix="pass 1 or more")
 
@@ -173,7 +177,7 @@ def expiries(args: TrustArgs) -> Expiries:
     return Expiries(**{role: timedelta(days=value) for role, value in days.items()})
 
 
-def current(store: Store, roles: list[str] | None) -> StoreMetadata:
+def current(store: Documents, roles: list[str] | None) -> StoreMetadata:
     found = read_current(store_reader(store), roles)
     if found is None:
         raise TrustError(
@@ -223,13 +227,22 @@ def store_bytes(store: Store, key: str) -> bytes:
 
 
 def run_timestamp(args: TrustArgs, store: Store, console: Console) -> dict[str, Any]:
+    lifetimes = expiries(args)
+    current(store, [])  # a store without metadata says so before the keys are asked for
     keys = load_keys(args.keys, os.environ, ONLINE_ROLES)
     require_keys(keys, ["timestamp"], "trust timestamp")
-    lifetimes = expiries(args)
     written = commit_signed(
-        store, lambda now: refresh_timestamp(now, keys, utc_now(), lifetimes), (), progress=console.progress
+        store, lambda now: refresh_timestamp(now, keys, utc_now(), lifetimes), None, progress=console.progress
     )
-    return {"written": list(written)}
+    soon = expiring(current(store, None), utc_now() + lifetimes.targets / 4)
+    notes = [
+        f"  warning: {role} expires {when.isoformat()}: run trust timestamp with the targets key too "
+        f"({ENV_VARS['targets']} or --keys) to re-sign it"
+        for role, when in soon.items()
+    ]
+    for note in notes:
+        console.progress(note.strip())
+    return {"written": list(written), "expiring": {role: when.isoformat() for role, when in soon.items()}}
 
 
 def new_signers(path: Path, role: str) -> tuple[RoleKeys, bool]:

@@ -181,6 +181,13 @@ def check_signed(delegator: Metadata[Any], role: str, metadata: Metadata[Any], k
         ) from None
 
 
+def expiring(current: StoreMetadata, before: datetime) -> dict[str, datetime]:
+    """The targets role and the box roles in ``current.roles`` that expire before ``before``, with their expiry."""
+    state = verified(current)
+    roles = {"targets": state.targets, **state.roles}
+    return {role: metadata.signed.expires for role, metadata in roles.items() if metadata.signed.expires < before}
+
+
 def describe(current: StoreMetadata, now: datetime) -> dict[str, Any]:
     """What ``scrollcase trust status`` shows: each role's version, expiry (and whether it passed), keys and
     threshold, and the box roles the snapshot lists."""

@@ -46,6 +46,7 @@ from scrollcase.trust.current import (
     box_paths,
     box_role,
     describe,
+    expiring,
     hashed_index_key,
     read_current,
     role_key,
@@ -68,6 +69,7 @@ __all__ = [
     "box_role",
     "check_keys",
     "describe",
+    "expiring",
     "hashed_index_key",
     "init_metadata",
     "read_current",
@@ -293,11 +295,18 @@ def _delegate(current: Current, box_id: str, now: datetime, expiries: Expiries) 
 def refresh_timestamp(
     current: StoreMetadata, keys: RoleKeys, now: datetime, expiries: Expiries = DEFAULT_EXPIRIES
 ) -> dict[str, bytes]:
-    """A new timestamp (``scrollcase trust timestamp``, run on a schedule well inside its expiry), and a new
-    snapshot first when the current one expires within a quarter of its lifetime."""
+    """A new timestamp (``scrollcase trust timestamp``, run on a schedule well inside its expiry); first, with
+    the targets key, new versions of the targets and box roles (those in ``current.roles``) that expire within
+    a quarter of their lifetime, and a new snapshot when those changed or it expires within a quarter of its
+    own.  Without the targets key, expiring targets roles are left for :func:`expiring` to report."""
     state = verified(current)
-    if state.snapshot.signed.expires - now < expiries.snapshot / 4:
-        return _commit(state, {}, keys, now, expiries)
+    changed: dict[str, Targets] = {}
+    if keys.signers.get("targets"):
+        for role in expiring(current, now + expiries.targets / 4):
+            signed = state.targets.signed if role == "targets" else state.roles[role].signed
+            changed[role] = _fresh(signed, state.next_version(role, signed.version), now, expiries.targets)
+    if changed or state.snapshot.signed.expires - now < expiries.snapshot / 4:
+        return _commit(state, changed, keys, now, expiries)
     return _timestamp(state, state.snapshot.signed.version, keys, now, expiries)
 
 

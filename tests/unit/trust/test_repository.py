@@ -35,6 +35,7 @@ from scrollcase.trust.repository import (
     TIMESTAMP_KEY,
     MetadataError,
     TargetFacts,
+    expiring,
     init_metadata,
     read_current,
     refresh_timestamp,
@@ -326,3 +327,21 @@ def test_refresh_timestamp_re_signs_the_snapshot_only_near_its_expiry(store: Dic
     snapshot = store.md("tuf/2.snapshot.json")
     assert isinstance(snapshot.signed, Snapshot) and snapshot.signed.expires == later + timedelta(days=30)
     store.md("tuf/1.root.json").verify_delegate("snapshot", snapshot)
+
+
+def test_refresh_timestamp_re_signs_box_roles_near_their_expiry_only_with_the_targets_key(
+    store: DictStore, keys: RoleKeys
+) -> None:
+    publish(store, keys, "demo", "1.0.0")
+    late = NOW + timedelta(days=300)  # the box role and targets expire at NOW + 365 d: in their last quarter
+    assert set(expiring(store.current(None), late + timedelta(days=365) / 4)) == {"targets", "box.demo"}
+    online = keys.with_role("targets", [], "none")
+    out = refresh_timestamp(store.current(None), online, late)
+    assert list(out) == ["tuf/3.snapshot.json", TIMESTAMP_KEY]  # the snapshot expired; the box role left
+    store.write(out)
+    out = refresh_timestamp(store.current(None), keys, late)
+    assert list(out) == ["tuf/3.targets.json", "tuf/2.box.demo.json", "tuf/4.snapshot.json", TIMESTAMP_KEY]
+    store.write(out)
+    _, role = chain(store, "demo")
+    assert role.signed.expires == late + timedelta(days=365) and len(role.signed.targets) == 3
+    assert expiring(store.current(None), late + timedelta(days=90)) == {}
