@@ -247,3 +247,26 @@ def test_rotating_the_root_and_replacing_a_lost_timestamp_key(store: StoreUnderT
     client = updater(store, tmp_path / "host", None)
     client.refresh()
     assert json.loads((tmp_path / "host" / "root.json").read_bytes())["signed"]["version"] == 3
+
+
+@pytest.mark.slow
+def test_scrollcase_install_trusts_what_publish_signed(demo_workspace: Path, tmp_path: Path) -> None:
+    """The two halves together: the demo's release published and signed by the CLI installs with
+    `install --trusted-root keys/root.json`; the same store with its manifest edited is refused (exit 13)."""
+    store, keys, cache = tmp_path / "store", tmp_path / "keys", {"SCROLLCASE_CACHE_DIR": str(tmp_path / "cache")}
+    demo = demo_release(demo_workspace)
+    assert run_isolated("trust", "init", "--store", str(store), "--keys", str(keys), cwd=tmp_path).returncode == 0
+    signed = run_isolated("publish", str(demo), "--to", str(store), "--keys", str(keys), cwd=tmp_path)
+    assert signed.returncode == 0, signed.stderr
+    install = ["install", "--box", DEMO_BOX, "--store", str(store), "--trusted-root", str(keys / "root.json")]
+    done = run_isolated(
+        *install, "--trust-state", str(tmp_path / "state"), str(tmp_path / "dest"), cwd=tmp_path, env=cache
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = store / load_release(demo).keys.release
+    manifest.write_bytes(manifest.read_bytes().replace(b'"minRamGb": ', b'"minRamGb":  '))
+    refused = run_isolated(
+        *install, "--trust-state", str(tmp_path / "state"), str(tmp_path / "d2"), cwd=tmp_path, env=cache
+    )
+    assert refused.returncode == 13 and load_release(demo).keys.release in refused.stderr, refused.stderr
+    assert not (tmp_path / "d2").exists()
