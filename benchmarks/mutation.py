@@ -114,17 +114,22 @@ CORE: dict[str, tuple[str, ...]] = {
     ),
     "scrollcase/lock/check.py": ("tests/unit/lock/test_check.py",),
     # lock-check's and pixi.toml's accelerator rules, moved out of lock/ into the accelerators
+    # (and the accelerator's facts the recipe rules, doctor and selection read: uses_gpu, build_disk_gb, rank)
     "scrollcase/targets/cuda.py": (
         "tests/unit/lock/test_check.py",
         "tests/unit/lock/test_rules.py",
         "tests/unit/targets/test_registry.py",
         "tests/unit/host/test_doctor.py",
+        "tests/unit/recipe/test_rules.py",
         "tests/unit/client/test_select.py",
     ),
     "scrollcase/targets/cpu.py": (
         "tests/unit/lock/test_check.py",
         "tests/unit/lock/test_rules.py",
         "tests/unit/targets/test_registry.py",
+        "tests/unit/host/test_doctor.py",
+        "tests/unit/recipe/test_rules.py",
+        "tests/unit/client/test_select.py",
     ),
     "scrollcase/parity/compare.py": ("tests/unit/parity/test_compare.py", "tests/unit/parity/test_compare_property.py"),
     "scrollcase/client/select.py": ("tests/unit/client/test_select.py",),
@@ -146,6 +151,7 @@ _SUBDIR = 'package.location.rstrip("/").rsplit("/", {n})[{i}] if "/" in package.
 _RELEASES = "names = releases[{first}] if len(releases) {op} else f\"{{', '.join(releases[:-1])}} or {{releases[-1]}}\""
 _FOUND_CPU = 'found = "a CPU build" if torch.accelerator {op} "cpu" else f"a build for {{torch.accelerator}}"'
 _PLURAL = "f\"wheel{{'s' if len(wheels) {op} else ''}}: {{shown}} — CUDA packages under a {{ctx.accelerator}} name\","
+_INDEX_FLAVOUR = 'if torch.index.rstrip("/").rsplit("/", {split})[{pick}].startswith("cu"):'
 _FROM_CONDA = 'return {{pypi_name(p.name): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
 _WRITE_CONFLICT = (
@@ -966,6 +972,15 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ),
     ),
     "scrollcase/targets/cpu.py": (
+        *(
+            (
+                _INDEX_FLAVOUR.format(split=1, pick=-1),
+                _INDEX_FLAVOUR.format(split=split, pick=pick),
+                "an index is an absolute URL (scheme://host/...): a '/' is left after rstrip, so rsplit gives two "
+                "pieces and [1] is [-1]; the last piece does not depend on maxsplit",
+            )
+            for split, pick in ((1, "+1"), (1, 1), (2, -1))
+        ),
         (
             'if torch.provider == "pypi":',
             'if torch.provider is "pypi":',

@@ -14,6 +14,7 @@ from scrollcase.io.proc import RunResult
 from scrollcase.lock.manifest import parse_manifest
 from scrollcase.lock.rules import manifest_problems
 from scrollcase.recipe.loader import parse_recipe
+from scrollcase.recipe.model import Recipe
 from scrollcase.targets import cpu, cuda
 from scrollcase.targets.hostgpu import Gpu, dotted_key, gather_gpus
 from tests.recipe_samples import cpu_recipe, cuda_recipe, to_text
@@ -76,6 +77,15 @@ def test_driver_version_compared_numerically(drivers: tuple[str, ...], status: s
     assert check.status == status, check
     if status == "fail":
         assert "older than minNvidiaDriverVersion 550.54.14" in check.message and "550.54.14" in (check.fix or "")
+
+
+@pytest.mark.parametrize(("recipe", "gib"), [(CPU, 5), (CUDA, 20)], ids=["cpu", "cuda"])
+def test_the_default_free_disk_is_5_gib_and_20_for_cuda(recipe: Recipe, gib: int) -> None:
+    """docs/recipes.md: a warning under --min-free-gb, by default 20 GiB for CUDA and 5 otherwise."""
+    assert statuses(facts(free_bytes=gib * GIB), recipe)["disk"] == "pass"
+    low = host_checks(facts(free_bytes=gib * GIB - 1), recipe)
+    (disk,) = [c for c in low if c.name == "disk"]
+    assert disk.status == "warn" and disk.message.endswith(f"under {gib} GiB"), disk.message
 
 
 def test_no_driver_fails_cuda_and_is_skipped_otherwise() -> None:

@@ -332,6 +332,28 @@ def test_pypi_torch_index_must_match_the_target() -> None:
 
 
 @pytest.mark.parametrize(
+    ("pin", "fix"),
+    [
+        ('{ version = "2.5.*", build = "cuda*" }', 'pytorch = { version = "2.5.*", build = "cpu*" }'),
+        ('{ build = "cuda*" }', 'pytorch = { version = "2.*", build = "cpu*" }'),
+    ],
+    ids=["its-version-kept", "2.*-when-none"],
+)
+def test_a_cuda_pytorch_on_a_cpu_target_is_told_the_cpu_build_of_its_own_version(pin: str, fix: str) -> None:
+    text = GOOD_CPU.replace('pytorch = { version = "2.*", build = "cpu*" }', f"pytorch = {pin}")
+    (found,) = [p for p in manifest_problems(parse_manifest(text), CPU) if p.key == "dependencies.pytorch"]
+    assert fix in (found.fix or ""), found.fix
+
+
+@pytest.mark.parametrize("torch", ['torch = ">=2.5"', 'torch = { version = ">=2.5" }'], ids=["bare", "table"])
+def test_a_cpu_torch_from_pypis_default_index_is_no_index_problem(torch: str) -> None:
+    """The index rule looks at a declared index only (PyPI's default Linux torch pulling CUDA wheels is
+    lock-check's to find, in the lock); a torch without one is neither refused nor a crash."""
+    text = GOOD_CPU + f"\n[pypi-dependencies]\n{torch}\n"
+    assert manifest_problems(parse_manifest(text), CPU) == []
+
+
+@pytest.mark.parametrize(
     ("spec", "ok"),
     [
         ("3.11.*", True),
