@@ -5,7 +5,7 @@ of them is trusted (docs/trust.md#signed-store-metadata).
 one), a state folder (one per store, default :func:`default_state_dir`) and a :data:`Reader` the client builds
 over its store.  :meth:`StoreTrust.refresh` runs python-tuf's :class:`~tuf.ngclient.Updater` (the reference
 client: root rotation, rollback, freeze, threshold and length/hash checks are all its own) in a COPY of the
-state folder, fetching ``tuf/…`` through :class:`StoreFetcher`; :meth:`StoreTrust.signed` and
+state folder, fetching ``tuf/…`` through :func:`store_fetcher`; :meth:`StoreTrust.signed` and
 :meth:`StoreTrust.read` then hold any object key to its signed length and sha256.  Only
 :meth:`StoreTrust.commit`, called once every check of an install passed, puts the copy in the state
 folder's place (renames on one file system): a refusal never advances what the host trusts, so an attacker
@@ -22,11 +22,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from tuf.api import exceptions as tuf_errors
-from tuf.api.metadata import Metadata, Root, TargetFile
-from tuf.api.serialization import DeserializationError
-from tuf.ngclient import FetcherInterface, Updater, UpdaterConfig
+from typing import TYPE_CHECKING
 
 from scrollcase.errors import Problem, ScrollcaseError, TrustError
 from scrollcase.io import files
@@ -37,6 +33,11 @@ TIMESTAMP_KEY = f"{METADATA_PREFIX}timestamp.json"
 BASE_URL = "scrollcase-store:"  # what the Updater's URLs start with; the rest is the store key
 STATE_FOLDER = "trust"  # below the user cache: one folder per store URL
 ROOT_LINK = "root.json"  # the Updater's pointer to the current root in its folder: a complete state holds it
+
+if TYPE_CHECKING:  # python-tuf (with securesystemslib and its signers, boto3 among them) costs ~0.3 s to
+    # import: it is imported when a host checks a store, not by every install (a plain install never needs it)
+    from tuf.api.metadata import TargetFile
+    from tuf.ngclient import FetcherInterface, Updater
 
 # Read ``key`` of the store, at most ``max_bytes`` bytes (more may come back: the caller refuses it); None when
 # the store has no such key.  Raises StoreError when the store cannot be read (not a trust refusal).
@@ -85,36 +86,28 @@ class Signed:
     sha256: str
 
 
-class StoreFetcher(FetcherInterface):
+def store_fetcher(read: Reader) -> FetcherInterface:
     """python-tuf's network seam over a store: ``scrollcase-store:<key>`` read through ``read``, never more than
     the length the Updater allows (a 404 when the key is absent, so the Updater's root walk stops there)."""
+    from tuf.api import exceptions as tuf_errors
+    from tuf.ngclient import FetcherInterface, UpdaterConfig
 
-    def __init__(self, read: Reader) -> None:
-        self._read = read
-        self.last_key = TIMESTAMP_KEY  # the metadata file asked for last: what a refusal names
+    class StoreFetcher(FetcherInterface):
+        def _fetch(self, url: str) -> Iterator[bytes]:
+            return iter((self.download_bytes(url, UpdaterConfig().targets_max_length),))
 
-    def key_of(self, url: str) -> str:
-        if not url.startswith(BASE_URL):
-            raise tuf_errors.DownloadError(f"not a store URL: {url}")
-        return url[len(BASE_URL) :]
+        def download_bytes(self, url: str, max_length: int) -> bytes:
+            if not url.startswith(BASE_URL):
+                raise tuf_errors.DownloadError(f"not a store URL: {url}")
+            key = url[len(BASE_URL) :]
+            data = read(key, max_length)
+            if data is None:
+                raise tuf_errors.DownloadHTTPError(f"{key} does not exist", 404)
+            if len(data) > max_length:
+                raise tuf_errors.DownloadLengthMismatchError(f"{key}: more than {max_length} bytes")
+            return data
 
-    def _fetch(self, url: str) -> Iterator[bytes]:
-        return iter((self.download_bytes(url, files_limit()),))
-
-    def download_bytes(self, url: str, max_length: int) -> bytes:
-        key = self.key_of(url)
-        self.last_key = key
-        data = self._read(key, max_length)
-        if data is None:
-            raise tuf_errors.DownloadHTTPError(f"{key} does not exist", 404)
-        if len(data) > max_length:
-            raise tuf_errors.DownloadLengthMismatchError(f"{key}: more than {max_length} bytes")
-        return data
-
-
-def files_limit() -> int:
-    """The most bytes an unbounded metadata read takes (the Updater always passes its own limit)."""
-    return UpdaterConfig().targets_max_length
+    return StoreFetcher()
 
 
 def default_state_dir(store_url: str, cache_dir: Path | None = None) -> Path:
@@ -123,8 +116,15 @@ def default_state_dir(store_url: str, cache_dir: Path | None = None) -> Path:
 
 
 def root_version(data: bytes) -> int:
-    """The version of root metadata ``data`` (unverified: the Updater verifies it as its bootstrap)."""
-    return Metadata[Root].from_bytes(data).signed.version
+    """The version of root metadata ``data`` (unverified: the Updater verifies it as its bootstrap); ValueError
+    when it is not root metadata."""
+    from tuf.api.metadata import Metadata, Root
+    from tuf.api.serialization import DeserializationError
+
+    try:
+        return Metadata[Root].from_bytes(data).signed.version
+    except DeserializationError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def consistent_key(key: str, sha256: str) -> str:
@@ -138,7 +138,7 @@ class StoreTrust:
 
     def __init__(self, trusted_root: bytes, state: Path, read: Reader, store_url: str, root_name: str) -> None:
         self.trusted_root, self.state, self.store_url, self.root_name = trusted_root, state, store_url, root_name
-        self.fetcher = StoreFetcher(read)
+        self.last_key = TIMESTAMP_KEY  # the metadata file or object read last: what a refusal names
         self._read = read
         self._work: Path | None = None
         self._updater: Updater | None = None
@@ -152,7 +152,7 @@ class StoreTrust:
         followed a rotation to root 3 starts from 3; an app updated to ship root 4 starts from 4)."""
         try:
             shipped = root_version(self.trusted_root)
-        except DeserializationError as exc:
+        except ValueError as exc:
             raise TrustedRootError(
                 f"{self.root_name} is not TUF root metadata: {exc}",
                 problems=[Problem(message="not a signed root.json", file=self.root_name)],
@@ -161,7 +161,7 @@ class StoreTrust:
         try:
             saved = (self.state / ROOT_LINK).read_bytes()
             return saved if root_version(saved) > shipped else self.trusted_root
-        except (OSError, DeserializationError):  # no state yet, or a damaged one: the shipped root decides
+        except (OSError, ValueError):  # no state yet, or a damaged one: the shipped root decides
             return self.trusted_root
 
     def refresh(self) -> None:
@@ -175,12 +175,19 @@ class StoreTrust:
         self._work = files.make_temp_dir(self.state)
         if self.state.is_dir():
             shutil.copytree(self.state, self._work, symlinks=True, dirs_exist_ok=True)
+        from tuf.ngclient import Updater, UpdaterConfig
+
         config = UpdaterConfig(prefix_targets_with_hash=False)
+        fetcher = store_fetcher(self._remembered)
         with translated(self):
             self._updater = Updater(
-                str(self._work), BASE_URL + METADATA_PREFIX, fetcher=self.fetcher, config=config, bootstrap=bootstrap
+                str(self._work), BASE_URL + METADATA_PREFIX, fetcher=fetcher, config=config, bootstrap=bootstrap
             )
             self._updater.refresh()
+
+    def _remembered(self, key: str, max_bytes: int) -> bytes | None:
+        self.last_key = key
+        return self._read(key, max_bytes)
 
     def signed(self, key: str) -> Signed:
         """The length and sha256 the targets metadata (the box's delegated role) signs for ``key``."""
@@ -207,7 +214,7 @@ class StoreTrust:
         """TargetMismatchError (OversizedError when longer) unless ``data`` (read from the store key ``at``,
         default ``key``) is the signed target ``key``."""
         info = self._target(key)
-        self.fetcher.last_key = at or key
+        self.last_key = at or key
         if len(data) > info.length:
             raise oversized(self._url(at or key), key, info.length)
         with translated(self):
@@ -276,12 +283,18 @@ def translated(trust: StoreTrust) -> Iterator[None]:
         yield
     except ScrollcaseError:
         raise
-    except (tuf_errors.RepositoryError, tuf_errors.DownloadError) as exc:
-        raise translate(exc, trust.fetcher.last_key, trust._url(trust.fetcher.last_key)) from None
+    except Exception as exc:
+        from tuf.api import exceptions as tuf_errors
+
+        if not isinstance(exc, tuf_errors.RepositoryError | tuf_errors.DownloadError):
+            raise
+        raise translate(exc, trust.last_key, trust._url(trust.last_key)) from None
 
 
 def translate(exc: Exception, key: str, url: str) -> TrustError:
     """One python-tuf exception about ``key`` (the metadata file or object read last) as its TrustError."""
+    from tuf.api import exceptions as tuf_errors
+
     detail = str(exc) or type(exc).__name__
     where = [Problem(message=detail, file=url, key=key)]
     if isinstance(exc, tuf_errors.BadVersionNumberError):
