@@ -108,7 +108,7 @@ def key_files(folder: Path, role: str) -> list[Path]:
 def generate_keys(folder: Path, root_keys: int = 1) -> RoleKeys:
     """Write a new key for every role whose file ``folder`` lacks (``root_keys`` root keys), mode 0600, and
     return all of the folder's keys; existing key files are kept, never overwritten."""
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # the private keys: only their owner may list them
     for role in ROLES:
         wanted = root_keys if role == "root" else 1
         names = [f"{role}.pem", *(f"{role}-{n}.pem" for n in range(2, wanted + 1))]
