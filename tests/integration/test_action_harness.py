@@ -16,6 +16,9 @@ import pytest
 
 from scrollcase.cli import build_parser
 from scrollcase.reports.junit import JUnitCase, write_junit
+from scrollcase.store.local import LocalStore
+from scrollcase.store.signing import init_store
+from scrollcase.trust.keys import generate_keys
 from tests.github_helpers import write_recipe
 from tests.integration.action_harness import (
     ROOT,
@@ -414,6 +417,24 @@ def test_publish_action_describes_the_keys_and_urls_it_then_publishes_to(harness
         assert describe.outputs[name] == result.outputs[name], name
         assert f"| {name} | {result.outputs[name]} |" in describe.summary, describe.summary
     assert Path(describe.outputs["archive-url"]).read_bytes() == release.archive_path.read_bytes()
+
+
+def test_publish_action_signs_a_signed_store_with_the_key_inputs(harness: Harness) -> None:
+    """#34: to a store with signed metadata, the action refuses without its key inputs (nothing uploaded) and,
+    given them (the PEM text a workflow passes from secrets), publish signs the release."""
+    needs_command("publish")
+    release = write_release(harness.workspace / "dist")
+    store, keys = harness.runner_temp / "store", harness.runner_temp / "keys"
+    init_store(LocalStore(store), generate_keys(keys), [])
+    inputs = {"release": str(release.manifest_path), "to": str(store)}
+    refused = harness.run(ACTIONS / "publish", inputs)
+    assert refused.failed and "SCROLLCASE_TUF_TARGETS_KEY" in refused.log(), refused.log()
+    assert not (store / release.manifest.keys.archive).exists()
+    pems = {f"{role}-key": (keys / f"{role}.pem").read_text() for role in ("targets", "snapshot", "timestamp")}
+    result = harness.run(ACTIONS / "publish", inputs | pems)
+    assert not result.failed, result.log()
+    published = json.loads(Path(result.outputs["result-json"]).read_text(encoding="utf-8"))
+    assert published["storeSigned"] and published["signedMetadata"][-1] == "tuf/timestamp.json"
 
 
 def test_report_step_of_parity_turns_junit_into_annotations(harness: Harness) -> None:
