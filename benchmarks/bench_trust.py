@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -68,8 +69,14 @@ def torch_store(work: Path) -> tuple[str, str]:
     return built.manifest.boxId, built.manifest.version
 
 
-def install(url: str, host: Path, box_id: str, root: Path | None, torch: bool) -> tuple[float, dict[str, Any]]:
-    """One ``scrollcase install`` on a fresh host: its wall time and --json answer."""
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def install(url: str, host: Path, box_id: str, root: Path | None, torch: bool) -> tuple[float, float, dict[str, Any]]:
+    """One ``scrollcase install`` on a fresh host: its wall time, its CPU seconds (user + system, steadier than
+    the wall time on a shared machine) and its --json answer."""
     many.fresh(host)
     host.mkdir(parents=True)
     env = many.cli_env({"SCROLLCASE_CACHE_DIR": str(host / "cache")}, host=True)
@@ -77,8 +84,16 @@ def install(url: str, host: Path, box_id: str, root: Path | None, torch: bool) -
         env["PATH"] = f"{many.fake_gpu(host)}{os.pathsep}{env.get('PATH', '')}"
     trust = ["--trusted-root", str(root)] if root is not None else []
     args = ("install", "--json", "--quiet", "--store", url, "--box", box_id, *trust, str(host / "box"))
+    cpu = child_cpu()
     result, seconds = many.scrollcase(host, *args, env=env)
-    return seconds, result
+    return seconds, child_cpu() - cpu, result
+
+
+def tuf_import() -> float:
+    """Importing python-tuf in a fresh interpreter: what a verified install pays once, beside the check."""
+    code = "import time; t = time.perf_counter(); import tuf.ngclient; print(time.perf_counter() - t)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout)
 
 
 def check_alone(url: str, root: Path, work: Path, box_id: str, rounds: int) -> list[float]:
@@ -100,25 +115,18 @@ def check_alone(url: str, root: Path, work: Path, box_id: str, rounds: int) -> l
     return times
 
 
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    box_id, version = torch_store(work) if args.torch else demo_store(work)
-    many.scrollcase(work, "trust", "init", "--store", str(work / "store"), "--keys", str(work / "keys"), "--json")
-    root = work / "keys" / "root.json"
-    runs: dict[str, list[float]] = {kind: [] for kind in KINDS}
-    with serve(work / "store") as server:
-        for n in range(args.rounds):
-            order = KINDS if n % 2 == 0 else KINDS[::-1]
-            for kind in order:
-                seconds, result = install(
-                    server.url, work / "host", box_id, root if kind == "trusted" else None, args.torch
-                )
-                runs[kind].append(seconds)
-                print(f"round {n + 1} {kind:8s} {seconds:7.2f} s  ({result['bytesDownloaded']} bytes)", flush=True)
-        alone = check_alone(server.url, root, work, box_id, args.rounds)
+def summarise(
+    runs: dict[str, list[float]], cpus: dict[str, list[float]], alone: list[float], imports: float, what: str
+) -> dict[str, float]:
+    """The medians and shares, printed."""
     plain, trusted = statistics.median(runs["plain"]), statistics.median(runs["trusted"])
     check = statistics.median(alone)
+    cpu_plain, cpu_trusted = statistics.median(cpus["plain"]), statistics.median(cpus["trusted"])
     summary = {
+        "plainMedianCpuSeconds": round(cpu_plain, 3),
+        "trustedMedianCpuSeconds": round(cpu_trusted, 3),
+        "tufImportSeconds": round(imports, 4),
+        "checkWithImportShare": round((check + imports) / trusted, 4),
         "plainMedianSeconds": round(plain, 3),
         "trustedMedianSeconds": round(trusted, 3),
         "differenceSeconds": round(trusted - plain, 3),
@@ -127,13 +135,42 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "checkAloneShare": round(check / trusted, 4),
     }
     print(
-        f"\n{'torch' if args.torch else 'demo'} box {box_id} {version}: install median {plain:.2f} s without, "
+        f"\n{what}: install median {plain:.2f} s without, "
         f"{trusted:.2f} s with --trusted-root (difference {trusted - plain:+.2f} s, "
         f"{100 * (trusted - plain) / trusted:+.1f} % of the install)\n"
+        f"CPU (user + system) median {cpu_plain:.2f} s without, {cpu_trusted:.2f} s with "
+        f"({cpu_trusted - cpu_plain:+.2f} s)\n"
         f"the check alone (in-process, fresh state): median {1000 * check:.0f} ms = "
-        f"{100 * check / trusted:.2f} % of the verified install's time",
+        f"{100 * check / trusted:.2f} % of the verified install's time; with python-tuf's import in a fresh "
+        f"process ({1000 * imports:.0f} ms) {100 * (check + imports) / trusted:.2f} %",
         flush=True,
     )
+    return summary
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    box_id, version = torch_store(work) if args.torch else demo_store(work)
+    many.scrollcase(work, "trust", "init", "--store", str(work / "store"), "--keys", str(work / "keys"), "--json")
+    root = work / "keys" / "root.json"
+    runs: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    cpus: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    with serve(work / "store") as server:
+        for n in range(args.rounds):
+            order = KINDS if n % 2 == 0 else KINDS[::-1]
+            for kind in order:
+                seconds, cpu, result = install(
+                    server.url, work / "host", box_id, root if kind == "trusted" else None, args.torch
+                )
+                runs[kind].append(seconds)
+                cpus[kind].append(cpu)
+                print(
+                    f"round {n + 1} {kind:8s} {seconds:7.2f} s, {cpu:6.2f} CPU-s ({result['bytesDownloaded']} bytes)",
+                    flush=True,
+                )
+        alone = check_alone(server.url, root, work, box_id, args.rounds)
+    imports = statistics.median(tuf_import() for _ in range(args.rounds))
+    summary = summarise(runs, cpus, alone, imports, f"{'torch' if args.torch else 'demo'} box {box_id} {version}")
     return {
         "mode": "torch" if args.torch else "demo",
         "box": box_id,
@@ -143,6 +180,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ).stdout.strip(),
         "startedAt": started,
         "runs": {kind: [round(s, 3) for s in times] for kind, times in runs.items()},
+        "cpuSeconds": {kind: [round(s, 3) for s in times] for kind, times in cpus.items()},
         "checkAlone": [round(s, 4) for s in alone],
         "summary": summary,
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": os.getloadavg()},
