@@ -1,9 +1,10 @@
 """Install and upgrade with ``--trusted-root`` against each attack TUF exists for, on real stores: a directory
-store and S3 on 127.0.0.1 (moto), signed by the real ``scrollcase trust init`` and ``scrollcase publish --keys``,
-the host the real CLI in a subprocess.  Releases: the demo box (built once per session, ``demo_workspace``) as
-1.0.0 and a repack of it as 1.0.1.  Each attack is refused with its TrustError subclass (exit 13) and message,
-DEST absent and the host's trusted state byte for byte as before; the controls show the same store accepted
-without ``--trusted-root`` (the attack is real) or with it before the attack (the store is sound)."""
+store, S3 on 127.0.0.1 (moto), and the directory store served by a static HTTP server on 127.0.0.1 (a CDN's
+part), signed by the real ``scrollcase trust init`` and ``scrollcase publish --keys``, the host the real CLI in
+a subprocess.  Releases: the demo box (built once per session, ``demo_workspace``) as 1.0.0 and a repack of it
+as 1.0.1.  Each attack is refused with its TrustError subclass (exit 13) and message, DEST absent and the host's
+trusted state byte for byte as before; the controls show the same store accepted without ``--trusted-root``
+(the attack is real) or with it before the attack (the store is sound)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from scrollcase.format.release import ReleaseManifest, dump_release, load_releas
 from scrollcase.io.digest import sha256_bytes
 from scrollcase.store.index import index_key
 from scrollcase.trust.keys import load_keys
+from tests.support.httpstore import serve
 from tests.support.repack import repack
 from tests.support.s3servers import S3Server, s3_client
 
@@ -110,6 +112,7 @@ class Signed:
     env: dict[str, str]
     endpoint: list[str] = field(default_factory=list)
     after_v1: dict[str, bytes] = field(default_factory=dict)  # tuf/ and the index as they were after 1.0.0
+    read_url: str | None = None  # where hosts read the store, when not where it is written (a static HTTP server)
 
     @property
     def root(self) -> Path:
@@ -142,12 +145,13 @@ class Signed:
 
     def install(self, dest: str | None = "dest", *extra: str, trusted: bool = True) -> tuple[int, dict[str, Any], str]:
         trust = ["--trusted-root", str(self.root), "--trust-state", str(self.state)] if trusted else []
-        where = ["--store", self.store, *self.endpoint, "--box", BOX]
+        where = ["--store", self.read_url or self.store, *self.endpoint, "--box", BOX]
         return self.cli("install", "--json", "--skip-gpu-check", *where, *trust, *extra, *([dest] if dest else []))
 
     def upgrade(self, dest: str = "dest", *extra: str) -> tuple[int, dict[str, Any], str]:
         trust = ["--trusted-root", str(self.root), "--trust-state", str(self.state)]
-        return self.cli("upgrade", "--json", "--store", self.store, *self.endpoint, *trust, *extra, dest)
+        store = ["--store", self.read_url or self.store, *self.endpoint]
+        return self.cli("upgrade", "--json", *store, *trust, *extra, dest)
 
     def seen(self) -> str:
         """The host saw the store as it is now (``install --list`` saves the trusted state); the state's digest."""
@@ -184,15 +188,22 @@ def host_env(host: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env | {"PYTHONPATH": str(ROOT), "SCROLLCASE_CACHE_DIR": str(host / "cache")} | (extra or {})
 
 
-@pytest.fixture(params=["dir", "s3"])
+@pytest.fixture(params=["dir", "s3", "http"])
 def signed(request: pytest.FixtureRequest, tmp_path: Path, releases: Releases) -> Iterator[Signed]:
-    """An empty store set up by ``scrollcase trust init``, then 1.0.0 and 1.0.1 published with the keys."""
+    """An empty store set up by ``scrollcase trust init``, then 1.0.0 and 1.0.1 published with the keys; ``http``:
+    the directory store read by hosts through a static HTTP server on 127.0.0.1 (a CDN's part)."""
     host = tmp_path / "host"
     host.mkdir()
-    if request.param == "dir":
+    if request.param in ("dir", "http"):
         store = tmp_path / "store"
+        store.mkdir()
         made = Signed(str(store), DirSide(store), tmp_path / "keys", host, host_env(host))
-        yield from _initialised(made, releases)
+        if request.param == "dir":
+            yield from _initialised(made, releases)
+            return
+        with serve(store) as web:
+            made.read_url = web.url
+            yield from _initialised(made, releases)
         return
     server: S3Server = request.getfixturevalue("moto_s3")
     bucket = request.getfixturevalue("moto_bucket")
@@ -353,8 +364,8 @@ def test_the_host_shipped_with_root_1_follows_a_key_rotation(signed: Signed) -> 
     (signed.keys / "t-new.pem").replace(signed.keys / "targets.pem")
     (signed.host / "root-1.json").write_bytes(shipped)
     code, out, stderr = signed.cli(
-        "install", "--json", "--skip-gpu-check", "--store", signed.store, *signed.endpoint, "--box", BOX,
-        "--trusted-root", str(signed.host / "root-1.json"), "--trust-state", str(signed.state), "dest",
+        "install", "--json", "--skip-gpu-check", "--store", signed.read_url or signed.store, *signed.endpoint,
+        "--box", BOX, "--trusted-root", str(signed.host / "root-1.json"), "--trust-state", str(signed.state), "dest",
     )  # fmt: skip
     assert code == 0, (out, stderr)
     saved = Metadata.from_bytes((signed.state / "root.json").read_bytes())
