@@ -342,6 +342,19 @@ def test_a_target_longer_than_signed_is_refused_as_endless_data(signed: Signed, 
     refused(signed, "OversizedError", v2.keys.release, f"more than the {len(data)} bytes", before=before)
 
 
+def test_an_archive_longer_than_signed_is_cut_off_at_its_signed_length(signed: Signed, releases: Releases) -> None:
+    """The metadata and manifest are genuine, so the host's state advances to them; the archive's download is held
+    to the signed size (the manifest's, checked equal to the signed target's) and refused as the store's archive
+    disagreeing with its manifest (exit 8), before its first byte is written (the store says its size)."""
+    v2 = load_release(releases.v2)
+    archive = releases.v2.with_name(v2.archive.name).read_bytes()
+    signed.side.put(v2.keys.archive, archive + b"\0" * 1_000_000)
+    code, error, stderr = signed.install()
+    assert (code, error.get("error")) == (8, "IntegrityError"), (error, stderr)
+    assert f"the release manifest says {v2.archive.size}" in error["message"], error
+    assert not (signed.host / "dest").exists()
+
+
 def test_metadata_signed_by_the_wrong_key_is_refused(signed: Signed) -> None:
     before = signed.seen()
     key, stamp = signed.metadata("timestamp")
