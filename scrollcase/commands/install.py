@@ -52,7 +52,12 @@ relocated as `scrollcase unpack` does.  The archive's frames are kept in the fra
 are pruned), and a box sharing packages with a box already installed downloads only the frames this
 machine lacks (by ranged reads; the whole archive's sha256 is still checked before DEST appears).
 --list shows every release and why it fits or not, and what installing the chosen one would download
-and add to the disk.
+and add to the disk.  With --trusted-root (the store's root.json from `scrollcase trust init`, shipped
+with the host app) the index, the manifest and the archive's size and sha256 are checked against the
+store's signed TUF metadata before the archive is downloaded: unsigned, rolled-back, expired, repacked
+or mixed objects are refused (exit 13), and what this host saw is kept per store in the user cache
+(--trust-state).  Without it one warning says the store's objects are not verified against signed
+metadata.
 """
 
 
