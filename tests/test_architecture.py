@@ -33,8 +33,8 @@ KNOWN_LONG_MODULES: set[str] = set()
 LAZY_IMPORTERS = ("cli.py", "commands/", "__init__.py")
 
 LIBRARY_ROOMS = {
-    "io/", "targets/", "recipe/", "reports/", "format/", "trust/", "wheels/", "lock/", "build/", "host/", "store/", "client/",
-    "parity/", "demo/",
+    "io/", "targets/", "recipe/", "reports/", "format/", "trust/", "wheels/", "lock/", "build/", "host/", "store/",
+    "client/", "parity/", "demo/",
 }  # fmt: skip
 EDGE = {"cli.py", "__main__.py", "console.py", "commands/", "github/"}
 RESULT_ROOMS = {"wheels/", "lock/", "build/", "host/", "parity/", "store/", "client/", "demo/"}
