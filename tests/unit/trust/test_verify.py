@@ -245,3 +245,30 @@ def test_keys_and_folders() -> None:
     one = verify.default_state_dir("s3://bucket/a", Path("cache"))
     assert one.parent == Path("cache") / "trust"
     assert one != verify.default_state_dir("s3://bucket/b", Path("cache"))
+
+
+def test_a_root_signed_below_the_threshold_is_refused(tmp_path: Path) -> None:
+    """Key compromise below the threshold: one of root 1's two keys alone signs a root 2 naming the attacker's keys."""
+    repo = TufStore(root_threshold=2)
+    repo.add_targets("demo", {INDEX: b'{"index": 1}'})
+    stolen = repo.signers["root"][0]
+    attacker = CryptoSigner.generate_ed25519()
+    root = repo.root.signed
+    for keyid in list(root.roles["root"].keyids):
+        root.revoke_key(keyid, "root")
+    root.add_key(attacker.public_key, "root")
+    root.roles["root"].threshold = 1
+    root.version += 1
+    repo.objects["tuf/2.root.json"] = repo.sign(repo.root, "root", [stolen, attacker])
+    error = refused(repo, tmp_path / "state", UnsignedError)
+    assert "tuf/2.root.json" in error.message
+
+
+def test_a_fresh_timestamp_over_an_expired_snapshot_is_refused(repo: TufStore, tmp_path: Path) -> None:
+    """A compromised timestamp key alone keeps re-signing the timestamp: the snapshot it names still expires."""
+    repo.snapshot.signed.expires = datetime.now(UTC) - timedelta(hours=1)
+    repo.snapshot.signed.version += 1
+    repo.objects[f"tuf/{repo.snapshot.signed.version}.snapshot.json"] = repo.sign(repo.snapshot, "snapshot")
+    repo.refresh_timestamp()  # fresh, valid for a day
+    error = refused(repo, tmp_path / "state", ExpiredError)
+    assert "snapshot" in error.message
