@@ -167,7 +167,8 @@ class StoreTrust:
     def refresh(self) -> None:
         """Root (following rotations), timestamp, snapshot and top-level targets, checked by python-tuf in a copy
         of the state folder.  A TrustError when the store's metadata is refused; StoreError when unreadable."""
-        files.recover_swap(self.state, self.previous, ROOT_LINK)
+        if not files.recover_swap(self.state, self.previous, ROOT_LINK) and self.state.is_dir():
+            shutil.rmtree(self.previous, ignore_errors=True)  # a swap killed after its renames: the old copy
         files.remove_stale_temps(self.state)
         self.close()
         bootstrap = self.bootstrap()

@@ -272,3 +272,15 @@ def test_a_fresh_timestamp_over_an_expired_snapshot_is_refused(repo: TufStore, t
     repo.refresh_timestamp()  # fresh, valid for a day
     error = refused(repo, tmp_path / "state", ExpiredError)
     assert "snapshot" in error.message
+
+
+def test_a_previous_state_left_by_a_killed_swap_does_not_block_the_next_commit(repo: TufStore, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    checked_once(repo, state)
+    trust = trust_for(repo, state)
+    trust.previous.mkdir()
+    (trust.previous / "timestamp.json").write_bytes(b"old")  # killed after both renames, before the removal
+    repo.refresh_timestamp()
+    checked_once(repo, state)
+    assert (state / "timestamp.json").read_bytes() == repo.objects["tuf/timestamp.json"]
+    assert not trust.previous.exists()
