@@ -122,9 +122,12 @@ def root_version(data: bytes) -> int:
     from tuf.api.serialization import DeserializationError
 
     try:
-        return Metadata[Root].from_bytes(data).signed.version
+        signed = Metadata[Root].from_bytes(data).signed
     except DeserializationError as exc:
         raise ValueError(str(exc)) from None
+    if signed.type != Root.type:
+        raise ValueError(f"it is {signed.type} metadata, not root")
+    return signed.version
 
 
 def consistent_key(key: str, sha256: str) -> str:

@@ -185,8 +185,10 @@ def test_a_store_without_metadata_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "state").exists()
 
 
-def test_a_trusted_root_that_is_no_root_is_refused(repo: TufStore, tmp_path: Path) -> None:
-    trust = trust_for(repo, tmp_path / "state", root=b"not json")
+@pytest.mark.parametrize("which", ["not json", "a timestamp"])
+def test_a_trusted_root_that_is_no_root_is_refused(repo: TufStore, tmp_path: Path, which: str) -> None:
+    root = b"not json" if which == "not json" else repo.objects["tuf/timestamp.json"]
+    trust = trust_for(repo, tmp_path / "state", root=root)
     with pytest.raises(TrustedRootError, match=r"root\.json is not TUF root metadata"):
         trust.refresh()
 
