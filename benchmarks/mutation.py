@@ -122,6 +122,7 @@ CORE: dict[str, tuple[str, ...]] = {
         "tests/unit/host/test_doctor.py",
         "tests/unit/recipe/test_rules.py",
         "tests/unit/client/test_select.py",
+        "tests/unit/lock/test_resolve.py",
     ),
     "scrollcase/targets/cpu.py": (
         "tests/unit/lock/test_check.py",
@@ -130,6 +131,7 @@ CORE: dict[str, tuple[str, ...]] = {
         "tests/unit/host/test_doctor.py",
         "tests/unit/recipe/test_rules.py",
         "tests/unit/client/test_select.py",
+        "tests/unit/lock/test_resolve.py",
     ),
     "scrollcase/parity/compare.py": ("tests/unit/parity/test_compare.py", "tests/unit/parity/test_compare_property.py"),
     "scrollcase/client/select.py": ("tests/unit/client/test_select.py",),
@@ -152,6 +154,12 @@ _RELEASES = "names = releases[{first}] if len(releases) {op} else f\"{{', '.join
 _FOUND_CPU = 'found = "a CPU build" if torch.accelerator {op} "cpu" else f"a build for {{torch.accelerator}}"'
 _PLURAL = "f\"wheel{{'s' if len(wheels) {op} else ''}}: {{shown}} — CUDA packages under a {{ctx.accelerator}} name\","
 _INDEX_FLAVOUR = 'if torch.index.rstrip("/").rsplit("/", {split})[{pick}].startswith("cu"):'
+_INDEX_TAG = 'if torch.index.rstrip("/").rsplit("/", {split})[{pick}] != want:'
+_INDEX_ARGUMENT = (
+    "an index is an absolute URL (scheme://host/...): a '/' is left after rstrip, so rsplit gives two pieces and "
+    "[1] is [-1]; the last piece does not depend on maxsplit"
+)
+_REQUIREMENT_KEY = 'key = "system-requirements.cuda" if table {op} "system-requirements" else "workspace.platforms"'
 _FROM_CONDA = 'return {{pypi_name(p.name): p for p in packages if p.kind {op} "conda"}}'
 _PIXI_PARTS = 'parts = tuple(int(p) for p in pixi_version.split("-")[0].split("+")[0].split(".")[{cut}])'
 _WRITE_CONFLICT = (
@@ -940,6 +948,28 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
     # lock-check's accelerator rules moved into the accelerators (c056581): the arguments made in lock/check.py
     "scrollcase/targets/cuda.py": (
         *(
+            (_INDEX_TAG.format(split=1, pick=-1), _INDEX_TAG.format(split=split, pick=pick), _INDEX_ARGUMENT)
+            for split, pick in ((1, "+1"), (1, 1), (2, -1))
+        ),
+        *(
+            (
+                _REQUIREMENT_KEY.format(op="=="),
+                _REQUIREMENT_KEY.format(op=op),
+                'table is one of the two literals set on the line above, and "workspace" sorts after',
+            )
+            for op in ("is", "<=")
+        ),
+        (
+            'elif _major_minor_of(declared) != cuda or declared.count(".") > 1:',
+            'elif _major_minor_of(declared) != cuda or declared.count(".") != 1:',
+            "a declared CUDA without a dot is never the target's major.minor: the first test refuses it already",
+        ),
+        (
+            'return ".".join(version.split(".")[:2])',
+            'return ".".join(version.split(".")[: 3])',
+            "its one caller refuses a declared CUDA of more than one dot anyway; with one dot or none [:3] is [:2]",
+        ),
+        *(
             (
                 _RELEASES.format(first=0, op="== 1"),
                 _RELEASES.format(first=first, op=op),
@@ -976,8 +1006,7 @@ ARGUED: dict[str, tuple[tuple[str, str, str], ...]] = {
             (
                 _INDEX_FLAVOUR.format(split=1, pick=-1),
                 _INDEX_FLAVOUR.format(split=split, pick=pick),
-                "an index is an absolute URL (scheme://host/...): a '/' is left after rstrip, so rsplit gives two "
-                "pieces and [1] is [-1]; the last piece does not depend on maxsplit",
+                _INDEX_ARGUMENT,
             )
             for split, pick in ((1, "+1"), (1, 1), (2, -1))
         ),

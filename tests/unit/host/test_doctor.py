@@ -88,6 +88,13 @@ def test_the_default_free_disk_is_5_gib_and_20_for_cuda(recipe: Recipe, gib: int
     assert disk.status == "warn" and disk.message.endswith(f"under {gib} GiB"), disk.message
 
 
+def test_the_cuda_driver_check_fails_on_a_probe_error_and_on_no_driver_alike() -> None:
+    """Either is enough: no driver listed (even without a probe error), or a probe that failed."""
+    assert cuda.driver_check("550.54.14", (), None)[1:3] == ("fail", "no NVIDIA driver found")
+    failed = cuda.driver_check("550.54.14", ("560.35.03",), "nvidia-smi timed out")
+    assert failed[1:3] == ("fail", "nvidia-smi timed out") and failed[3]
+
+
 def test_no_driver_fails_cuda_and_is_skipped_otherwise() -> None:
     missing = facts(driver_versions=(), driver_error="nvidia-smi is not on PATH")
     check = host_checks(missing, CUDA)[1]

@@ -209,6 +209,7 @@ def test_a_failed_resolution_names_the_requirement_target_and_cuda_constraint() 
     assert problem.key == "pypi-dependencies.torch" and problem.value == "torch==2.6.0"
     assert "CUDA 12.4" in (problem.fix or "") and "nvidia-cuda-runtime*==12.4.*" in (problem.fix or "")
     assert "torch 2.5/2.6" in (problem.fix or "")
+    assert "index to https://download.pytorch.org/whl/cu124" in (problem.fix or "")
     cpu = resolution_error(plan_resolution(parse_manifest(MANIFEST), CPU, RECORDS, "demo"), "no solution: einops")
     assert cpu.problems[0].key == "pypi-dependencies.einops"
     assert "download.pytorch.org/whl/cpu" in (cpu.problems[0].fix or "")

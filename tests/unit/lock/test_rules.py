@@ -139,6 +139,15 @@ CUDA_CASES = [
         "must be '12.4'",
         'cuda = "12.4"',
     ),
+    (  # a patch release is not the major.minor the target names
+        "patch-level-system-requirement",
+        'cuda = "12.4"',
+        'cuda = "12.4.1"',
+        "system-requirements.cuda",
+        'cuda = "12.4.1"',
+        "must be '12.4'",
+        'cuda = "12.4"',
+    ),
     (
         "no-cuda-version-pin",
         'cuda-version = "12.4.*"\n',
@@ -329,6 +338,40 @@ def test_pypi_torch_index_must_match_the_target() -> None:
     assert manifest_problems(parse_manifest(good), CUDA) == []
     on_cpu = GOOD_CPU + text[text.index("\n[pypi-dependencies]") :].replace("whl/cpu", "whl/cu124")
     assert [p.key for p in manifest_problems(parse_manifest(on_cpu), CPU)] == ["pypi-dependencies.torch"]
+
+
+PLATFORMS_CUDA = 'platforms = [{ platform = "linux-64", cuda = "12.4" }]'
+NO_SYSTEM_REQUIREMENT = ('[system-requirements]\ncuda = "12.4"\n', "")
+
+
+def test_a_wrong_cuda_in_the_platforms_entry_is_the_platforms_entrys_problem() -> None:
+    text = GOOD_CUDA.replace('platforms = ["linux-64"]', PLATFORMS_CUDA.replace("12.4", "12.8"))
+    text = text.replace(*NO_SYSTEM_REQUIREMENT)
+    (found,) = manifest_problems(parse_manifest(text), CUDA)
+    assert (found.key, found.line, found.value) == ("workspace.platforms", _line(text, "platforms ="), "12.8")
+    assert "must be '12.4'" in found.message
+
+
+@pytest.mark.parametrize(("legacy", "entry"), [("12.4", "12.4"), ("12.1", "12.4"), ("12.8", "12.4"), ("12.4", "12.8")])
+def test_system_requirements_and_the_platforms_entry_must_say_the_same_cuda(legacy: str, entry: str) -> None:
+    """Both declared: one CUDA, in both places (pixi would take the platforms entry's); either order of a
+    difference is one problem at [system-requirements]."""
+    text = GOOD_CUDA.replace('platforms = ["linux-64"]', PLATFORMS_CUDA.replace("12.4", entry))
+    text = text.replace('cuda = "12.4"\n\n[dependencies]', f'cuda = "{legacy}"\n\n[dependencies]')
+    problems = manifest_problems(parse_manifest(text), CUDA)
+    disagree = [p for p in problems if "disagrees with the platforms entry" in p.message]
+    if legacy == entry:
+        assert problems == []
+    else:
+        assert [(p.key, p.value, p.line) for p in disagree] == [
+            ("system-requirements.cuda", legacy, _line(text, f'cuda = "{legacy}"'))
+        ], problems
+
+
+def test_an_unpinned_cuda_pytorch_is_told_the_cuda_build_of_its_own_version() -> None:
+    text = GOOD_CUDA.replace('pytorch = { version = "2.*", build = "cuda*" }', 'pytorch = "2.5.*"')
+    (found,) = manifest_problems(parse_manifest(text), CUDA)
+    assert 'pytorch = { version = "2.5.*", build = "cuda*" }' in (found.fix or ""), found.fix
 
 
 @pytest.mark.parametrize(

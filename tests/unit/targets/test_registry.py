@@ -179,6 +179,13 @@ def test_the_registry_holds_the_built_in_accelerators_in_vocabulary_order() -> N
     }
 
 
+@pytest.mark.parametrize("name", ["cpu", "cuda", "metal"])
+def test_a_built_in_accelerator_is_a_value_that_cannot_change(name: str) -> None:
+    """One object per accelerator serves every recipe, lock and host check of the process: none may edit it."""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        registry.ACCELERATORS[name].rank = 9  # type: ignore[misc]
+
+
 def test_validate_knows_a_registered_accelerator_and_only_then(tmp_path: Path, fakegpu: Accelerator) -> None:
     folder = recipe_folder(tmp_path, fake_recipe(), lock("rocm6.2"))
     (outcome,) = validate_paths([folder / "recipe.json"])
