@@ -8,7 +8,6 @@ trusted state byte for byte as before; the controls show the same store accepted
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from scrollcase.trust.keys import load_keys
 from tests.support.httpstore import serve
 from tests.support.repack import repack
 from tests.support.s3servers import S3Server, s3_client
+from tests.support.tufstore import tree_digest
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the demo runs on Linux")
 
@@ -170,17 +170,6 @@ class Signed:
     def signer(self, role: str) -> CryptoSigner:
         signers = load_keys(self.keys, {}, [role]).of(role)
         return signers[0]
-
-
-def tree_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
-        if path.is_symlink():
-            digest.update(os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def host_env(host: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -9,6 +9,8 @@ write: the same keys (``tuf/<N>.<role>.json``, ``tuf/timestamp.json``), roles an
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -181,3 +183,15 @@ class DictReader:
         self.reads.append(key)
         data = self.objects.get(key)
         return None if data is None else data[: max_bytes + 1]
+
+
+def tree_digest(folder: Path) -> str:
+    """Every name, link target and byte under ``folder``: equal digests = the same state."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        digest.update(str(path.relative_to(folder)).encode())
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()

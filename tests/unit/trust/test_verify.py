@@ -4,7 +4,6 @@ checking, on metadata made by python-tuf's Metadata API (tests/support/tufstore.
 from __future__ import annotations
 
 import hashlib
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,23 +23,11 @@ from scrollcase.trust.verify import (
     TrustedRootError,
     UnsignedError,
 )
-from tests.support.tufstore import TufStore
+from tests.support.tufstore import TufStore, tree_digest
 
 INDEX = "boxes/demo/index.json"
 MANIFEST = "boxes/demo/1.0.0/linux-x86_64-cpu/demo-1.0.0.release.json"
 ARCHIVE = "boxes/demo/1.0.0/linux-x86_64-cpu/demo-1.0.0.tar.zst"
-
-
-def tree_digest(folder: Path) -> str:
-    """Every name, link target and byte under ``folder``: equal digests = the same state."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
-        if path.is_symlink():
-            digest.update(os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture
