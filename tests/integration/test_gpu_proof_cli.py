@@ -5,9 +5,6 @@ would (subject: the archive's sha256), then checked by the CLI in a subprocess: 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,20 +15,15 @@ from scrollcase.format.release import ReleaseManifest, dump_release
 from scrollcase.trust.proof import PREDICATE_TYPE, dump_statement, statement_of
 from tests.support.fakesigstore import FakeSigstore, workflow_identity
 from tests.support.releases import box_json_for, make_manifest
+from tests.support.tools import run_isolated
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = "acme/boxes/.github/workflows/release.yml"
 
 
 def scrollcase(cwd: Path, *argv: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCROLLCASE_")}
-    env |= {"SCROLLCASE_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(ROOT)}
-    run = subprocess.run(
-        [sys.executable, "-m", "scrollcase", *argv], cwd=cwd, env=env, capture_output=True, timeout=120
-    )
-    out, err = run.stdout.decode(), run.stderr.decode()
-    assert "Traceback" not in err, err
-    return run.returncode, out, err
+    run = run_isolated(*argv, cwd=cwd, env={"SCROLLCASE_CACHE_DIR": str(cwd / "cache")})
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, run.stdout, run.stderr
 
 
 def packed_release(work: Path, version: str = "1.0.0") -> tuple[ReleaseManifest, Path]:
